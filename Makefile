@@ -1,0 +1,39 @@
+# streamjoin: two commands do everything, on a fresh machine.
+#   make test   set up .venv, lint, run the tests
+#   make demo   set up .venv, run the demo
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-$(shell cat requirements.txt constraints.txt pyproject.toml | sha1sum | cut -c1-12)
+
+.PHONY: test demo lint setup check-java clean
+
+setup: $(STAMP)
+
+check-java:
+	@command -v java >/dev/null 2>&1 || { echo "streamjoin needs Java 17 or newer (Spark runs on the JVM): install it, e.g. apt-get install openjdk-17-jre-headless" >&2; exit 1; }
+	@major=$$(java -version 2>&1 | awk -F'"' '/version/ {split($$2, v, "."); print (v[1] == "1" ? v[2] : v[1])}'); \
+	if [ -z "$$major" ] || [ "$$major" -lt 17 ]; then echo "streamjoin needs Java 17 or newer; found: $$(java -version 2>&1 | head -1)" >&2; exit 1; fi
+
+$(STAMP): requirements.txt constraints.txt pyproject.toml | check-java
+	@echo "setting up $(VENV) (first run takes a few minutes)"
+	@test -x $(PY) || python3 -m venv $(VENV)
+	@$(PY) -m pip install --quiet --upgrade pip
+	@$(PY) -m pip install --quiet -r requirements.txt -c constraints.txt
+	@$(PY) -m pip install --quiet --no-deps -e .
+	@$(PY) -m pip check
+	@$(PY) -c "import pyspark; assert pyspark.__version__ == '4.3.0', pyspark.__version__"
+	@rm -f $(VENV)/.installed-*
+	@touch $@
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+
+test: $(STAMP) check-java lint
+	$(VENV)/bin/pytest
+
+demo: $(STAMP) check-java
+	@$(PY) include/demo.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis

@@ -1,0 +1,323 @@
+"""The streaming-join SQL dialect: RisingWave's sqlglot dialect plus the seeds' extensions.
+
+Additions, each a small override or table entry:
+
+- ``SELECT STREAM`` / ``SELECT TABLE`` (s-Server, Lenses);
+- a window on a join input, ``FROM s OVER (RANGE INTERVAL '1' MINUTE PRECEDING) AS a``
+  or ``OVER w`` (s-Server, Kinesis, SQLstream);
+- Lenses ``WITHIN 5s`` on a join, before or after its ON;
+- a trailing ``EMIT FINAL | EAGER | CHANGES``;
+- ``CREATE STREAM | SOURCE | SINK``, ``CREATE VIEW v DESCRIPTION '...' AS``;
+- Lenses ``WITH name AS (query);`` as a statement of its own.
+
+Everything else (ASOF, NATURAL, USING, ``FOR SYSTEM_TIME AS OF``, ``FLOOR(x TO HOUR)``,
+``WATERMARK FOR``, ``TUMBLE(...)`` in FROM, interval literals) comes from the parent.
+
+Example
+-------
+>>> from streamjoin.dialect import parse_script, to_sql
+>>> [q] = parse_script("SELECT STREAM * FROM a OVER (ROWS 5 PRECEDING) JOIN b ON a.k = b.k")
+>>> to_sql(q)
+'SELECT STREAM * FROM a OVER (ROWS BETWEEN 5 PRECEDING AND CURRENT ROW) JOIN b ON a.k = b.k'
+"""
+
+from __future__ import annotations
+
+import re
+
+from sqlglot import exp
+from sqlglot.dialects.risingwave import RisingWave
+from sqlglot.errors import ErrorLevel, ParseError, TokenError
+from sqlglot.generators.risingwave import RisingWaveGenerator
+from sqlglot.parsers.risingwave import RisingWaveParser
+from sqlglot.tokens import TokenType
+
+from streamjoin.dialect.expressions import EMIT_MODES, Description, SelectKind, Within
+from streamjoin.errors import SqlError, position_of
+
+__all__ = ["StreamJoin", "parse_script", "to_sql", "SelectKind", "Within", "EMIT_MODES"]
+
+# Lenses durations: 5s, 10m, 1h, 250ms, 2d.
+_DURATION_UNITS = {
+    "MS": "MILLISECOND",
+    "S": "SECOND",
+    "SEC": "SECOND",
+    "SECOND": "SECOND",
+    "SECONDS": "SECOND",
+    "M": "MINUTE",
+    "MIN": "MINUTE",
+    "MINUTE": "MINUTE",
+    "MINUTES": "MINUTE",
+    "H": "HOUR",
+    "HOUR": "HOUR",
+    "HOURS": "HOUR",
+    "D": "DAY",
+    "DAY": "DAY",
+    "DAYS": "DAY",
+}
+_DURATION_ABBREVIATIONS = {"MILLISECOND": "ms", "SECOND": "s", "MINUTE": "m", "HOUR": "h", "DAY": "d"}
+
+# Words that end a FROM item and so never name its alias.
+_NOT_AN_ALIAS = {"EMIT", "WITHIN", "OVER"}
+
+
+class StreamJoinParser(RisingWaveParser):
+    """RisingWave's parser plus the streaming extensions listed in the module docstring."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._table_suffix: dict = {}
+
+    # -- errors carry the offending token's offset, so we can report line:col exactly
+    def raise_error(self, message, token=None):
+        token = token or self._curr or self._prev
+        try:
+            super().raise_error(message, token) if token else super().raise_error(message)
+        except ParseError as error:
+            if token is not None and error.errors:
+                error.errors[0]["offset"] = token.start
+            raise
+
+    # -- SELECT STREAM | SELECT TABLE
+    def _parse_hint(self):
+        if (
+            self._prev
+            and self._prev.token_type == TokenType.SELECT
+            and self._curr
+            and self._curr.text.upper() in ("STREAM", "TABLE")
+            and (
+                self._next is None
+                or self._next.token_type
+                not in (TokenType.COMMA, TokenType.DOT, TokenType.FROM, TokenType.ALIAS)
+            )
+        ):
+            self._advance()
+            return self.expression(SelectKind(this=exp.var(self._prev.text.upper())), self._prev)
+        return super()._parse_hint()
+
+    # -- OVER window and WITHIN on a FROM item (they come before its alias)
+    def _parse_table(self, *args, **kwargs):
+        outer, self._table_suffix = self._table_suffix, {}
+        try:
+            this = super()._parse_table(*args, **kwargs)
+            for key, value in self._table_suffix.items():
+                if this is not None and value is not None:
+                    this.set(key, value)
+            return this
+        finally:
+            self._table_suffix = outer
+
+    def _parse_table_alias(self, alias_tokens=None):
+        self._parse_input_window()
+        alias = None
+        if not (self._curr and self._curr.text.upper() in _NOT_AN_ALIAS):
+            alias = super()._parse_table_alias(alias_tokens)
+        # SQLstream also writes the window after the alias: "Transactions" AS TX OVER (...)
+        if alias is not None and "window" not in self._table_suffix:
+            self._parse_input_window(keep_within=True)
+        self._parse_input_within()
+        return alias
+
+    def _parse_input_window(self, keep_within: bool = False) -> None:
+        self._table_suffix.pop("window", None)
+        if not keep_within:
+            self._table_suffix.pop("within", None)
+        if self._curr and self._curr.token_type == TokenType.OVER:
+            over = self._curr
+            window = self._parse_window(exp.Placeholder())
+            if isinstance(window, exp.Window):
+                window.update_positions(over)
+                self._table_suffix["window"] = window
+        self._parse_input_within()
+
+    def _parse_input_within(self) -> None:
+        if self._curr and self._curr.text.upper() == "WITHIN" and self._next_text() != "GROUP":
+            self._table_suffix["within"] = self._parse_within()
+
+    def _at_end(self) -> bool:
+        return self._curr is None or self._curr.token_type == TokenType.SENTINEL
+
+    def _next_text(self) -> str:
+        return self._next.text.upper() if self._next else ""
+
+    def _parse_within(self) -> Within:
+        token = self._curr
+        self._advance()  # WITHIN
+        if self._match(TokenType.INTERVAL, advance=False):
+            interval = self._parse_interval()
+        else:
+            number = self._parse_number()
+            unit_token = self._curr
+            unit = _DURATION_UNITS.get(unit_token.text.upper()) if unit_token else None
+            if number is None or unit is None:
+                self.raise_error("WITHIN expects a duration such as 5s, 10m, 1h or INTERVAL '5' SECOND")
+            self._advance()
+            interval = exp.Interval(this=exp.Literal.string(number.name), unit=exp.var(unit))
+        return self.expression(Within(this=interval), token)
+
+    # -- joins keep their position (for errors) and take a WITHIN after ON
+    def _parse_join(self, *args, **kwargs):
+        start = self._curr
+        join = super()._parse_join(*args, **kwargs)
+        if join is None:
+            return None
+        if start is not None:
+            join.meta.setdefault("offset", start.start)
+            # `a JOIN b` without a condition must not read back as the comma join `a, b`
+            plain = not (join.args.get("kind") or join.args.get("side") or join.args.get("method"))
+            if plain and start.token_type != TokenType.COMMA:
+                join.set("kind", "INNER")
+        table_within = join.this.args.get("within") if join.this is not None else None
+        if table_within is not None:
+            join.this.set("within", None)
+            join.set("within", table_within)
+        if self._curr and self._curr.text.upper() == "WITHIN":
+            join.set("within", self._parse_within())
+        return join
+
+    # -- statements: Lenses WITH-as-statement, trailing EMIT
+    def _parse_statement(self):
+        if self._curr and self._curr.token_type == TokenType.WITH:
+            index = self._index
+            with_ = self._parse_with()
+            if with_ is not None and self._at_end():
+                return with_
+            self._retreat(index)
+        statement = super()._parse_statement()
+        if self._curr and self._curr.text.upper() == "EMIT":
+            emit_token = self._curr
+            self._advance()
+            if not (self._curr and self._curr.text.upper() in EMIT_MODES):
+                self.raise_error("EMIT must be followed by FINAL, EAGER or CHANGES")
+            mode = self._curr.text.upper()
+            self._advance()
+            query = statement if isinstance(statement, exp.Query) else statement.expression
+            if not isinstance(query, exp.Query):
+                self.raise_error("EMIT applies to a query", emit_token)
+            query.set("emit", exp.var(mode))
+        return statement
+
+    # -- CREATE STREAM | SOURCE | SINK, CREATE VIEW ... DESCRIPTION
+    def _parse_create(self):
+        index = self._index
+        replace = bool(self._match_pair(TokenType.OR, TokenType.REPLACE))
+        if self._match_text_seq("STREAM") or self._match(TokenType.SOURCE):
+            kind = "STREAM"
+            this = self._parse_table(schema=True)
+        elif self._match(TokenType.SINK):
+            kind = "SINK"
+            this = self._parse_table(schema=True)
+        elif self._match(TokenType.VIEW) or self._match_text_seq("MATERIALIZED", "VIEW"):
+            kind = "VIEW"
+            this = self._parse_table_parts(schema=True)
+            description = self._parse_string() if self._match_text_seq("DESCRIPTION") else None
+            if not self._match(TokenType.ALIAS):
+                self.raise_error("Expected AS and a query after the view's name")
+            query = self._parse_select()
+            create = self.expression(exp.Create(this=this, kind=kind, replace=replace, expression=query))
+            if description is not None:  # not one of sqlglot's Create args: set after validation
+                create.set("description", Description(this=description))
+            return create
+        else:
+            self._retreat(index)
+            return super()._parse_create()
+        properties = self._parse_properties()
+        return self.expression(
+            exp.Create(this=this, kind=kind, replace=replace, properties=properties)
+        )
+
+
+class StreamJoinGenerator(RisingWaveGenerator):
+    """Generates SQL that StreamJoinParser reads back into the same plan."""
+
+    TRANSFORMS = {
+        **RisingWaveGenerator.TRANSFORMS,
+        SelectKind: lambda self, e: f" {e.name}",
+        Within: lambda self, e: self.within_sql(e),
+    }
+
+    def within_sql(self, expression: Within) -> str:
+        interval = expression.this
+        unit = interval.text("unit").upper()
+        return f"WITHIN {interval.name}{_DURATION_ABBREVIATIONS.get(unit, ' ' + unit)}"
+
+    def select_sql(self, expression: exp.Select) -> str:
+        sql = super().select_sql(expression)
+        emit = expression.args.get("emit")
+        return f"{sql} EMIT {emit.name}" if emit else sql
+
+    def table_sql(self, expression: exp.Table, sep: str = " AS ") -> str:
+        window = expression.args.get("window")
+        within = expression.args.get("within")
+        if not window and not within:
+            return super().table_sql(expression, sep)
+        bare = expression.copy()
+        for key in ("window", "within", "alias"):
+            bare.set(key, None)
+        sql = super().table_sql(bare, sep)
+        if window:
+            sql += " " + re.sub(r"^.*?(?=OVER\b)", "", self.sql(window), count=1)
+        if within:
+            sql += " " + self.sql(within)
+        alias = self.sql(expression, "alias")
+        return f"{sql}{sep}{alias}" if alias else sql
+
+    def join_sql(self, expression: exp.Join, join_op: str | None = None) -> str:
+        sql = super().join_sql(expression, join_op)
+        within = expression.args.get("within")
+        return f"{sql} {self.sql(within)}" if within else sql
+
+    def version_sql(self, expression: exp.Version) -> str:
+        return super().version_sql(expression).replace("FOR TIMESTAMP", "FOR SYSTEM_TIME", 1)
+
+    def create_sql(self, expression: exp.Create) -> str:
+        description = expression.args.get("description")
+        if not description:
+            return super().create_sql(expression)
+        replace = " OR REPLACE" if expression.args.get("replace") else ""
+        return (
+            f"CREATE{replace} VIEW {self.sql(expression, 'this')} "
+            f"DESCRIPTION {self.sql(description, 'this')} AS {self.sql(expression, 'expression')}"
+        )
+
+
+class StreamJoin(RisingWave):
+    """The streaming-join dialect (see the module docstring)."""
+
+    ALIAS_POST_VERSION = True  # RisingWave: `t FOR SYSTEM_TIME AS OF PROCTIME() AS alias`
+
+    Parser = StreamJoinParser
+    Generator = StreamJoinGenerator
+
+
+_DIALECT = StreamJoin()
+
+
+def parse_script(sql: str, filename: str = "<sql>") -> list[exp.Expression]:
+    """Parse a script of `;`-separated statements; a syntax error raises SqlError."""
+    try:
+        statements = _DIALECT.parse(sql, error_level=ErrorLevel.IMMEDIATE)
+    except ParseError as error:
+        info = error.errors[0] if error.errors else {}
+        offset = info.get("offset")
+        line, col = (
+            position_of(sql, offset) if offset is not None else (info.get("line", 1), info.get("col", 1))
+        )
+        message = info.get("description") or str(error)
+        highlight = info.get("highlight")
+        hint = f"near '{highlight}'" if highlight else None
+        raise SqlError(f"syntax error: {message}", filename, line, col, hint) from None
+    except TokenError as error:
+        raise SqlError(f"syntax error: {error}", filename, *_token_error_position(sql, str(error))) from None
+    return [s for s in statements if s is not None]
+
+
+def _token_error_position(sql: str, message: str) -> tuple[int, int]:
+    match = re.search(r"[Ll]ine (\d+), [Cc]ol(?:umn)?:? (\d+)", message)
+    return (int(match.group(1)), int(match.group(2))) if match else (1, 1)
+
+
+def to_sql(expression: exp.Expression, pretty: bool = False) -> str:
+    """Generate the streaming dialect's SQL for a tree."""
+    return _DIALECT.generate(expression, pretty=pretty)
+

@@ -1,0 +1,26 @@
+"""Syntax nodes that the streaming dialect adds to sqlglot's tree."""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+
+class SelectKind(exp.Expression):
+    """`SELECT STREAM` / `SELECT TABLE`: carried in the SELECT's hint slot."""
+
+    arg_types = {"this": True}
+
+
+class Within(exp.Expression):
+    """Lenses `WITHIN 5s`: the time distance allowed between the two rows of a join."""
+
+    arg_types = {"this": True}  # an exp.Interval
+
+
+class Description(exp.Expression):
+    """s-Server `CREATE VIEW v DESCRIPTION '...' AS ...`."""
+
+    arg_types = {"this": True}
+
+
+EMIT_MODES = ("FINAL", "EAGER", "CHANGES")

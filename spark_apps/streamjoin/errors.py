@@ -1,0 +1,35 @@
+"""Errors a user can act on: a position in their SQL, a message and a hint."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+def position_of(text: str, offset: int) -> tuple[int, int]:
+    """1-based (line, column) of a character offset in text."""
+    line = text.count("\n", 0, offset) + 1
+    col = offset - (text.rfind("\n", 0, offset) + 1) + 1
+    return line, col
+
+
+@dataclass
+class SqlError(Exception):
+    """A rejected query: `FILE:LINE:COL: error: message`, then the hint."""
+
+    message: str
+    filename: str = "<sql>"
+    line: int = 1
+    col: int = 1
+    hint: str | None = None
+
+    def __str__(self) -> str:
+        text = f"{self.filename}:{self.line}:{self.col}: error: {self.message}"
+        return f"{text}\n  hint: {self.hint}" if self.hint else text
+
+
+class SqlErrors(Exception):
+    """Several rejections of one script, reported together in source order."""
+
+    def __init__(self, errors: list[SqlError]):
+        self.errors = sorted(errors, key=lambda e: (e.line, e.col))
+        super().__init__("\n".join(str(e) for e in self.errors))

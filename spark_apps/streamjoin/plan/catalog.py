@@ -1,0 +1,103 @@
+"""Declarations: CREATE STREAM / TABLE / SOURCE / SINK become Relations."""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from streamjoin.plan.model import STREAM, TABLE, Column, Relation
+from streamjoin.plan.scope import Located, ident_name, relation_name
+from streamjoin.plan.windows import interval_ms
+
+
+def relation_from_create(create: exp.Create, where: Located) -> Relation:
+    """A declared stream, table or sink, with its rowtime, lateness and primary key."""
+    kind = (create.text("kind") or "").upper()
+    schema = create.this
+    table = schema.this if isinstance(schema, exp.Schema) else schema
+    name = relation_name(table)
+    options = _options(create)
+    columns: list[Column] = []
+    primary_key: list[str] = []
+    watermark: exp.WatermarkColumnConstraint | None = None
+    for item in schema.expressions if isinstance(schema, exp.Schema) else []:
+        if isinstance(item, exp.ColumnDef):
+            col = ident_name(item.this)
+            columns.append(Column(col, item.args["kind"].sql("risingwave") if item.args.get("kind") else "UNKNOWN"))
+            if any(isinstance(c.kind, exp.PrimaryKeyColumnConstraint) for c in item.constraints):
+                primary_key.append(col)
+        elif isinstance(item, exp.WatermarkColumnConstraint):
+            watermark = item
+        elif isinstance(item, exp.PrimaryKey):
+            primary_key.extend(ident_name(e.this if isinstance(e, exp.Ordered) else e) for e in item.expressions)
+    if kind == "SINK":
+        return Relation(name, TABLE, tuple(columns), options=tuple(options.items()))
+
+    is_stream = kind == "STREAM"
+    rowtime, lateness, implicit = None, 0, False
+    if is_stream:
+        rowtime, lateness = _rowtime(columns, options, watermark, where, create)
+        if rowtime not in [c.name for c in columns]:
+            # s-Server streams carry an implicit ROWTIME column.
+            columns.append(Column(rowtime, "TIMESTAMP"))
+            implicit = True
+    return Relation(
+        name=name,
+        kind=STREAM if is_stream else TABLE,
+        columns=tuple(columns),
+        rowtime=rowtime,
+        options=tuple(options.items()),
+        primary_key=tuple(primary_key),
+        lateness_ms=lateness,
+        implicit_rowtime=implicit,
+    )
+
+
+def _options(create: exp.Create) -> dict[str, str]:
+    options: dict[str, str] = {}
+    properties = create.args.get("properties")
+    for prop in properties.expressions if properties else []:
+        if isinstance(prop, exp.Property):
+            key, value = prop.name.lower(), prop.args.get("value")
+        else:  # sqlglot reads some keys (format, partitioned_by) as typed properties
+            key = _TYPED_PROPERTIES.get(type(prop), prop.key.removesuffix("property"))
+            value = prop.this
+        if isinstance(value, (exp.Literal, exp.Identifier, exp.Var)):
+            options[key] = value.name
+        elif isinstance(value, exp.Schema | exp.Tuple):
+            options[key] = ",".join(e.name for e in value.expressions)
+        elif value is not None:
+            options[key] = value.sql()
+    return options
+
+
+_TYPED_PROPERTIES = {exp.FileFormatProperty: "format", exp.PartitionedByProperty: "partitioned_by"}
+
+
+def _rowtime(columns, options, watermark, where: Located, create) -> tuple[str, int]:
+    names = [c.name for c in columns]
+    lateness = 0
+    if watermark is not None:
+        rowtime = ident_name(watermark.this.this if isinstance(watermark.this, exp.Column) else watermark.this)
+        delay = watermark.expression
+        if isinstance(delay, exp.Sub) and isinstance(delay.expression, exp.Interval):
+            lateness = _interval(delay.expression, where)
+    else:
+        rowtime = options.get("rowtime", "").lower() or "rowtime"
+        if "rowtime" in options and rowtime not in names:
+            where.fail(
+                f"rowtime column '{rowtime}' is not a column of this stream",
+                create,
+                f"columns are: {', '.join(names)}",
+            )
+    if "lateness" in options:
+        try:
+            lateness = interval_ms(options["lateness"], None)
+        except ValueError as error:
+            where.fail(f"bad lateness '{options['lateness']}': {error}", create, "write e.g. lateness = '10 SECONDS'")
+    return rowtime, lateness
+
+
+def _interval(interval: exp.Interval, where: Located) -> int:
+    from streamjoin.plan.scope import interval_to_ms
+
+    return interval_to_ms(interval, where)

@@ -1,0 +1,142 @@
+"""Splitting a join condition into equi-keys, time bounds between rowtimes, and a residual."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from streamjoin.plan.model import Condition, TimeBound
+from streamjoin.plan.scope import Located, interval_to_ms
+
+# For a comparison `x OP y`, the bound it puts on x - y: (low, high), None = unbounded.
+_COMPARISONS = {exp.LTE: "<=", exp.LT: "<", exp.GTE: ">=", exp.GT: ">"}
+_FLIP = {"<=": ">=", "<": ">", ">=": "<=", ">": "<"}
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A resolved column: which input, which column, and whether it is that input's rowtime."""
+
+    alias: str
+    column: str
+    is_rowtime: bool
+
+
+def conjuncts(expression: exp.Expression | None) -> list[exp.Expression]:
+    if expression is None:
+        return []
+    expression = expression.unnest()
+    if isinstance(expression, exp.And):
+        return conjuncts(expression.this) + conjuncts(expression.expression)
+    return [expression]
+
+
+def refs_of(expression: exp.Expression) -> set[str]:
+    """Aliases referenced by a qualified expression (columns carry the resolved Ref in meta)."""
+    return {c.meta["ref"].alias for c in expression.find_all(exp.Column) if "ref" in c.meta}
+
+
+def split(
+    condition: exp.Expression | None,
+    left: set[str],
+    right: str,
+    where: Located,
+    render,
+) -> Condition:
+    """Split a qualified condition for the join of `left` aliases with the `right` alias."""
+    keys: list[tuple[str, str]] = []
+    bounds: list[TimeBound] = []
+    residual: list[str] = []
+    for part in conjuncts(condition):
+        key = _equi_key(part, left, right, render)
+        if key:
+            keys.append(key)
+            continue
+        bound = _time_bound(part, left, right, where)
+        if bound is not None and bound[0] is not None:
+            bounds.append(bound[0])
+            if bound[1]:  # strict comparisons stay exact in the residual
+                residual.append(render(part))
+            continue
+        residual.append(render(part))
+    return Condition(
+        keys=tuple(keys),
+        time_bounds=tuple(merge_bounds(bounds)),
+        residual=tuple(residual),
+        text=render(condition) if condition is not None else None,
+    )
+
+
+def _equi_key(part, left, right, render):
+    if not isinstance(part, exp.EQ):
+        return None
+    a, b = refs_of(part.this), refs_of(part.expression)
+    if a and b and a <= left and b == {right}:
+        return render(part.this), render(part.expression)
+    if a and b and b <= left and a == {right}:
+        return render(part.expression), render(part.this)
+    return None
+
+
+def rowtime_term(node: exp.Expression, where: Located) -> tuple[str, int] | None:
+    """`a.rt`, `a.rt + INTERVAL ...`, `a.rt - INTERVAL ...` -> (alias, offset ms)."""
+    node = node.unnest()
+    if isinstance(node, exp.Column) and "ref" in node.meta and node.meta["ref"].is_rowtime:
+        return node.meta["ref"].alias, 0
+    if isinstance(node, (exp.Add, exp.Sub)) and isinstance(node.expression, exp.Interval):
+        base = rowtime_term(node.this, where)
+        if base:
+            ms = interval_to_ms(node.expression, where)
+            return base[0], base[1] + (ms if isinstance(node, exp.Add) else -ms)
+    return None
+
+
+def _time_bound(part, left, right, where) -> tuple[TimeBound, bool] | None:
+    """A bound on right.rowtime - left.rowtime, and whether it came from a strict comparison."""
+    if isinstance(part, exp.Between):
+        x = rowtime_term(part.this, where)
+        low = rowtime_term(part.args["low"], where)
+        high = rowtime_term(part.args["high"], where)
+        if x and low and high and low[0] == high[0] and x[0] != low[0]:
+            # x + ox in [y + ol, y + oh]  =>  x - y in [ol - ox, oh - ox]
+            return _orient(x[0], low[0], low[1] - x[1], high[1] - x[1], left, right), False
+        return None
+    op = _COMPARISONS.get(type(part))
+    if op is None:
+        return None
+    x, y = rowtime_term(part.this, where), rowtime_term(part.expression, where)
+    if not (x and y) or x[0] == y[0]:
+        return None
+    # x + ox OP y + oy  =>  x - y OP oy - ox
+    diff = y[1] - x[1]
+    low, high = (None, diff) if op in ("<=", "<") else (diff, None)
+    return _orient(x[0], y[0], low, high, left, right), op in ("<", ">")
+
+
+def _orient(x, y, low, high, left, right) -> TimeBound | None:
+    """Turn a bound on x - y into a bound on right - left."""
+    if x == right and y in left:
+        return TimeBound(y, right, low, high, "condition")
+    if y == right and x in left:
+        return TimeBound(
+            x, right, -high if high is not None else None, -low if low is not None else None, "condition"
+        )
+    return None
+
+
+def merge_bounds(bounds: list[TimeBound]) -> list[TimeBound]:
+    """Intersect bounds on the same pair of inputs."""
+    merged: dict[tuple[str, str, str], TimeBound] = {}
+    for b in bounds:
+        if b is None:
+            continue
+        key = (b.left, b.right, b.origin)
+        old = merged.get(key)
+        if old is None:
+            merged[key] = b
+            continue
+        low = max((v for v in (old.low_ms, b.low_ms) if v is not None), default=None)
+        high = min((v for v in (old.high_ms, b.high_ms) if v is not None), default=None)
+        merged[key] = TimeBound(b.left, b.right, low, high, b.origin)
+    return list(merged.values())

@@ -1,0 +1,89 @@
+"""`streamjoin explain`: the plan in words (text) or as data (json)."""
+
+from __future__ import annotations
+
+import json
+
+from streamjoin.plan import model as m
+
+_EMIT = {
+    "FINAL": "FINAL: rows leave once final, in non-descending rowtime order, when the join clock passes them",
+    "EAGER": "EAGER: NULL-extended rows leave at once and are never withdrawn; matches follow (not ordered)",
+    "CHANGES": "CHANGES: a changelog with op (+I, -D); folding it gives the FINAL result",
+}
+
+
+def explain_text(script: m.Script) -> str:
+    blocks = [_relations(script)] + [_query(q) for q in script.queries]
+    return "\n\n".join(b for b in blocks if b) + "\n"
+
+
+def explain_json(script: m.Script) -> str:
+    return json.dumps(script.to_dict(), indent=2, sort_keys=False) + "\n"
+
+
+def _relations(script: m.Script) -> str:
+    lines = []
+    for r in script.relations:
+        if r.view:
+            continue
+        extra = f", rowtime {r.rowtime}" if r.rowtime else ""
+        if r.lateness_ms:
+            extra += f", lateness {r.lateness_ms} ms"
+        if r.primary_key:
+            extra += f", primary key ({', '.join(r.primary_key)})"
+        lines.append(f"  {r.kind} {r.name} ({', '.join(c.name for c in r.columns)}){extra}")
+    for s in script.sinks:
+        lines.append(f"  sink {s.name} ({', '.join(f'{k}={v}' for k, v in s.options)})")
+    return "declared:\n" + "\n".join(lines) if lines else ""
+
+
+def _query(q: m.Query) -> str:
+    title = "query" if q.name == "query" else f"view {q.name}"
+    target = f" -> INSERT INTO {q.sink}" if q.sink else ""
+    lines = [f"{title}: {q.kind}{target}", f"  emit: {_EMIT[q.emit]}", "  inputs:"]
+    for i in q.inputs:
+        lines.append(f"    {i.alias}: {i.kind} {i.relation}{_input_detail(i)}")
+        for f in i.pushed_filters:
+            lines.append(f"      filter before loading: {f}")
+    for n, j in enumerate(q.joins, 1):
+        lines.extend(_join(n, j))
+    if q.where:
+        lines.append(f"  where (after the join): {q.where}")
+    if q.aggregation:
+        a = q.aggregation
+        bucket = f"bucket {a.bucket}" if a.bucket else "no time bucket: a running aggregate (a changelog)"
+        lines.append(f"  group by: {', '.join(a.keys) or '(all rows)'}; {bucket}")
+        if a.bucket:
+            lines.append("    a group's row is emitted when the clock passes the bucket end; rowtime = bucket start")
+    lines.append("  output: " + ", ".join(f"{c.name}={c.expression}" if c.name != c.expression else c.name for c in q.output))
+    return "\n".join(lines)
+
+
+def _input_detail(i: m.Input) -> str:
+    if i.kind == m.TABLE:
+        return " [FOR SYSTEM_TIME AS OF PROCTIME(): re-read per micro-batch]" if i.temporal else " [snapshot at query start]"
+    if i.time_window:
+        tw = i.time_window
+        slide = f", slide {tw.slide_ms} ms" if tw.function == "HOP" else ""
+        return f" [{tw.function} on {tw.column}, size {tw.size_ms} ms{slide}]"
+    source = {"OVER": "", "WITHIN": " (from WITHIN)", "interval condition": " (from the interval condition)", "default": " (no OVER)"}
+    return f", rowtime {i.rowtime}, window {i.window.describe()}{source.get(i.window_source, '')}"
+
+
+def _join(n: int, j: m.Join) -> list[str]:
+    how = "NATURAL " if j.natural else ""
+    lines = [f"  join {n}: {', '.join(j.left_inputs)} {how}{j.join_type} JOIN {j.right}  [{j.kind}]"]
+    c = j.condition
+    if j.using:
+        lines.append(f"    using: {', '.join(j.using)} (one coalesced column each)")
+    if c.from_where:
+        lines.append("    condition: taken from WHERE (equivalent for inner pairs)")
+    lines.append("    keys: " + (", ".join(f"{a} = {b}" for a, b in c.keys) if c.keys else "none"))
+    if c.asof:
+        lines.append(f"    asof: {c.asof[0]} {c.asof[1]} {c.asof[2]} (the nearest match; ties: latest arrival)")
+    lines.append("    time bounds: " + ("; ".join(b.describe() for b in c.time_bounds) if c.time_bounds else "none"))
+    lines.append("    residual: " + (" AND ".join(c.residual) if c.residual else "none"))
+    lines.append("    state:")
+    lines.extend(f"      - {s}" for s in j.state)
+    return lines

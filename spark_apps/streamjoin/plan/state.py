@@ -1,0 +1,70 @@
+"""What a join keeps in state and when it is dropped, in words (for explain)."""
+
+from __future__ import annotations
+
+from streamjoin.plan import model as m
+from streamjoin.plan.windows import BucketWindow, RangeWindow, RowsWindow, format_ms
+
+
+def describe_state(kind: str, join_type: str, left_items, right, condition: m.Condition) -> tuple[str, ...]:
+    if kind == m.TEMPORAL:
+        return (f"no state: '{right.alias}' is re-read at every micro-batch (process time)",)
+    if kind == m.TABLE_TABLE:
+        return ("both tables as snapshots taken at query start (an ordinary relational join)",)
+    if kind in (m.SNAPSHOT, m.BUCKETED):
+        return _snapshot_state(kind, left_items, right)
+    if kind == m.WINDOW_TVF:
+        return (
+            "rows of both inputs, per window and key, until the join clock passes window_end; "
+            "then the window's pairs are final and its state is dropped",
+        )
+    if kind == m.ASOF:
+        return (
+            f"rows of '{right.alias}' per key ({', '.join(r for _, r in condition.keys)}), "
+            "the latest per ordering value, until no later left row can choose them",
+            "left rows until the join clock passes their rowtime (every candidate has arrived)",
+        )
+    return tuple(_window_state(item, join_type, left_items, right) for item in (*left_items, right) if item.is_stream)
+
+
+def _snapshot_state(kind, left_items, right) -> tuple[str, ...]:
+    table = right if not right.is_stream else next(i for i in left_items if not i.is_stream)
+    lines = [
+        f"the snapshot of '{table.alias}', read once at query start, broadcast and held in memory; "
+        "refreshed only by restarting the query"
+    ]
+    if kind == m.BUCKETED:
+        stream = next(i for i in (*left_items, right) if i.is_stream)
+        unit = stream.window.unit.lower()
+        lines.append(
+            f"per {unit} bucket of '{stream.alias}': the table keys matched so far; when the {unit} closes, "
+            f"every unmatched table row is emitted NULL-extended (rowtime = the {unit}'s start) and the bucket is dropped"
+        )
+    else:
+        lines.append("no stream state: each stream row is looked up and passed on")
+    return tuple(lines)
+
+
+def _window_state(item, join_type, left_items, right) -> str:
+    window = item.window
+    preserved = (
+        join_type == "FULL"
+        or (join_type == "LEFT" and item is not right)
+        or (join_type == "RIGHT" and item is right)
+    )
+    tail = "; a row that matched nothing is then emitted NULL-extended" if preserved else ""
+    if isinstance(window, RangeWindow):
+        others = [i for i in (*left_items, right) if i.is_stream and i is not item]
+        # it can still meet rows whose presence starts up to its own end: t + size - (their lag)
+        min_lag = min((o.window.lag_ms for o in others if isinstance(o.window, RangeWindow)), default=0)
+        keep = window.size_ms - min_lag
+        until = f"ROWTIME + {format_ms(keep)}" if keep > 0 else "ROWTIME"
+        return f"'{item.alias}' rows until the join clock passes {until}{tail}"
+    if isinstance(window, RowsWindow):
+        per = f"per partition ({', '.join(window.partition_by)})" if window.partition_by else "of the whole input (one ordered sequence)"
+        n = window.count + 1
+        rows = f"{n} row{'s' * (n > 1)}"
+        return f"'{item.alias}': the last {rows} {per}; a row is dropped when {n} later row{'s' * (n > 1)} arrived{tail}"
+    if isinstance(window, BucketWindow):
+        return f"'{item.alias}' rows until their {window.unit.lower()} bucket closes{tail}"
+    return f"'{item.alias}' rows (window {window})"
