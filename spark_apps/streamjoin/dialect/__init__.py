@@ -220,11 +220,25 @@ class StreamJoinParser(RisingWaveParser):
             return create
         else:
             self._retreat(index)
-            return super()._parse_create()
+            return _plain_with_options(super()._parse_create())
         properties = self._parse_properties()
-        return self.expression(
-            exp.Create(this=this, kind=kind, replace=replace, properties=properties)
+        return _plain_with_options(
+            self.expression(exp.Create(this=this, kind=kind, replace=replace, properties=properties))
         )
+
+
+_TYPED_OPTIONS = {exp.FileFormatProperty: "format", exp.PartitionedByProperty: "partitioned_by"}
+
+
+def _plain_with_options(create):
+    """sqlglot reads `format = ...` and `partitioned_by = ...` inside WITH (...) as typed
+    properties; keep them as plain key = value options, as written."""
+    properties = create.args.get("properties") if isinstance(create, exp.Create) else None
+    for prop in list(properties.expressions) if properties else []:
+        key = _TYPED_OPTIONS.get(type(prop))
+        if key:
+            prop.replace(exp.Property(this=exp.var(key), value=prop.this))
+    return create
 
 
 class StreamJoinGenerator(RisingWaveGenerator):

@@ -30,7 +30,7 @@ def relation_from_create(create: exp.Create, where: Located) -> Relation:
         elif isinstance(item, exp.PrimaryKey):
             primary_key.extend(ident_name(e.this if isinstance(e, exp.Ordered) else e) for e in item.expressions)
     if kind == "SINK":
-        return Relation(name, TABLE, tuple(columns), options=tuple(options.items()))
+        return Relation(name, TABLE, tuple(columns), options=tuple(sorted(options.items())))
 
     is_stream = kind == "STREAM"
     rowtime, lateness, implicit = None, 0, False
@@ -45,7 +45,7 @@ def relation_from_create(create: exp.Create, where: Located) -> Relation:
         kind=STREAM if is_stream else TABLE,
         columns=tuple(columns),
         rowtime=rowtime,
-        options=tuple(options.items()),
+        options=tuple(sorted(options.items())),
         primary_key=tuple(primary_key),
         lateness_ms=lateness,
         implicit_rowtime=implicit,
@@ -56,11 +56,10 @@ def _options(create: exp.Create) -> dict[str, str]:
     options: dict[str, str] = {}
     properties = create.args.get("properties")
     for prop in properties.expressions if properties else []:
-        if isinstance(prop, exp.Property):
+        if type(prop) is exp.Property:  # typed properties (other clauses) subclass Property too
             key, value = prop.name.lower(), prop.args.get("value")
-        else:  # sqlglot reads some keys (format, partitioned_by) as typed properties
-            key = _TYPED_PROPERTIES.get(type(prop), prop.key.removesuffix("property"))
-            value = prop.this
+        else:
+            key, value = prop.key.removesuffix("property"), prop.this
         if isinstance(value, (exp.Literal, exp.Identifier, exp.Var)):
             options[key] = value.name
         elif isinstance(value, exp.Schema | exp.Tuple):
@@ -69,8 +68,6 @@ def _options(create: exp.Create) -> dict[str, str]:
             options[key] = value.sql()
     return options
 
-
-_TYPED_PROPERTIES = {exp.FileFormatProperty: "format", exp.PartitionedByProperty: "partitioned_by"}
 
 
 def _rowtime(columns, options, watermark, where: Located, create) -> tuple[str, int]:
