@@ -52,3 +52,9 @@ def test_explain_text_names_inputs_windows_keys_and_state():
     text = result.stdout
     for expected in ("oq: stream", "RANGE 1 MINUTE PRECEDING", "keys: oq.ticker = sp.ticker", "state:", "emit: FINAL"):
         assert expected in text
+
+
+def test_comments_anywhere_in_the_file_are_ignored(tmp_path):
+    sql = tmp_path / "commented.sql"
+    sql.write_text("-- header\nCREATE STREAM a (k INT); /* block */\nSELECT STREAM * FROM a; -- trailing\n")
+    assert streamjoin("check", str(sql)).returncode == 0

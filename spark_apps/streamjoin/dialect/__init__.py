@@ -323,7 +323,8 @@ def parse_script(sql: str, filename: str = "<sql>") -> list[exp.Expression]:
         raise SqlError(f"syntax error: {message}", filename, line, col, hint) from None
     except TokenError as error:
         raise SqlError(f"syntax error: {error}", filename, *_token_error_position(sql, str(error))) from None
-    return [s for s in statements if s is not None]
+    # comment-only chunks (a comment after the last `;`) come back as Semicolon nodes
+    return [s for s in statements if s is not None and not isinstance(s, exp.Semicolon)]
 
 
 def _token_error_position(sql: str, message: str) -> tuple[int, int]:
