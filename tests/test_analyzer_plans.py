@@ -74,3 +74,38 @@ def test_three_way_join_keeps_each_condition_on_its_own_join():
     assert first.condition.keys == (("a.k", "b.k"),)
     assert second.condition.keys == (("COALESCE(a.k, b.k)", "c.k"),)
     assert {(b.left, b.right) for b in second.condition.time_bounds} == {("a", "c"), ("b", "c")}
+
+
+def test_star_keeps_columns_a_using_join_did_not_merge():
+    q = analyze(
+        "CREATE STREAM a (k INT, x INT); CREATE STREAM b (k INT, y INT); CREATE STREAM c (k INT, z INT);\n"
+        "SELECT STREAM * FROM a JOIN b USING (k) JOIN c ON a.k = c.k;"
+    ).final
+    assert [(c.name, c.expression) for c in q.output] == [
+        ("k", "COALESCE(a.k, b.k)"), ("x", "a.x"), ("y", "b.y"), ("c.k", "c.k"), ("z", "c.z"),
+    ]
+
+
+def test_group_by_floor_of_a_named_rowtime_column_is_a_time_bucket():
+    ddl = "CREATE STREAM s (k INT, amt INT, ts TIMESTAMP) WITH (rowtime = 'ts');\n"
+    for bucket in ("FLOOR(s.ROWTIME TO HOUR)", "FLOOR(ts TO HOUR)", "FLOOR(ROWTIME TO HOUR)"):
+        q = analyze(ddl + f"SELECT STREAM {bucket} AS h, k, SUM(amt) AS total FROM s GROUP BY {bucket}, k;").final
+        assert q.aggregation.bucket_unit == "HOUR", bucket
+
+
+def test_bucket_window_may_name_the_rowtime_column():
+    q = analyze(
+        "CREATE STREAM s (k INT, ts TIMESTAMP) WITH (rowtime = 'ts'); CREATE TABLE t (k INT PRIMARY KEY);\n"
+        "SELECT STREAM * FROM s OVER (ORDER BY FLOOR(ts TO HOUR) RANGE CURRENT ROW) RIGHT JOIN t USING (k);"
+    ).final
+    assert q.input("s").window == BucketWindow("HOUR") and q.joins[0].kind == m.BUCKETED
+
+
+def test_within_with_a_multi_field_interval_reads_back():
+    from streamjoin.dialect import parse_script, to_sql
+
+    sql = "SELECT STREAM * FROM a JOIN b ON a.k = b.k WITHIN INTERVAL '1:30' MINUTE TO SECOND"
+    [tree] = parse_script(sql)
+    assert to_sql(parse_script(to_sql(tree))[0]) == to_sql(tree)
+    q = analyze("CREATE STREAM a (k INT); CREATE STREAM b (k INT);\n" + sql).final
+    assert q.input("a").window == RangeWindow(90_000)

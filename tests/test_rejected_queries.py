@@ -187,3 +187,59 @@ def test_lenses_outer_join_of_a_stream_and_a_table_is_rejected_by_semantics():
 def test_error_text_is_file_line_col_then_hint():
     error = SqlError("bad thing", "q.sql", 3, 7, "do this")
     assert str(error) == "q.sql:3:7: error: bad thing\n  hint: do this"
+
+
+def test_unbounded_window_is_rejected_not_a_crash():
+    error = rejection("SELECT STREAM * FROM orders OVER (ROWS UNBOUNDED PRECEDING) AS o JOIN prices p USING (ticker);")
+    assert error.message.startswith("an UNBOUNDED window is not supported")
+    assert at(error) == (1, 29)
+
+
+def test_within_on_a_later_join_may_not_change_windows_an_earlier_join_used():
+    error = rejection(
+        "SELECT STREAM * FROM orders o JOIN prices p ON o.ticker = p.ticker JOIN orders o2 ON o2.ticker = p.ticker WITHIN 10s;"
+    )
+    assert error.message == "WITHIN here would change the window of 'o', which an earlier join already used"
+
+
+def test_interval_condition_on_a_later_join_may_not_change_windows_an_earlier_join_used():
+    error = rejection(
+        "SELECT STREAM * FROM orders o JOIN prices p ON o.ticker = p.ticker JOIN orders o2 ON o2.ticker = p.ticker "
+        "AND o2.ROWTIME BETWEEN p.ROWTIME - INTERVAL '1' MINUTE AND p.ROWTIME + INTERVAL '1' MINUTE;"
+    )
+    assert error.message == "this interval condition would change the window of 'p', which an earlier join already used"
+
+
+def test_within_given_twice_with_different_durations_is_rejected():
+    error = rejection("SELECT STREAM * FROM orders o JOIN prices p WITHIN 5s ON o.ticker = p.ticker WITHIN 10s;")
+    assert error.message == "syntax error: WITHIN is given twice with different durations"
+    assert at(error) == (1, 78)
+
+
+def test_using_column_next_to_an_unmerged_same_name_is_ambiguous():
+    error = rejection("SELECT STREAM ticker FROM orders o JOIN prices p USING (ticker) JOIN prices p2 ON o.ticker = p2.ticker;")
+    assert error.message == "column 'ticker' is ambiguous"
+    assert error.hint == "qualify it: COALESCE(o.ticker, p.ticker) or p2.ticker"
+
+
+def test_cross_side_condition_of_a_stream_table_join_points_at_the_comparison():
+    error = rejection("SELECT STREAM * FROM beast_events e JOIN animal_data a ON e.animal_id = a.animal_id AND e.row_id > a.animal_id;")
+    assert error.message == "a stream-table join condition beyond its equalities may refer to one side only"
+    assert at(error) == (1, 89)
+
+
+def test_asof_error_points_at_the_condition():
+    error = rejection("SELECT STREAM * FROM orders o ASOF JOIN prices p ON o.ticker = p.ticker AND o.qty = p.price;")
+    assert at(error) == (1, 53)
+
+
+def test_bucket_with_another_frame_points_at_the_window():
+    error = rejection("SELECT STREAM * FROM city_sales OVER (ORDER BY FLOOR(ROWTIME TO HOUR) ROWS CURRENT ROW) AS cs JOIN city_info USING (city);")
+    assert error.message == "a bucket window is ORDER BY FLOOR(ROWTIME TO unit) RANGE CURRENT ROW"
+    assert at(error) == (1, 33)
+
+
+def test_unterminated_string_points_at_its_opening_quote():
+    error = rejection("SELECT STREAM *\nFROM orders o WHERE o.ticker = 'IBM;")
+    assert error.message == "syntax error: unterminated string: missing '"
+    assert at(error) == (2, 32)

@@ -172,7 +172,11 @@ class StreamJoinParser(RisingWaveParser):
             join.this.set("within", None)
             join.set("within", table_within)
         if self._curr and self._curr.text.upper() == "WITHIN":
-            join.set("within", self._parse_within())
+            first, token = join.args.get("within"), self._curr
+            second = self._parse_within()
+            if first is not None and first.this != second.this:
+                self.raise_error("WITHIN is given twice with different durations", token)
+            join.set("within", second)
         return join
 
     # -- statements: Lenses WITH-as-statement, trailing EMIT
@@ -252,8 +256,11 @@ class StreamJoinGenerator(RisingWaveGenerator):
 
     def within_sql(self, expression: Within) -> str:
         interval = expression.this
-        unit = interval.text("unit").upper()
-        return f"WITHIN {interval.name}{_DURATION_ABBREVIATIONS.get(unit, ' ' + unit)}"
+        unit = interval.args.get("unit")
+        abbreviation = _DURATION_ABBREVIATIONS.get(unit.name.upper()) if isinstance(unit, exp.Var) else None
+        if abbreviation and re.fullmatch(r"\d+", interval.name):
+            return f"WITHIN {interval.name}{abbreviation}"
+        return f"WITHIN {self.sql(interval)}"  # e.g. INTERVAL '1:30' MINUTE TO SECOND
 
     def select_sql(self, expression: exp.Select) -> str:
         sql = super().select_sql(expression)
@@ -322,14 +329,25 @@ def parse_script(sql: str, filename: str = "<sql>") -> list[exp.Expression]:
         hint = f"near '{highlight}'" if highlight else None
         raise SqlError(f"syntax error: {message}", filename, line, col, hint) from None
     except TokenError as error:
-        raise SqlError(f"syntax error: {error}", filename, *_token_error_position(sql, str(error))) from None
+        cause = str(error.__cause__ or error)
+        line, col = _token_error_position(sql, cause)
+        missing = re.match(r"Missing (\S+) from", cause)
+        message = f"unterminated {'string' if missing.group(1) == chr(39) else 'quoted name'}: missing {missing.group(1)}" if missing else cause
+        raise SqlError(f"syntax error: {message}", filename, line, col, "close the quote") from None
     # comment-only chunks (a comment after the last `;`) come back as Semicolon nodes
     return [s for s in statements if s is not None and not isinstance(s, exp.Semicolon)]
 
 
 def _token_error_position(sql: str, message: str) -> tuple[int, int]:
-    match = re.search(r"[Ll]ine (\d+), [Cc]ol(?:umn)?:? (\d+)", message)
-    return (int(match.group(1)), int(match.group(2))) if match else (1, 1)
+    """sqlglot's tokenizer says e.g. "Missing ' from 2:38" (a position past the quote): point
+    at the opening quote, the last one at or before that position on that line."""
+    match = re.search(r"Missing (\S+) from (\d+):(\d+)", message)
+    if not match:
+        return 1, 1
+    quote, line, col = match.group(1), int(match.group(2)), int(match.group(3))
+    text = sql.splitlines()[line - 1] if line <= len(sql.splitlines()) else ""
+    opening = text.rfind(quote, 0, col)
+    return line, (opening + 1 if opening >= 0 else col)
 
 
 def to_sql(expression: exp.Expression, pretty: bool = False) -> str:

@@ -18,7 +18,7 @@ from streamjoin.errors import SqlError
 from streamjoin.plan import model as m
 from streamjoin.plan.catalog import relation_from_create
 from streamjoin.plan.conditions import Ref, conjuncts, merge_bounds, refs_of, split
-from streamjoin.plan.scope import Located, ident_name, interval_to_ms, relation_name
+from streamjoin.plan.scope import Located, ident_name, interval_to_ms, offset_of, relation_name
 from streamjoin.plan.state import describe_state
 from streamjoin.plan.windows import (
     BUCKET_UNITS,
@@ -197,6 +197,7 @@ class _QueryAnalysis:
         self.items: list[_Item] = []
         self.using: dict[str, exp.Expression] = {}  # USING / NATURAL column -> COALESCE(...)
         self.using_order: list[str] = []
+        self.using_members: dict[str, set[str]] = {}  # USING column -> aliases merged into it
         self.joins: list[m.Join] = []
 
     def run(self, name: str, sink: str | None) -> m.Query:
@@ -274,7 +275,7 @@ class _QueryAnalysis:
         if window is not None:
             if not item.is_stream:
                 self.where.fail(f"a window applies to a stream; '{relation.name}' is a table", window, "remove the OVER clause: a table is joined as a snapshot")
-            item.window, item.window_source = self.window(window), "OVER"
+            item.window, item.window_source = self.window(window, relation.rowtime), "OVER"
         elif within is not None:
             item.window_source = "WITHIN"
         elif item.is_stream:
@@ -303,7 +304,7 @@ class _QueryAnalysis:
         return relation, m.TimeWindowFunction(fname, column, size, slide)
 
     # ------------------------------------------------------------------ windows
-    def window(self, node: exp.Window):
+    def window(self, node: exp.Window, rowtime: str | None):
         spec_node = node
         if node.args.get("alias") is not None and node.args.get("spec") is None and node.args.get("order") is None:
             name = ident_name(node.args["alias"])
@@ -314,12 +315,18 @@ class _QueryAnalysis:
         order = spec_node.args.get("order")
         spec = spec_node.args.get("spec")
         if order is not None:
-            return self.bucket(order, spec, node)
+            return self.bucket(order, spec, node, rowtime)
         if spec is None:
             self.where.fail("a join window needs RANGE or ROWS", node, "e.g. OVER (RANGE INTERVAL '1' MINUTE PRECEDING)")
         kind = spec.text("kind").upper()
         start, start_side = spec.args.get("start"), (spec.text("start_side") or "").upper()
         end, end_side = spec.args.get("end"), (spec.text("end_side") or "").upper()
+        if "UNBOUNDED" in (str(start).upper(), str(end).upper()):
+            self.where.fail(
+                "an UNBOUNDED window is not supported on a join input: its state would grow forever",
+                node,
+                "bound it: RANGE INTERVAL '1' HOUR PRECEDING or ROWS 100 PRECEDING",
+            )
         if "FOLLOWING" in (start_side, end_side) and not _is_zero(end):
             self.where.fail("FOLLOWING is not supported in a join window", spec, "a join window looks back: RANGE INTERVAL '1' MINUTE PRECEDING")
         if kind == "ROWS":
@@ -366,15 +373,15 @@ class _QueryAnalysis:
             self.where.fail("a RANGE window needs a non-negative interval", node, "e.g. RANGE INTERVAL '1' MINUTE PRECEDING")
         return ms
 
-    def bucket(self, order: exp.Order, spec, node) -> BucketWindow:
+    def bucket(self, order: exp.Order, spec, node, rowtime: str | None) -> BucketWindow:
         keys = order.expressions
         floor = keys[0].this if len(keys) == 1 else None
         unit = floor.text("to").upper() if isinstance(floor, exp.Floor) and floor.args.get("to") else None
-        on_rowtime = isinstance(floor, exp.Floor) and ident_name(floor.this) == "rowtime"
+        on_rowtime = isinstance(floor, exp.Floor) and ident_name(floor.this) in ("rowtime", rowtime)
         if not unit or not on_rowtime or unit not in BUCKET_UNITS:
             self.where.fail("ORDER BY in a join window must be FLOOR(ROWTIME TO unit)", order, "e.g. OVER (ORDER BY FLOOR(ROWTIME TO HOUR) RANGE CURRENT ROW)")
         if spec is not None and not (_is_current_row(spec.args.get("start")) and spec.text("kind").upper() == "RANGE"):
-            self.where.fail("a bucket window is ORDER BY FLOOR(ROWTIME TO unit) RANGE CURRENT ROW", spec, "other frames over a bucket are not supported")
+            self.where.fail("a bucket window is ORDER BY FLOOR(ROWTIME TO unit) RANGE CURRENT ROW", node, "other frames over a bucket are not supported")
         return BucketWindow(unit)
 
     # ------------------------------------------------------------------ names
@@ -391,11 +398,18 @@ class _QueryAnalysis:
                 in_scope = ", ".join(i.alias for i in items)
                 self.where.fail(f"unknown input '{qualifier}' in {qualifier}.{name}", col, f"inputs in scope here: {in_scope}")
             return self.column_of(item, name, col, f"{qualifier}.{name}")
-        if name in self.using and all(i in items for i in self.items[: len(items)]):
-            return self.using[name]
+        in_scope = {i.alias for i in items}
+        merged = self.using_members.get(name, set()) if self.using_members.get(name, {"?"}) <= in_scope else set()
         if name == "rowtime" and output_rowtime and any(i.is_stream for i in self.items):
             return OUTPUT_ROWTIME
-        candidates = [i for i in items if name in i.columns or (name == "rowtime" and i.is_stream)]
+        candidates = [
+            i for i in items if (name in i.columns or (name == "rowtime" and i.is_stream)) and i.alias not in merged
+        ]
+        if merged and not candidates:
+            return self.using[name]
+        if merged:
+            names = " or ".join([to_sql(self.using[name])] + [f"{i.alias}.{name}" for i in candidates])
+            self.where.fail(f"column '{name}' is ambiguous", col, f"qualify it: {names}")
         if not candidates:
             every = sorted({c for i in items for c in i.columns})
             close = difflib.get_close_matches(name, every, n=3)
@@ -428,6 +442,9 @@ class _QueryAnalysis:
                 replacement = qualified(target)
             else:
                 replacement = target.copy()  # a USING column's COALESCE (copies keep meta refs)
+            offset = offset_of(col)
+            if offset is not None:
+                replacement.meta["offset"] = offset
             if col is node:
                 node = replacement
             else:
@@ -527,8 +544,16 @@ class _QueryAnalysis:
         for item in streams:
             if item.window_source == "OVER":
                 self.where.fail(f"'{item.alias}' has both an OVER window and WITHIN", within, "use one of them")
-            if item.window_source in ("default", "WITHIN"):
-                item.window, item.window_source = RangeWindow(ms), "WITHIN"
+            if item.window == RangeWindow(ms) and item.window_source == "WITHIN":
+                continue
+            if item is not right and len(left_items) > 1:
+                # an earlier join already matched with this input's window (§3: one window per input)
+                self.where.fail(
+                    f"WITHIN here would change the window of '{item.alias}', which an earlier join already used",
+                    within,
+                    "give each input its window with OVER (RANGE INTERVAL '5' SECOND PRECEDING)",
+                )
+            item.window, item.window_source = RangeWindow(ms), "WITHIN"
 
     def natural_columns(self, left_items, right, join) -> list[str]:
         right_cols = [c for c in right.columns if c != right.relation.rowtime and c != "rowtime"]
@@ -546,13 +571,19 @@ class _QueryAnalysis:
             if name not in right.columns:
                 self.where.fail(f"USING column '{name}' is not a column of the right input '{right.alias}'", node, f"columns of {right.alias}: {', '.join(right.columns)}")
             left_ref = self.using.get(name)
+            members = self.using_members.get(name, set())
+            others = [i for i in left_items if name in i.columns and i.alias not in members]
+            if left_ref is not None and others:
+                self.where.fail(f"USING column '{name}' is ambiguous on the left", node, f"it is the merged USING column and a column of {', '.join(o.alias for o in others)}: use ON")
             if left_ref is None:
-                owners = [i for i in left_items if name in i.columns]
+                owners = others
                 if not owners:
                     self.where.fail(f"USING column '{name}' is not a column of the left input", node, f"both sides need a column named {name}")
                 if len(owners) > 1:
                     self.where.fail(f"USING column '{name}' is ambiguous on the left", node, f"it is a column of {', '.join(o.alias for o in owners)}: use ON")
                 left_ref = qualified(Ref(owners[0].alias, name, False))
+                members = {owners[0].alias}
+            self.using_members[name] = members | {right.alias}
             right_ref = qualified(Ref(right.alias, name, False))
             parts.append(exp.EQ(this=left_ref.copy(), expression=right_ref.copy()))
             self.using[name] = exp.Coalesce(this=left_ref.copy(), expressions=[right_ref.copy()])
@@ -678,9 +709,10 @@ class _QueryAnalysis:
         else:
             lw, rw = RangeWindow(-lo, -hi), CURRENT_ROW
         for item, window in ((left, lw), (right, rw)):
-            if item.window_source == "interval condition" and item.window != window:
+            used_earlier = item is not right and len(left_items) > 1
+            if used_earlier and item.window != window:  # §3: one window per input, for every join
                 self.where.fail(
-                    f"'{item.alias}' is bounded by two different interval conditions",
+                    f"this interval condition would change the window of '{item.alias}', which an earlier join already used",
                     join.args.get("on") or join,
                     "an input may take part in one interval condition; use OVER windows for multi-way joins",
                 )
@@ -731,7 +763,7 @@ class _QueryAnalysis:
 
     # ------------------------------------------------------------------ SELECT list, WHERE, GROUP BY
     def projection(self, has_stream: bool) -> tuple[m.OutputColumn, ...]:
-        columns: list[tuple[str, str, bool]] = []  # (name, sql, from_star)
+        columns: list[tuple[str, str, str | None]] = []  # (name, sql, name if a star brought it twice)
         for i, node in enumerate(self.select.expressions):
             if isinstance(node, exp.Star):
                 columns.extend(self.star(None))
@@ -746,34 +778,39 @@ class _QueryAnalysis:
                     name = ident_name(expr.this)
                 else:
                     name = f"_c{i}"
-                columns.append((name, to_sql(q), False))
+                columns.append((name, to_sql(q), None))
         seen: dict[str, int] = {}
         for name, _, _ in columns:
             seen[name] = seen.get(name, 0) + 1
         out = []
-        for name, sql, from_star in columns:
+        for name, sql, star_name in columns:
             if seen[name] > 1:
-                if not from_star:
+                if star_name is None:
                     node = next((n for n in self.select.expressions if n.alias_or_name.lower() == name), self.select)
                     self.where.fail(f"duplicate output column '{name}'", node, "give each output column its own name with AS")
-                name = sql.replace('"', "")  # alias.col, for columns a star brought twice
+                name = star_name  # alias.col; a USING column keeps its plain name
             out.append(m.OutputColumn(name, sql))
         return tuple(out)
 
-    def star(self, node: exp.Column | None) -> list[tuple[str, str, bool]]:
+    def star(self, node: exp.Column | None) -> list[tuple[str, str, str]]:
         if node is not None:
             qualifier = ident_name(node.args.get("table"))
             items = [i for i in self.items if i.alias == qualifier]
             if not items:
                 self.where.fail(f"unknown input '{qualifier}' in {qualifier}.*", node, f"inputs: {', '.join(i.alias for i in self.items)}")
             item = items[0]
-            return [(c, to_sql(qualified(Ref(item.alias, c, c == item.relation.rowtime))), True) for c in _star_columns(item)]
-        out = [(name, to_sql(self.using[name]), True) for name in self.using_order]
+            return [self.star_column(item, c) for c in _star_columns(item)]
+        out = [(name, to_sql(self.using[name]), name) for name in self.using_order]
         for item in self.items:
             for c in _star_columns(item):
-                if c not in self.using_order:
-                    out.append((c, to_sql(qualified(Ref(item.alias, c, c == item.relation.rowtime))), True))
+                if item.alias not in self.using_members.get(c, ()):
+                    out.append(self.star_column(item, c))
         return out
+
+    @staticmethod
+    def star_column(item: _Item, c: str) -> tuple[str, str, str]:
+        sql = to_sql(qualified(Ref(item.alias, c, c == item.relation.rowtime)))
+        return c, sql, f"{item.alias}.{c}"
 
     def filter(self, has_stream: bool) -> str | None:
         where = self.select.args.get("where")
@@ -802,13 +839,21 @@ class _QueryAnalysis:
         keys = [self.qualify(k, self.items, output_rowtime=True) for k in (group.expressions if group else [])]
         bucket, unit = None, None
         for k in keys:
-            if isinstance(k, exp.Floor) and k.args.get("to") and k.this.sql().upper().endswith(("ROWTIME", "rowtime")):
+            if isinstance(k, exp.Floor) and k.args.get("to") and _is_rowtime(k.this):
                 bucket, unit = to_sql(k), k.text("to").upper()
             elif isinstance(k, exp.Column) and k.name == "window_start":
                 item = next((i for i in self.items if i.alias == k.table and i.time_window), None)
                 if item is not None:
                     bucket, unit = to_sql(k), f"{item.time_window.function} {item.time_window.size_ms} ms"
         return m.Aggregation(bucket=bucket, bucket_unit=unit, keys=tuple(to_sql(k) for k in keys))
+
+
+def _is_rowtime(node: exp.Expression) -> bool:
+    """The output ROWTIME, or a column resolved to an input's rowtime."""
+    if not isinstance(node, exp.Column):
+        return False
+    ref = node.meta.get("ref")
+    return ref.is_rowtime if ref is not None else node.name == OUTPUT_ROWTIME
 
 
 def _star_columns(item: _Item) -> tuple[str, ...]:

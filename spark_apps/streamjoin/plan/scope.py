@@ -32,7 +32,7 @@ def relation_name(table: exp.Table) -> str:
 
 def offset_of(node: exp.Expression | None) -> int | None:
     """The smallest source offset recorded on the node or below it."""
-    if node is None:
+    if not isinstance(node, exp.Expression):  # e.g. a window frame bound held as a plain string
         return None
     best = None
     for sub in node.walk():
