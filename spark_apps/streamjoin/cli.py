@@ -12,6 +12,10 @@ from pathlib import Path
 
 from streamjoin.errors import SqlError
 
+
+class Unsupported(Exception):
+    """Placeholder until the runtime is imported (keeps check/explain free of pyspark)."""
+
 EXIT_OK, EXIT_FAILURE, EXIT_REJECTED = 0, 1, 2
 
 
@@ -23,11 +27,19 @@ def main(argv: list[str] | None = None) -> int:
     explain = commands.add_parser("explain", help="show how each join of a SQL file runs")
     explain.add_argument("file")
     explain.add_argument("--format", choices=("text", "json"), default="text")
+    run = commands.add_parser("run", help="run the file's query on Spark")
+    run.add_argument("file")
+    run.add_argument("--output", default="-", help="a directory for JSON Lines files, or - for stdout (default)")
+    run.add_argument("--until-idle", action="store_true", help="process what is there now, flush as end of input, exit")
+    run.add_argument("--checkpoint", help="checkpoint directory (default: a new temporary one)")
     args = parser.parse_args(argv)
     try:
-        return {"check": _check, "explain": _explain}[args.command](args)
+        return {"check": _check, "explain": _explain, "run": _run}[args.command](args)
     except SqlError as error:
         print(error, file=sys.stderr)
+        return EXIT_REJECTED
+    except Unsupported as error:
+        print(f"{args.file}: error: {error}", file=sys.stderr)
         return EXIT_REJECTED
     except Exception as error:  # the last line says why, for the operator and for tools
         print(f"streamjoin: {type(error).__name__}: {error}", file=sys.stderr)
@@ -54,6 +66,35 @@ def _explain(args) -> int:
 
     script = _load(args.file)
     sys.stdout.write(explain_json(script) if args.format == "json" else explain_text(script))
+    return EXIT_OK
+
+
+def _run(args) -> int:
+    import tempfile
+
+    from streamjoin.lower import stream_join
+
+    global Unsupported
+    Unsupported = stream_join.Unsupported
+    script = _load(args.file)
+    query = script.final
+    if query is None:
+        raise stream_join.Unsupported("the file has no final query to run")
+    stream_join.check_runnable(script, query)  # before Spark starts: rejections are quick
+    checkpoint = Path(args.checkpoint) if args.checkpoint else Path(tempfile.mkdtemp(prefix="streamjoin-"))
+    late_root = (Path(args.output) / "late") if args.output != "-" else checkpoint / "late"
+    print(f"streamjoin: checkpoint {checkpoint}, late rows under {late_root}", file=sys.stderr)
+    from streamjoin.runtime.run import run_query
+    from streamjoin.runtime.session import spark_session
+
+    specs = stream_join.input_specs(script, query, checkpoint, late_root)
+    spark = spark_session()
+    lowered = stream_join.lower(spark, script, query, specs)
+    status = run_query(spark, lowered, checkpoint, args.output, args.until_idle, args.file)
+    print(
+        f"streamjoin: {status['state']}: {status['rows_emitted']} rows emitted, {status['late_rows']} late rows",
+        file=sys.stderr,
+    )
     return EXIT_OK
 
 

@@ -1,0 +1,1 @@
+"""Sources and sinks: files ingested as streams, staged for Spark."""

@@ -1,0 +1,285 @@
+"""Ingesting a directory of files as a stream, without losing rows to the watermark.
+
+Spark's file source orders new files by modification time; files written in the same
+instant, or out of rowtime order, make its watermark drop rows as late with no error. So each
+input is ingested here instead, in steps (one per micro-batch):
+
+1. **order**: the new files (not ingested before) are read together, whatever their order;
+2. **count** and **route**: rows older than the input's stream clock are late: they are
+   written to the late-rows output and counted, never passed on;
+3. the rest, plus rowtime bounds, are staged as one immutable Arrow file, and the input's
+   clock advances (max rowtime seen - lateness, or a higher bound).
+
+A step is recorded in `manifest.json` (written atomically) only after its staged file is
+complete, so a restart neither skips nor re-reads a file. Spark reads the staged files
+through a Python streaming data source (`streamjoin.io.source`).
+
+Rowtime bounds (SEMANTICS.md §1): a producer sends one as a row whose `_bound` field is true
+and whose rowtime field is the bound, e.g. `{"rowtime": "2024-01-01 10:05:00", "_bound": true}`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.ipc as ipc
+
+BOUND = "_bound"
+# End of input: every clock goes to +infinity (SEMANTICS §1). A far instant Spark can hold.
+END_OF_INPUT = datetime(9000, 1, 1, tzinfo=UTC)
+_TS = pa.timestamp("us", tz="UTC")
+_FORMATS = ("json", "csv", "parquet")
+
+
+@dataclass
+class Manifest:
+    """What an input has ingested so far."""
+
+    files: list[str] = field(default_factory=list)
+    steps: int = 0
+    rows: int = 0
+    late_rows: int = 0
+    max_rowtime_us: int | None = None
+    bound_us: int | None = None
+    ended: bool = False  # an end-of-input bound has been staged
+    flushed: bool = False  # and one more step after it, so Spark evicts its state
+
+    @classmethod
+    def load(cls, path: Path) -> Manifest:
+        return cls(**json.loads(path.read_text())) if path.exists() else cls()
+
+    def save(self, path: Path) -> None:
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(asdict(self)))
+        os.replace(tmp, path)
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """How to read one stream input: its files and schema (Arrow), its rowtime and lateness."""
+
+    alias: str
+    path: str
+    format: str
+    schema: pa.Schema
+    rowtime: str
+    lateness_ms: int
+    state_dir: str  # under the checkpoint: manifest and staged steps
+    late_dir: str  # the late-rows output of this input
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "alias": self.alias,
+                "path": self.path,
+                "format": self.format,
+                "schema": self.schema.serialize().to_pybytes().hex(),
+                "rowtime": self.rowtime,
+                "lateness_ms": self.lateness_ms,
+                "state_dir": self.state_dir,
+                "late_dir": self.late_dir,
+            }
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> InputSpec:
+        d = json.loads(text)
+        d["schema"] = ipc.read_schema(pa.py_buffer(bytes.fromhex(d["schema"])))
+        return cls(**d)
+
+
+class Stager:
+    """Turns new files of one input into staged steps (see the module docstring)."""
+
+    def __init__(self, spec: InputSpec):
+        self.spec = spec
+        self.dir = Path(spec.state_dir)
+        (self.dir / "steps").mkdir(parents=True, exist_ok=True)
+        self.late_dir = Path(spec.late_dir)
+        self.manifest_path = self.dir / "manifest.json"
+
+    @property
+    def staged_schema(self) -> pa.Schema:
+        return staged_schema(self.spec.schema)
+
+    def manifest(self) -> Manifest:
+        return Manifest.load(self.manifest_path)
+
+    def step_path(self, step: int) -> Path:
+        return self.dir / "steps" / f"{step:08d}.arrow"
+
+    def clock_us(self, m: Manifest) -> int | None:
+        """The input's stream clock: max rowtime seen - lateness, or a higher bound."""
+        candidates = [v for v in (m.bound_us,) if v is not None]
+        if m.max_rowtime_us is not None:
+            candidates.append(m.max_rowtime_us - self.spec.lateness_ms * 1000)
+        return max(candidates) if candidates else None
+
+    def advance(self) -> int:
+        """Stage what is new; return the number of staged steps (the source's offset)."""
+        m = self.manifest()
+        if m.flushed:
+            return m.steps
+        if (self.dir / "END").exists():
+            return self._stage_end(m)
+        new = self._new_files(m)
+        if not new:
+            return m.steps
+        table = pa.concat_tables([self._read(p) for p in new])
+        on_time, late, bounds = self._split(table, self.clock_us(m))
+        if late.num_rows:
+            self._write_late(late, m.steps)
+        staged = on_time
+        bound_us = max(bounds) if bounds else None
+        if bound_us is not None and (m.bound_us is None or bound_us > m.bound_us):
+            m.bound_us = bound_us
+            # Spark's watermark is (max event time - lateness): carry the bound as a row it sees
+            staged = pa.concat_tables([staged, self._bound_row(bound_us + self.spec.lateness_ms * 1000)])
+        self._write_step(staged, m.steps)
+        rowtimes = on_time.column(self.spec.rowtime)
+        if on_time.num_rows:
+            top = pc.max(rowtimes).value
+            m.max_rowtime_us = top if m.max_rowtime_us is None else max(m.max_rowtime_us, top)
+        m.files.extend(os.path.basename(p) for p in new)
+        m.steps += 1
+        m.rows += on_time.num_rows
+        m.late_rows += late.num_rows
+        m.save(self.manifest_path)
+        return m.steps
+
+    def _stage_end(self, m: Manifest) -> int:
+        """End of input: a bound at +infinity, then one more (empty) step so Spark runs a batch
+        with the new watermark and flushes every pending result."""
+        if not m.ended:
+            end_us = int(END_OF_INPUT.timestamp() * 1_000_000)
+            self._write_step(self._bound_row(end_us), m.steps)
+            m.ended, m.bound_us = True, end_us
+        else:
+            self._write_step(self._bound_row(int(END_OF_INPUT.timestamp() * 1_000_000)), m.steps)
+            m.flushed = True
+        m.steps += 1
+        m.save(self.manifest_path)
+        return m.steps
+
+    def _new_files(self, m: Manifest) -> list[str]:
+        root = Path(self.spec.path)
+        if not root.exists():
+            return []
+        seen = set(m.files)
+        names = sorted(
+            p.name
+            for p in root.iterdir()
+            if p.is_file() and not p.name.startswith((".", "_")) and p.name not in seen and p.stat().st_size > 0
+        )
+        return [str(root / n) for n in names]
+
+    def _read(self, path: str) -> pa.Table:
+        fmt = self.spec.format
+        if fmt not in _FORMATS:
+            raise ValueError(f"input {self.spec.alias}: unknown format '{fmt}' (use json, csv or parquet)")
+        if fmt == "parquet":
+            import pyarrow.parquet as pq
+
+            table = pq.read_table(path)
+        else:
+            table = _read_text(path, fmt)
+        return conform(table, self.spec.schema, self.spec.rowtime, path)
+
+    def _split(self, table: pa.Table, clock_us: int | None):
+        is_bound = table.column(BOUND)
+        is_bound = pc.fill_null(is_bound, False)
+        bounds_table = table.filter(is_bound)
+        rows = table.filter(pc.invert(is_bound))
+        bounds = [v.value for v in bounds_table.column(self.spec.rowtime) if v.is_valid]
+        rt = rows.column(self.spec.rowtime)
+        if pc.any(pc.is_null(rt)).as_py():
+            raise ValueError(f"input {self.spec.alias}: a row has no rowtime ({self.spec.rowtime})")
+        if clock_us is None:
+            late_mask = pa.array([False] * rows.num_rows)
+        else:
+            late_mask = pc.less(pc.cast(rt, pa.int64()), clock_us)
+        return rows.filter(pc.invert(late_mask)), rows.filter(late_mask), bounds
+
+    def _bound_row(self, rowtime_us: int) -> pa.Table:
+        values = {f.name: pa.nulls(1, f.type) for f in self.staged_schema}
+        values[self.spec.rowtime] = pa.array([rowtime_us], pa.int64()).cast(_TS)
+        values[BOUND] = pa.array([True])
+        return pa.table(values, schema=self.staged_schema)
+
+    def _write_step(self, table: pa.Table, step: int) -> None:
+        path = self.step_path(step)
+        tmp = path.with_suffix(".tmp")
+        with ipc.new_file(tmp, self.staged_schema) as writer:
+            writer.write_table(table.select(self.staged_schema.names).cast(self.staged_schema))
+        os.replace(tmp, path)
+
+    def _write_late(self, late: pa.Table, step: int) -> None:
+        from streamjoin.runtime.output import format_rows
+
+        lines = format_rows(late.drop_columns([BOUND]).to_pylist())
+        self.late_dir.mkdir(parents=True, exist_ok=True)
+        path = self.late_dir / f"late-{step:08d}.jsonl"
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text("".join(lines))
+        os.replace(tmp, path)
+
+
+def staged_schema(schema: pa.Schema) -> pa.Schema:
+    fields = [pa.field(f.name, _TS if pa.types.is_timestamp(f.type) else f.type) for f in schema]
+    return pa.schema([*fields, pa.field(BOUND, pa.bool_())])
+
+
+def _read_text(path: str, fmt: str) -> pa.Table:
+    """JSON Lines or CSV, every column as text first: conform() applies the declared types."""
+    if fmt == "json":
+        rows = [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+        names = list(dict.fromkeys(k for r in rows for k in r))
+        return pa.table({n: pa.array([_as_text(r.get(n)) for r in rows], pa.string()) for n in names})
+    import pyarrow.csv as pcsv
+
+    table = pcsv.read_csv(path, convert_options=pcsv.ConvertOptions(strings_can_be_null=True))
+    return pa.table({n: pc.cast(table.column(n), pa.string()) for n in table.column_names})
+
+
+def _as_text(value):
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def conform(table: pa.Table, schema: pa.Schema, rowtime: str, path: str) -> pa.Table:
+    """Cast to the declared schema (missing columns are NULL), plus the bound marker."""
+    out = {}
+    n = table.num_rows
+    for f in schema:
+        if f.name not in table.column_names:
+            out[f.name] = pa.nulls(n, _TS if pa.types.is_timestamp(f.type) else f.type)
+            continue
+        col = table.column(f.name)
+        try:
+            out[f.name] = _cast(col, f.type)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
+            raise ValueError(f"{path}: column {f.name} does not read as {f.type}: {error}") from None
+    bound = table.column(BOUND) if BOUND in table.column_names else pa.nulls(n, pa.bool_())
+    out[BOUND] = pc.fill_null(_cast(bound, pa.bool_()), False)
+    return pa.table(out, schema=staged_schema(schema))
+
+
+def _cast(col, target: pa.DataType):
+    if pa.types.is_timestamp(target):
+        if pa.types.is_timestamp(col.type):
+            return pc.cast(col, _TS) if col.type.tz else pc.assume_timezone(pc.cast(col, pa.timestamp("us")), "UTC")
+        parsed = pc.cast(pc.cast(col, pa.string()), pa.timestamp("us"))  # ISO 8601, 'T' or ' '
+        return pc.assume_timezone(parsed, "UTC")
+    if pa.types.is_boolean(target) and pa.types.is_string(col.type):
+        lowered = pc.utf8_lower(col)
+        return pc.equal(lowered, "true")
+    return pc.cast(col, target)

@@ -1,0 +1,1 @@
+"""Running a plan: Spark session, run loop, ordering, output, status."""

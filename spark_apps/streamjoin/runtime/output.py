@@ -1,0 +1,29 @@
+"""Result rows as JSON Lines: keys are output column names, timestamps `YYYY-MM-DD HH:MM:SS.fff`,
+SQL NULL as null."""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import json
+import math
+
+
+def format_value(value):
+    if value is None:
+        return None
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is not None:
+            value = value.astimezone(dt.UTC).replace(tzinfo=None)
+        return value.strftime("%Y-%m-%d %H:%M:%S.") + f"{value.microsecond // 1000:03d}"
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    if isinstance(value, decimal.Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
+        return None
+    return value
+
+
+def format_rows(rows: list[dict]) -> list[str]:
+    return [json.dumps({k: format_value(v) for k, v in row.items()}) + "\n" for row in rows]

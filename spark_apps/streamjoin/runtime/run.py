@@ -1,0 +1,309 @@
+"""`streamjoin run`: start the query, release its output in rowtime order, keep its status.
+
+EMIT FINAL output is released once the join's stream clock has passed it (SEMANTICS §6): each
+micro-batch's rows wait in the checkpoint (`output/carry-N.arrow`) until Spark's watermark, less
+the time a NULL-extended row may still take to appear, has passed their rowtime; then they are
+written sorted by rowtime. With `--until-idle` every clock goes to +infinity at the end and the
+rest is released.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.ipc as ipc
+
+from streamjoin.io.staging import Stager
+from streamjoin.lower.stream_join import ROWTIME_COLUMN, Lowered
+from streamjoin.runtime.output import format_rows
+
+log = logging.getLogger("streamjoin.run")
+
+
+class RowWriter:
+    """Writes released rows: JSON Lines to stdout, or to files in a directory."""
+
+    def __init__(self, target: str):
+        self.stdout = target == "-"
+        self.dir = None if self.stdout else Path(target)
+        if self.dir:
+            self.dir.mkdir(parents=True, exist_ok=True)
+
+    def write(self, name: str, rows: list[dict]) -> None:
+        lines = format_rows(rows)
+        if self.stdout:
+            sys.stdout.write("".join(lines))
+            sys.stdout.flush()
+        elif lines:
+            path = self.dir / f"{name}.jsonl"
+            tmp = self.dir / f".{name}.jsonl.tmp"
+            tmp.write_text("".join(lines))
+            os.replace(tmp, path)  # idempotent by name: a replayed batch rewrites the same file
+
+
+@dataclass
+class SinkState:
+    last_batch: int = -1
+    carry: str | None = None
+    rows_emitted: int = 0
+
+
+@dataclass
+class OrderedSink:
+    """foreachBatch target: keeps unreleased rows in the checkpoint, releases them in order."""
+
+    checkpoint: Path
+    writer: RowWriter
+    columns: list[str]
+    order_delay_ms: int
+    query_holder: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        self.dir = self.checkpoint / "output"
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.state_path = self.dir / "state.json"
+
+    def state(self) -> SinkState:
+        return SinkState(**json.loads(self.state_path.read_text())) if self.state_path.exists() else SinkState()
+
+    def __call__(self, frame, batch_id: int) -> None:
+        state = self.state()
+        if batch_id <= state.last_batch:
+            return  # already released and recorded (a replay after a crash)
+        new = frame.toArrow()
+        threshold = self._threshold_us()
+        self._release(state, new, batch_id, threshold)
+
+    def finish(self) -> None:
+        """End of input: release everything left."""
+        state = self.state()
+        self._release(state, None, state.last_batch + 1, None, name="final")
+
+    def _threshold_us(self) -> int | None:
+        query = self.query_holder.get("query")
+        progress = query.lastProgress if query is not None else None
+        watermark = (progress or {}).get("eventTime", {}).get("watermark")
+        if not watermark:
+            return None
+        at = dt.datetime.fromisoformat(watermark.replace("Z", "+00:00"))
+        return int(at.timestamp() * 1_000_000) - self.order_delay_ms * 1000
+
+    def _release(self, state: SinkState, new, batch_id: int, threshold_us, name: str | None = None) -> None:
+        """Write the rows whose rowtime is at or below the threshold (all of them at the end),
+        sorted by rowtime; keep the rest as the next carry."""
+        tables = [t for t in (self._load(state.carry), new) if t is not None and t.num_rows]
+        table = pa.concat_tables(tables) if tables else None
+        out_rows: list[dict] = []
+        rest = None
+        if table is not None:
+            if name == "final":
+                done = table
+            elif threshold_us is None:  # no watermark yet: nothing can be final
+                done, rest = table.slice(0, 0), table
+            else:
+                ready = pc.less_equal(pc.cast(table.column(ROWTIME_COLUMN), pa.int64()), threshold_us)
+                done, rest = table.filter(ready), table.filter(pc.invert(ready))
+            if done.num_rows:
+                out_rows = done.sort_by([(ROWTIME_COLUMN, "ascending")]).select(self.columns).to_pylist()
+        self.writer.write(f"part-{batch_id:08d}", out_rows)  # names sort in emission order
+        carry = None
+        if rest is not None and rest.num_rows:
+            carry = f"carry-{batch_id:08d}.arrow"
+            with ipc.new_file(self.dir / carry, rest.schema) as w:
+                w.write_table(rest)
+        old = state.carry
+        state = SinkState(batch_id, carry, state.rows_emitted + len(out_rows))
+        tmp = self.state_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(state.__dict__))
+        os.replace(tmp, self.state_path)
+        if old and old != carry:
+            (self.dir / old).unlink(missing_ok=True)
+
+    def _load(self, name: str | None):
+        if not name:
+            return None
+        with ipc.open_file(self.dir / name) as reader:
+            return reader.read_all()
+
+
+class Status:
+    """The query's status file (checkpoint/status.json) and a one-line progress summary."""
+
+    def __init__(self, checkpoint: Path, stagers: list[Stager], sink: OrderedSink, query_file: str):
+        self.path = checkpoint / "status.json"
+        self.stagers, self.sink, self.query_file = stagers, sink, query_file
+        self.error: str | None = None
+
+    def snapshot(self, query) -> dict:
+        progress = (query.lastProgress if query is not None else None) or {}
+        inputs = {}
+        clocks = []
+        for s in self.stagers:
+            m = s.manifest()
+            clock = s.clock_us(m)
+            clocks.append(clock)
+            inputs[s.spec.alias] = {
+                "rows_read": m.rows,
+                "late_rows": m.late_rows,
+                "files": len(m.files),
+                "clock": _iso(clock),
+                "late_rows_output": s.spec.late_dir,
+            }
+        known = [c for c in clocks if c is not None]
+        return {
+            "query": self.query_file,
+            "state": "failed" if self.error else "running",
+            "error": self.error,
+            "batch": progress.get("batchId"),
+            "inputs": inputs,
+            "join_clock": _iso(min(known)) if len(known) == len(clocks) and known else None,
+            "rows_emitted": self.sink.state().rows_emitted,
+            "late_rows": sum(v["late_rows"] for v in inputs.values()),
+            "state_rows": sum(op.get("numRowsTotal", 0) for op in progress.get("stateOperators", [])),
+            "last_batch_ms": (progress.get("durationMs") or {}).get("triggerExecution"),
+            "watermark": (progress.get("eventTime") or {}).get("watermark"),
+            "updated_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        }
+
+    def write(self, query, final: str | None = None) -> dict:
+        snap = self.snapshot(query)
+        if final:
+            snap["state"] = final
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(snap, indent=2))
+        os.replace(tmp, self.path)
+        return snap
+
+    def line(self, snap: dict) -> str:
+        reads = " ".join(f"{a}={v['rows_read']}" for a, v in snap["inputs"].items())
+        return (
+            f"streamjoin: batch {snap['batch']} read {reads} emitted {snap['rows_emitted']} "
+            f"late {snap['late_rows']} state {snap['state_rows']} clock {snap['join_clock']}"
+        )
+
+
+def _iso(us: int | None) -> str | None:
+    if us is None:
+        return None
+    return dt.datetime.fromtimestamp(us / 1_000_000, dt.UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+
+class Runner:
+    """One running query: start it, feed it, end its input, stop it. `run_query` drives it for
+    the CLI; tests drive it step by step."""
+
+    def __init__(self, spark, lowered: Lowered, checkpoint: Path, output: str, query_file: str = "<sql>"):
+        checkpoint.mkdir(parents=True, exist_ok=True)
+        self.spark = spark
+        self.sink = OrderedSink(checkpoint, RowWriter(output), lowered.columns, lowered.order_delay_ms)
+        self.stagers = [Stager(spec) for spec in lowered.inputs]
+        self.status = Status(checkpoint, self.stagers, self.sink, query_file)
+        self.listener = _ProgressListener(self.status, self.sink)
+        spark.streams.addListener(self.listener)
+        self.query = (
+            lowered.frame.writeStream.foreachBatch(self.sink)
+            .option("checkpointLocation", str(checkpoint / "spark"))
+            .trigger(processingTime="500 milliseconds")
+            .start()
+        )
+        self.sink.query_holder["query"] = self.query
+
+    def process_available(self) -> None:
+        """Ingest and process everything the inputs hold now."""
+        self.query.processAllAvailable()
+        _raise_if_failed(self.query)
+
+    def end_of_input(self) -> None:
+        """Every clock to +infinity: flush all pending results (SEMANTICS §1)."""
+        for s in self.stagers:
+            (s.dir / "END").touch()
+        deadline = time.time() + 600
+        while not all(s.manifest().flushed for s in self.stagers):
+            self.process_available()
+            if time.time() > deadline:
+                raise TimeoutError("the end-of-input flush did not finish within 10 minutes")
+        self.process_available()  # the batch that sees the flush step
+        self.sink.finish()
+
+    def wait_for_signal(self) -> None:
+        stop = threading.Event()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: stop.set())
+        while not stop.is_set() and self.query.isActive:
+            stop.wait(1.0)
+        _raise_if_failed(self.query)
+        while self.query.isActive and self.query.status.get("isTriggerActive"):
+            time.sleep(0.1)  # let the current micro-batch finish
+
+    def stop(self, final: str) -> dict:
+        try:
+            self.query.stop()
+            return self.status.write(self.query, final=final)
+        finally:
+            self.spark.streams.removeListener(self.listener)
+
+    def fail(self, error: Exception) -> None:
+        self.status.error = str(error).splitlines()[0] if str(error) else type(error).__name__
+        try:
+            self.stop("failed")
+        except Exception:  # the query may already be dead; the status says why
+            log.debug("stopping a failed query", exc_info=True)
+
+
+def run_query(spark, lowered: Lowered, checkpoint: Path, output: str, until_idle: bool, query_file: str) -> dict:
+    """Run until idle (then flush and return) or until SIGTERM/SIGINT; returns the last status."""
+    runner = Runner(spark, lowered, checkpoint, output, query_file)
+    try:
+        if until_idle:
+            runner.process_available()
+            runner.end_of_input()
+        else:
+            runner.wait_for_signal()
+    except Exception as error:
+        runner.fail(error)
+        raise
+    return runner.stop("finished" if until_idle else "stopped")
+
+
+def _progress_listener_base():
+    from pyspark.sql.streaming import StreamingQueryListener
+
+    return StreamingQueryListener
+
+
+class _ProgressListener(_progress_listener_base()):
+    """After every micro-batch: refresh the status file, print the progress line."""
+
+    def __init__(self, status: Status, sink: OrderedSink):
+        self.status, self.sink = status, sink
+
+    def onQueryStarted(self, event):
+        pass
+
+    def onQueryProgress(self, event):
+        query = self.sink.query_holder.get("query")
+        if query is not None:
+            print(self.status.line(self.status.write(query)), file=sys.stderr, flush=True)
+
+    def onQueryIdle(self, event):
+        pass
+
+    def onQueryTerminated(self, event):
+        pass
+
+
+def _raise_if_failed(query) -> None:
+    error = query.exception()
+    if error is not None:
+        raise RuntimeError(str(error).splitlines()[0])
