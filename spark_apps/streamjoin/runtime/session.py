@@ -29,6 +29,10 @@ def spark_session(app_name: str = "streamjoin", master: str | None = None):
         .config("spark.sql.streaming.noDataMicroBatches.enabled", "true")
         .config("spark.driver.memory", os.environ.get("STREAMJOIN_DRIVER_MEMORY", "2g"))
         .config("spark.sql.adaptive.enabled", "false")
+        # IS NOT NULL filters inferred from join keys would be pushed below the watermark and
+        # drop the rowtime-bound rows (all NULL but their rowtime) that move it.
+        .config("spark.sql.optimizer.excludedRules",
+                "org.apache.spark.sql.catalyst.optimizer.InferFiltersFromConstraints")
     )
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("STREAMJOIN_SPARK_LOG_LEVEL", "ERROR"))

@@ -1,0 +1,54 @@
+"""Running a SQL text end to end in the test session, and reading what it wrote."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+from streamjoin.lower import stream_join
+from streamjoin.plan import analyze
+from streamjoin.runtime.run import Runner
+
+BASE = dt.datetime(2024, 1, 1)
+
+
+def ts(ms: int) -> str:
+    return (BASE + dt.timedelta(milliseconds=ms)).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+
+def ms(text: str) -> int:
+    return round((dt.datetime.strptime(text, "%Y-%m-%d %H:%M:%S.%f") - BASE).total_seconds() * 1000)
+
+
+def write_jsonl(path: Path, rows: list[dict]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def start(spark, sql: str, workdir: Path) -> Runner:
+    script = analyze(sql)
+    query = script.final
+    checkpoint, output = workdir / "checkpoint", workdir / "out"
+    specs = stream_join.input_specs(script, query, checkpoint, output / "late")
+    lowered = stream_join.lower(spark, script, query, specs)
+    return Runner(spark, lowered, checkpoint, str(output), "test.sql")
+
+
+def run_until_idle(spark, sql: str, workdir: Path) -> tuple[list[dict], dict]:
+    runner = start(spark, sql, workdir)
+    try:
+        runner.process_available()
+        runner.end_of_input()
+    except Exception as error:
+        runner.fail(error)
+        raise
+    status = runner.stop("finished")
+    return read_output(workdir / "out"), status
+
+
+def read_output(out: Path) -> list[dict]:
+    rows = []
+    for part in sorted(out.glob("part-*.jsonl")):
+        rows.extend(json.loads(line) for line in part.read_text().splitlines())
+    return rows
