@@ -259,6 +259,7 @@ def conform(table: pa.Table, schema: pa.Schema, rowtime: str, path: str) -> pa.T
     """Cast to the declared schema (missing columns are NULL), plus the bound marker."""
     out = {}
     n = table.num_rows
+    table = _match_names(table, schema, path)
     for f in schema:
         if f.name not in table.column_names:
             out[f.name] = pa.nulls(n, _TS if pa.types.is_timestamp(f.type) else f.type)
@@ -271,6 +272,21 @@ def conform(table: pa.Table, schema: pa.Schema, rowtime: str, path: str) -> pa.T
     bound = table.column(BOUND) if BOUND in table.column_names else pa.nulls(n, pa.bool_())
     out[BOUND] = pc.fill_null(_cast(bound, pa.bool_()), False)
     return pa.table(out, schema=staged_schema(schema))
+
+
+def _match_names(table: pa.Table, schema: pa.Schema, path: str) -> pa.Table:
+    """Unquoted SQL names are case-insensitive: a declared `orderid` reads the field `orderId`."""
+    present = set(table.column_names)
+    renames = {}
+    for f in schema:
+        if f.name in present:
+            continue
+        matches = [c for c in table.column_names if c.lower() == f.name.lower()]
+        if len(matches) > 1:
+            raise ValueError(f"{path}: fields {', '.join(matches)} all match column {f.name}")
+        if matches:
+            renames[matches[0]] = f.name
+    return table.rename_columns([renames.get(c, c) for c in table.column_names]) if renames else table
 
 
 def _cast(col, target: pa.DataType):

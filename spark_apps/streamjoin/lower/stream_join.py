@@ -22,6 +22,7 @@ from streamjoin.plan import model as m
 from streamjoin.plan.windows import RangeWindow
 
 ROWTIME_COLUMN = "__rowtime"
+ZERO = "__zero"  # a per-input key column that is 0 for every row (not foldable: it reads the rowtime)
 _SPARK_JOIN = {"INNER": "inner", "CROSS": "inner", "LEFT": "left", "RIGHT": "right", "FULL": "full"}
 _SUPPORTED_KINDS = (m.STREAM_STREAM_WINDOW, m.INTERVAL)
 
@@ -100,7 +101,8 @@ def lower(spark, script: m.Script, query: m.Query, specs: list[InputSpec]) -> Lo
     joined = frames[query.inputs[0].alias]
     for join in query.joins:
         sides = [*join.left_inputs, join.right]
-        guard = _not_bound(sides, [_rowtime_of(query, a) for a in sides])
+        keys = [e for pair in join.condition.keys for e in pair]
+        guard = _not_bound(sides, [_rowtime_of(query, a) for a in sides], [spark_sql(k) for k in keys])
         condition = " AND ".join(p for p in (join_condition(join, query, sides), guard) if p)
         joined = joined.join(frames[join.right], F.expr(condition), _SPARK_JOIN[join.join_type])
         if join is not query.joins[-1]:
@@ -137,7 +139,11 @@ def _input_frame(spark, spec: InputSpec):
     df = df.withWatermark(spec.rowtime, f"{spec.lateness_ms} milliseconds")
     # flat, unique names (alias__column): joined frames can then be re-projected freely
     names = {c: flat(spec.alias, c) for c in df.columns if c != BOUND}
-    return df.select(*[F.col(c).alias(n) for c, n in names.items()], F.col(BOUND).alias(bound_column(spec.alias)))
+    return df.select(
+        *[F.col(c).alias(n) for c, n in names.items()],
+        F.col(BOUND).alias(bound_column(spec.alias)),
+        (F.unix_micros(F.col(spec.rowtime)) * 0).alias(flat(spec.alias, ZERO)),
+    )
 
 
 def flat(alias: str, column: str) -> str:
@@ -152,11 +158,14 @@ def _any_bound(aliases) -> str:
     return " OR ".join(f"coalesce({_q(bound_column(a))}, false)" for a in aliases)
 
 
-def _not_bound(aliases, rowtimes) -> str:
-    """No bound row among the aliases. Spark splits boolean filters and pushes the parts that
-    name one input (and not its rowtime) below the watermark, where they would stop bound rows
-    from moving it; a sum over every alias, naming the rowtimes, stays where it is."""
+def _not_bound(aliases, rowtimes, keys=()) -> str:
+    """No bound row among the aliases, and no NULL join key. Spark splits boolean filters and
+    pushes the parts that name one input (and not its rowtime) below the watermark, where they
+    would stop bound rows from moving it; a sum over every alias, naming the rowtimes, stays
+    where it is. (Spark's own IS NOT NULL filters on join keys are off for the same reason, and
+    its streaming join would otherwise match NULL keys.)"""
     flags = [f"cast(coalesce({_q(bound_column(a))}, false) AS INT)" for a in aliases]
+    flags += [f"cast(({k}) IS NULL AS INT)" for k in keys]
     anchors = [f"coalesce(0 * unix_micros({rt}), 0)" for rt in rowtimes]
     return f"({' + '.join(flags + anchors)}) = 0"
 
@@ -173,6 +182,8 @@ def _rowtime_of(query: m.Query, alias: str) -> str:
 def join_condition(join: m.Join, query: m.Query, sides: list[str]) -> str | None:
     c = join.condition
     parts = [f"{spark_sql(a)} = {spark_sql(b)}" for a, b in c.keys]
+    if not parts:  # Spark's stream-stream join needs an equality: all rows share one key
+        parts.append(f"{_q(flat(join.left_inputs[0], ZERO))} = {_q(flat(join.right, ZERO))}")
     for b in c.time_bounds:
         right, left = _rowtime_of(query, b.right), _rowtime_of(query, b.left)
         if b.low_ms is not None:
