@@ -90,7 +90,10 @@ def _run(args) -> int:
     specs = stream_join.input_specs(script, query, checkpoint, late_root)
     spark = spark_session()
     lowered = stream_join.lower(spark, script, query, specs)
-    status = run_query(spark, lowered, checkpoint, args.output, args.until_idle, args.file)
+    try:
+        status = run_query(spark, lowered, checkpoint, args.output, args.until_idle, args.file)
+    finally:
+        spark.stop()  # before the last line: the JVM's shutdown logs must not follow it
     print(
         f"streamjoin: {status['state']}: {status['rows_emitted']} rows emitted, {status['late_rows']} late rows",
         file=sys.stderr,

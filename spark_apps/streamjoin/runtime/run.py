@@ -17,7 +17,7 @@ import signal
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
@@ -54,80 +54,83 @@ class RowWriter:
 
 @dataclass
 class SinkState:
-    last_batch: int = -1
-    carry: str | None = None
+    last_batch: int = -1  # the last micro-batch whose rows are in the carry
+    carry: str | None = None  # unreleased rows (an Arrow file in checkpoint/output)
     rows_emitted: int = 0
+    releases: int = 0  # output files written so far (their names count up)
 
 
-@dataclass
 class OrderedSink:
-    """foreachBatch target: keeps unreleased rows in the checkpoint, releases them in order."""
+    """Keeps result rows in the checkpoint until they are final, then writes them in order.
 
-    checkpoint: Path
-    writer: RowWriter
-    columns: list[str]
-    order_delay_ms: int
-    query_holder: dict = field(default_factory=dict)
+    `__call__` is the foreachBatch target: it adds a micro-batch's rows to the carry (once per
+    batch id, so a replayed batch is not added twice). `release` runs after every micro-batch
+    with the watermark Spark used in it: rows at or below (watermark - order delay) can no
+    longer be preceded by another row, so they are written sorted by rowtime.
+    A crash between writing a release and recording it repeats that release's rows on restart:
+    rows are never lost, and at most one release is duplicated.
+    """
 
-    def __post_init__(self):
-        self.dir = self.checkpoint / "output"
+    def __init__(self, checkpoint: Path, writer: RowWriter, columns: list[str], order_delay_ms: int):
+        self.writer, self.columns, self.order_delay_ms = writer, columns, order_delay_ms
+        self.dir = checkpoint / "output"
         self.dir.mkdir(parents=True, exist_ok=True)
         self.state_path = self.dir / "state.json"
+        self.lock = threading.Lock()
 
     def state(self) -> SinkState:
         return SinkState(**json.loads(self.state_path.read_text())) if self.state_path.exists() else SinkState()
 
     def __call__(self, frame, batch_id: int) -> None:
-        state = self.state()
-        if batch_id <= state.last_batch:
-            return  # already released and recorded (a replay after a crash)
         new = frame.toArrow()
-        threshold = self._threshold_us()
-        self._release(state, new, batch_id, threshold)
+        with self.lock:
+            state = self.state()
+            if batch_id <= state.last_batch:
+                return  # already in the carry (a replay after a crash)
+            tables = [t for t in (self._load(state.carry), new) if t is not None and t.num_rows]
+            state.last_batch = batch_id
+            self._save(state, pa.concat_tables(tables) if tables else None)
+
+    def release(self, watermark: str | None) -> None:
+        if not watermark:
+            return
+        at = dt.datetime.fromisoformat(watermark.replace("Z", "+00:00"))
+        self._release(int(at.timestamp() * 1_000_000) - self.order_delay_ms * 1000)
 
     def finish(self) -> None:
         """End of input: release everything left."""
-        state = self.state()
-        self._release(state, None, state.last_batch + 1, None, name="final")
+        self._release(None)
 
-    def _threshold_us(self) -> int | None:
-        query = self.query_holder.get("query")
-        progress = query.lastProgress if query is not None else None
-        watermark = (progress or {}).get("eventTime", {}).get("watermark")
-        if not watermark:
-            return None
-        at = dt.datetime.fromisoformat(watermark.replace("Z", "+00:00"))
-        return int(at.timestamp() * 1_000_000) - self.order_delay_ms * 1000
-
-    def _release(self, state: SinkState, new, batch_id: int, threshold_us, name: str | None = None) -> None:
-        """Write the rows whose rowtime is at or below the threshold (all of them at the end),
-        sorted by rowtime; keep the rest as the next carry."""
-        tables = [t for t in (self._load(state.carry), new) if t is not None and t.num_rows]
-        table = pa.concat_tables(tables) if tables else None
-        out_rows: list[dict] = []
-        rest = None
-        if table is not None:
-            if name == "final":
-                done = table
-            elif threshold_us is None:  # no watermark yet: nothing can be final
-                done, rest = table.slice(0, 0), table
+    def _release(self, threshold_us: int | None) -> None:
+        with self.lock:
+            state = self.state()
+            table = self._load(state.carry)
+            if table is None or not table.num_rows:
+                return
+            if threshold_us is None:
+                done, rest = table, None
             else:
                 ready = pc.less_equal(pc.cast(table.column(ROWTIME_COLUMN), pa.int64()), threshold_us)
                 done, rest = table.filter(ready), table.filter(pc.invert(ready))
-            if done.num_rows:
-                out_rows = done.sort_by([(ROWTIME_COLUMN, "ascending")]).select(self.columns).to_pylist()
-        self.writer.write(f"part-{batch_id:08d}", out_rows)  # names sort in emission order
-        carry = None
-        if rest is not None and rest.num_rows:
-            carry = f"carry-{batch_id:08d}.arrow"
-            with ipc.new_file(self.dir / carry, rest.schema) as w:
-                w.write_table(rest)
+            if not done.num_rows:
+                return
+            rows = done.sort_by([(ROWTIME_COLUMN, "ascending")]).select(self.columns).to_pylist()
+            self.writer.write(f"part-{state.releases:08d}", rows)  # names sort in emission order
+            state.releases += 1
+            state.rows_emitted += len(rows)
+            self._save(state, rest)
+
+    def _save(self, state: SinkState, carry) -> None:
         old = state.carry
-        state = SinkState(batch_id, carry, state.rows_emitted + len(out_rows))
+        state.carry = None
+        if carry is not None and carry.num_rows:
+            state.carry = f"carry-{state.last_batch:08d}-{state.releases:08d}.arrow"
+            with ipc.new_file(self.dir / state.carry, carry.schema) as w:
+                w.write_table(carry)
         tmp = self.state_path.with_suffix(".tmp")
         tmp.write_text(json.dumps(state.__dict__))
         os.replace(tmp, self.state_path)
-        if old and old != carry:
+        if old and old != state.carry:
             (self.dir / old).unlink(missing_ok=True)
 
     def _load(self, name: str | None):
@@ -144,6 +147,8 @@ class Status:
         self.path = checkpoint / "status.json"
         self.stagers, self.sink, self.query_file = stagers, sink, query_file
         self.error: str | None = None
+        self.final: str | None = None
+        self.lock = threading.Lock()
 
     def snapshot(self, query) -> dict:
         progress = (query.lastProgress if query is not None else None) or {}
@@ -178,11 +183,14 @@ class Status:
 
     def write(self, query, final: str | None = None) -> dict:
         snap = self.snapshot(query)
-        if final:
-            snap["state"] = final
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(snap, indent=2))
-        os.replace(tmp, self.path)
+        with self.lock:
+            if self.final and not final:
+                return snap  # a progress callback that arrives after the query ended
+            if final:
+                snap["state"] = self.final = final
+            tmp = self.path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(snap, indent=2))
+            os.replace(tmp, self.path)
         return snap
 
     def line(self, snap: dict) -> str:
@@ -217,7 +225,7 @@ class Runner:
             .trigger(processingTime="500 milliseconds")
             .start()
         )
-        self.sink.query_holder["query"] = self.query
+        self.listener.query = self.query
 
     def process_available(self) -> None:
         """Ingest and process everything the inputs hold now."""
@@ -247,11 +255,9 @@ class Runner:
             time.sleep(0.1)  # let the current micro-batch finish
 
     def stop(self, final: str) -> dict:
-        try:
-            self.query.stop()
-            return self.status.write(self.query, final=final)
-        finally:
-            self.spark.streams.removeListener(self.listener)
+        self.spark.streams.removeListener(self.listener)  # before stop: no callback into a closing driver
+        self.query.stop()
+        return self.status.write(self.query, final=final)
 
     def fail(self, error: Exception) -> None:
         self.status.error = str(error).splitlines()[0] if str(error) else type(error).__name__
@@ -287,14 +293,15 @@ class _ProgressListener(_progress_listener_base()):
 
     def __init__(self, status: Status, sink: OrderedSink):
         self.status, self.sink = status, sink
+        self.query = None
 
     def onQueryStarted(self, event):
         pass
 
     def onQueryProgress(self, event):
-        query = self.sink.query_holder.get("query")
-        if query is not None:
-            print(self.status.line(self.status.write(query)), file=sys.stderr, flush=True)
+        self.sink.release((event.progress.eventTime or {}).get("watermark"))
+        if self.query is not None:
+            print(self.status.line(self.status.write(self.query)), file=sys.stderr, flush=True)
 
     def onQueryIdle(self, event):
         pass

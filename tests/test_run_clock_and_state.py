@@ -1,0 +1,97 @@
+"""Late rows, rowtime bounds, bounded state, and stopping on a signal."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from runtime_helpers import read_output, start, ts, write_jsonl
+
+DDL = """CREATE STREAM a (k INT, x INT) WITH (connector = 'files', format = 'json', path = '{a}', lateness = '{lateness}');
+CREATE STREAM b (k INT, y INT) WITH (connector = 'files', format = 'json', path = '{b}');
+SELECT STREAM ROWTIME, a.k, a.x, b.y FROM a OVER (RANGE INTERVAL '1' SECOND PRECEDING) AS a
+  LEFT JOIN b OVER (RANGE INTERVAL '1' SECOND PRECEDING) AS b ON a.k = b.k;
+"""
+
+
+def test_late_rows_are_counted_and_written_to_the_late_rows_output(spark, tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    write_jsonl(a / "1.json", [{"rowtime": ts(10_000), "k": 1, "x": 1}])
+    write_jsonl(b / "1.json", [{"rowtime": ts(10_000), "k": 1, "y": 7}])
+    runner = start(spark, DDL.format(a=a, b=b, lateness="2 SECONDS"), tmp_path / "run")
+    try:
+        runner.process_available()
+        # a's clock is now 10 s - 2 s lateness = 8 s: 9 s is on time, 7 s is late
+        write_jsonl(a / "2.json", [{"rowtime": ts(9_000), "k": 1, "x": 2}, {"rowtime": ts(7_000), "k": 1, "x": 3}])
+        runner.process_available()
+        runner.end_of_input()
+    finally:
+        status = runner.stop("finished")
+    assert status["late_rows"] == 1 and status["inputs"]["a"]["late_rows"] == 1
+    late = [json.loads(line) for f in sorted((tmp_path / "run" / "out" / "late" / "a").glob("*.jsonl")) for line in f.read_text().splitlines()]
+    assert late == [{"k": 1, "x": 3, "rowtime": ts(7_000)}]
+    rows = read_output(tmp_path / "run" / "out")
+    assert sorted((r["x"], r["y"]) for r in rows) == [(1, 7), (2, 7)]
+
+
+def test_a_rowtime_bound_releases_final_rows_without_new_data(spark, tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    write_jsonl(a / "1.json", [{"rowtime": ts(1_000), "k": 1, "x": 1}])  # matches nothing
+    write_jsonl(b / "1.json", [{"rowtime": ts(1_000), "k": 2, "y": 5}])
+    runner = start(spark, DDL.format(a=a, b=b, lateness="0 SECONDS"), tmp_path / "run")
+    try:
+        runner.process_available()
+        assert read_output(tmp_path / "run" / "out") == []  # a's row may still find a match
+        write_jsonl(a / "2.json", [{"rowtime": ts(60_000), "_bound": True}])
+        write_jsonl(b / "2.json", [{"rowtime": ts(60_000), "_bound": True}])
+        for _ in range(4):  # the bound moves the watermark; the next batches evict and release
+            runner.process_available()
+            time.sleep(0.6)
+        rows = read_output(tmp_path / "run" / "out")
+    finally:
+        runner.stop("stopped")
+    assert rows == [{"rowtime": ts(1_000), "k": 1, "x": 1, "y": None}]
+
+
+def test_state_stops_growing_once_the_windows_are_full(spark, tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    runner = start(spark, DDL.format(a=a, b=b, lateness="0 SECONDS"), tmp_path / "run")
+    state = []
+    try:
+        for step in range(12):  # 12 steps of 2 s, 20 rows per input per step
+            base = step * 2_000
+            write_jsonl(a / f"{step:03d}.json", [{"rowtime": ts(base + i * 100), "k": i % 5, "x": i} for i in range(20)])
+            write_jsonl(b / f"{step:03d}.json", [{"rowtime": ts(base + i * 100), "k": i % 5, "y": i} for i in range(20)])
+            runner.process_available()
+            state.append(runner.status.write(runner.query)["state_rows"])
+    finally:
+        runner.stop("stopped")
+    # the windows hold about one second of rows; later steps never hold more than early ones
+    assert max(state[6:]) <= max(state[2:6])
+    assert max(state) < 12 * 40 / 3
+
+
+def test_run_without_until_idle_stops_cleanly_on_sigterm(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    write_jsonl(a / "1.json", [{"rowtime": ts(1_000), "k": 1, "x": 1}])
+    write_jsonl(b / "1.json", [{"rowtime": ts(1_000), "k": 1, "y": 2}])
+    query = tmp_path / "q.sql"
+    query.write_text(DDL.format(a=a, b=b, lateness="0 SECONDS"))
+    checkpoint = tmp_path / "checkpoint"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamjoin.cli", "run", str(query), "--output", str(tmp_path / "out"), "--checkpoint", str(checkpoint)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    status_file = checkpoint / "status.json"
+    deadline = time.time() + 240
+    while time.time() < deadline and not (status_file.exists() and json.loads(status_file.read_text()).get("batch") is not None):
+        time.sleep(0.5)
+    os.kill(proc.pid, signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err[-2000:]
+    assert json.loads(status_file.read_text())["state"] == "stopped"
+    assert err.strip().splitlines()[-1].startswith("streamjoin: stopped:")
