@@ -243,8 +243,10 @@ def _read_text(path: str, fmt: str) -> pa.Table:
         return pa.table({n: pa.array([_as_text(r.get(n)) for r in rows], pa.string()) for n in names})
     import pyarrow.csv as pcsv
 
-    table = pcsv.read_csv(path, convert_options=pcsv.ConvertOptions(strings_can_be_null=True))
-    return pa.table({n: pc.cast(table.column(n), pa.string()) for n in table.column_names})
+    with open(path, newline="") as f:
+        header = next(__import__("csv").reader(f), [])
+    text = pcsv.ConvertOptions(strings_can_be_null=True, column_types={n: pa.string() for n in header})
+    return pcsv.read_csv(path, convert_options=text)
 
 
 def _as_text(value):

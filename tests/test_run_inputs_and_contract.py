@@ -1,0 +1,63 @@
+"""`run` reads CSV and Parquet as well as JSON, coalesces USING columns, runs interval joins,
+and keeps its exit-code contract."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from runtime_helpers import BASE, run_until_idle, ts, write_jsonl
+
+
+def test_csv_and_parquet_inputs_full_join_using_a_coalesced_key(spark, tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "a.csv").write_text(f"rowtime,k,x\n{ts(1000)},1,10\n{ts(2000)},2,20\n")
+    (tmp_path / "b").mkdir()
+    import datetime as dt
+
+    pq.write_table(
+        pa.table({"rowtime": pa.array([BASE.replace(tzinfo=dt.UTC) + dt.timedelta(seconds=1)], pa.timestamp("us", tz="UTC")),
+                  "k": pa.array([1], pa.int32()), "y": pa.array(["one"])}),
+        tmp_path / "b" / "b.parquet",
+    )
+    sql = f"""CREATE STREAM a (k INT, x INT) WITH (connector = 'files', format = 'csv', path = '{tmp_path / "a"}');
+CREATE STREAM b (k INT, y VARCHAR) WITH (connector = 'files', format = 'parquet', path = '{tmp_path / "b"}');
+SELECT STREAM * FROM a OVER (RANGE INTERVAL '1' SECOND PRECEDING) FULL JOIN b OVER (RANGE INTERVAL '1' SECOND PRECEDING) USING (k);"""
+    rows, _ = run_until_idle(spark, sql, tmp_path / "run")
+    assert rows == [{"k": 1, "x": 10, "y": "one"}, {"k": 2, "x": 20, "y": None}]
+
+
+def test_risingwave_interval_join_matches_within_its_range(spark, tmp_path):
+    write_jsonl(tmp_path / "s1" / "1.json", [{"ts": ts(t), "id": 1, "value": t} for t in (0, 30_000, 90_000)])
+    write_jsonl(tmp_path / "s2" / "1.json", [{"ts": ts(20_000), "id": 1, "value": -1}])
+    sql = f"""CREATE SOURCE s1 (id INT, value INT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '20' SECOND) WITH (connector = 'files', format = 'json', path = '{tmp_path / "s1"}');
+CREATE SOURCE s2 (id INT, value INT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '20' SECOND) WITH (connector = 'files', format = 'json', path = '{tmp_path / "s2"}');
+SELECT s1.value AS v1, s2.value AS v2 FROM s1 JOIN s2 ON s1.id = s2.id AND s1.ts BETWEEN s2.ts AND s2.ts + INTERVAL '1' MINUTE;"""
+    rows, _ = run_until_idle(spark, sql, tmp_path / "run")
+    assert rows == [{"v1": 30_000, "v2": -1}]  # 0 s is before s2.ts, 90 s is more than a minute after
+
+
+def cli(*args):
+    return subprocess.run([sys.executable, "-m", "streamjoin.cli", "run", *map(str, args)], capture_output=True, text=True, timeout=300)
+
+
+def test_run_rejects_what_it_cannot_run_yet_with_exit_2_before_starting_spark(tmp_path):
+    query = tmp_path / "q.sql"
+    query.write_text("CREATE STREAM a (k INT) WITH (path = '/nowhere'); CREATE TABLE t (k INT);\nSELECT STREAM * FROM a JOIN t USING (k);")
+    result = cli(query, "--until-idle")
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"{query}: error: input 't' is a table: stream-table joins are not supported by `run` yet"
+    )
+
+
+def test_run_fails_with_exit_1_and_a_one_line_reason_on_bad_data(tmp_path):
+    write_jsonl(tmp_path / "a" / "1.json", [{"rowtime": ts(0), "k": "not a number"}])
+    query = tmp_path / "q.sql"
+    query.write_text(f"CREATE STREAM a (k INT) WITH (connector = 'files', format = 'json', path = '{tmp_path / 'a'}');\nSELECT STREAM * FROM a;")
+    result = cli(query, "--until-idle", "--checkpoint", tmp_path / "ck")
+    assert result.returncode == 1
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("streamjoin: ") and "column k does not read as int32" in last
