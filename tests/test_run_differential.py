@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import os
 import random
+from collections import Counter
 
 import pytest
-from reference import JoinStep, Stream, results
+from reference import JoinStep, Stream, join_chain
 from runtime_helpers import ms, run_until_idle, ts, write_jsonl
 
 SEED = int(os.environ.get("STREAMJOIN_DIFF_SEED", "20261122"))
@@ -20,21 +21,27 @@ CONDITIONS = {
     "theta": ("{l}.v <= {r}.v", lambda a, b: a["v"] <= b["v"]),
     "cross": (None, None),
 }
-# (windows as (size s, lag s) per input, steps as (join type, condition, left alias it refers to))
-SHAPES = [
-    ([(1, 0), (1, 0)], [("INNER", "key", 0)]),
-    ([(0, 0), (3, 0)], [("LEFT", "key", 0)]),
-    ([(2, 0), (0, 0)], [("RIGHT", "key+theta", 0)]),
-    ([(2, 0), (1, 0)], [("FULL", "key", 0)]),
-    ([(3, 1), (1, 0)], [("FULL", "key+theta", 0)]),
-    ([(1, 0), (2, 0)], [("INNER", "theta", 0)]),
-    ([(1, 0), (1, 0)], [("CROSS", "cross", 0)]),
-    ([(2, 2), (4, 1)], [("LEFT", "theta", 0)]),
-    ([(2, 0), (1, 0), (3, 0)], [("INNER", "key", 0), ("INNER", "key", 1)]),
-    ([(2, 0), (2, 0), (1, 0)], [("INNER", "key", 0), ("FULL", "key+theta", 0)]),
-    ([(1, 0), (3, 0), (2, 0)], [("INNER", "key", 0), ("LEFT", "theta", 1)]),
-    ([(3, 0), (1, 0), (2, 1)], [("INNER", "theta", 0), ("RIGHT", "key", 1)]),
-]
+SHAPE_COUNT = 12
+
+
+def random_shape(rng: random.Random):
+    """Windows as (size s, lag s) per input; steps as (join type, condition, left input).
+    Only the last join of a chain may be outer (the runtime rejects the rest)."""
+    n = 3 if rng.random() < 0.35 else 2
+    windows = []
+    for _ in range(n):
+        size = rng.randint(0, 4)
+        windows.append((size, rng.randint(1, size) if size and rng.random() < 0.25 else 0))
+    steps = []
+    for i in range(1, n):
+        last = i == n - 1
+        join_type = rng.choice(["INNER", "LEFT", "RIGHT", "FULL", "CROSS"] if last else ["INNER", "INNER", "CROSS"])
+        condition = "cross" if join_type == "CROSS" else rng.choice(["key", "key+theta", "theta"])
+        steps.append((join_type, condition, rng.randrange(i)))
+    return windows, steps
+
+
+SHAPES = [random_shape(random.Random(SEED * 1000 + i)) for i in range(SHAPE_COUNT)]
 
 
 def window_sql(size: int, lag: int) -> str:
@@ -71,7 +78,8 @@ def shape_sql(windows, steps, dirs) -> str:
             continue
         on = f"s{left}.c = s{i}.c" + (f" AND {template.format(l=f's{left}', r=f's{i}')}" if template else "")
         parts.append(f"{join_type} JOIN {item} ON {on}")
-    where = " WHERE s0.c = s1.c" if any(s[0] == "CROSS" for s in steps) else ""
+    cross = [f"s{left}.c = s{i}.c" for i, (join_type, _, left) in enumerate(steps, start=1) if join_type == "CROSS"]
+    where = f" WHERE {' AND '.join(cross)}" if cross else ""
     c_expr = f"COALESCE({', '.join(f'{a}.c' for a in aliases)})"
     ids = ", ".join(f"{a}.id AS id{i}" for i, a in enumerate(aliases))
     return ddl + f"SELECT STREAM ROWTIME, {c_expr} AS c, {ids} FROM {' '.join(parts)}{where};"
@@ -90,12 +98,17 @@ def expected(windows, steps, streams) -> dict:
             join_steps.append(
                 JoinStep(inputs[i], join_type, (lambda combo, t=test, a=f"s{left}", b=f"s{i}": combo[a] is not None and t(combo[a], combo[b])) if test else (lambda combo: True))
             )
-        counts = results(inputs[0], join_steps, lambda combo: tuple(combo[a]["id"] if combo[a] else None for a in sorted(combo)))
-        out[c] = counts
+        # the WHERE that keeps CROSS joins' cases apart also filters after the joins (SEMANTICS §5)
+        where = [(f"s{left}", f"s{i}") for i, (t, _, left) in enumerate(steps, start=1) if t == "CROSS"]
+        out[c] = Counter(
+            (interval[0], *(combo[a]["id"] if combo[a] else None for a in sorted(combo)))
+            for combo, interval in join_chain(inputs[0], join_steps)
+            if all(combo[a] is not None and combo[b] is not None and combo[a]["c"] == combo[b]["c"] for a, b in where)
+        )
     return out
 
 
-@pytest.mark.parametrize("shape", range(len(SHAPES)), ids=[f"shape{i}" for i in range(len(SHAPES))])
+@pytest.mark.parametrize("shape", range(SHAPE_COUNT), ids=[f"{SHAPES[i][1]}-{SHAPES[i][0]}" for i in range(SHAPE_COUNT)])
 def test_engine_output_equals_the_reference_for_generated_streams(spark, tmp_path, shape):
     windows, steps = SHAPES[shape]
     rng = random.Random(SEED * 100 + shape)
@@ -113,8 +126,6 @@ def test_engine_output_equals_the_reference_for_generated_streams(spark, tmp_pat
     rowtimes = [ms(r["rowtime"]) for r in rows]
     assert rowtimes == sorted(rowtimes), "EMIT FINAL output must come in non-descending rowtime order"
     assert status["late_rows"] == 0
-    from collections import Counter
-
     got = {c: Counter() for c in range(CASES_PER_SHAPE)}
     for r in rows:
         got[r["c"]][(ms(r["rowtime"]), *(r[f"id{i}"] for i in range(len(windows))))] += 1
