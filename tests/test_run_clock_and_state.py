@@ -48,10 +48,12 @@ def test_a_rowtime_bound_releases_final_rows_without_new_data(spark, tmp_path):
         assert read_output(tmp_path / "run" / "out") == []  # a's row may still find a match
         write_jsonl(a / "2.json", [{"rowtime": ts(60_000), "_bound": True}])
         write_jsonl(b / "2.json", [{"rowtime": ts(60_000), "_bound": True}])
-        for _ in range(4):  # the bound moves the watermark; the next batches evict and release
+        deadline = time.time() + 120  # the bound moves the watermark; a no-data batch evicts and releases
+        rows = []
+        while not rows and time.time() < deadline:
             runner.process_available()
-            time.sleep(0.6)
-        rows = read_output(tmp_path / "run" / "out")
+            time.sleep(0.5)
+            rows = read_output(tmp_path / "run" / "out")
     finally:
         runner.stop("stopped")
     assert rows == [{"rowtime": ts(1_000), "k": 1, "x": 1, "y": None}]
