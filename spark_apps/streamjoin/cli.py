@@ -10,11 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from streamjoin.errors import SqlError
-
-
-class Unsupported(Exception):
-    """Placeholder until the runtime is imported (keeps check/explain free of pyspark)."""
+from streamjoin.errors import SqlError, Unsupported
 
 EXIT_OK, EXIT_FAILURE, EXIT_REJECTED = 0, 1, 2
 
@@ -91,12 +87,10 @@ def _run(args) -> int:
 
     from streamjoin.lower import stream_join
 
-    global Unsupported
-    Unsupported = stream_join.Unsupported
     script = _load(args.file)
     query = script.final
     if query is None:
-        raise stream_join.Unsupported("the file has no final query to run")
+        raise Unsupported("the file has no final query to run")
     stream_join.check_runnable(script, query)  # before Spark starts: rejections are quick
     checkpoint = Path(args.checkpoint) if args.checkpoint else Path(tempfile.mkdtemp(prefix="streamjoin-"))
     late_root = (Path(args.output) / "late") if args.output != "-" else checkpoint / "late"

@@ -33,3 +33,7 @@ class SqlErrors(Exception):
     def __init__(self, errors: list[SqlError]):
         self.errors = sorted(errors, key=lambda e: (e.line, e.col))
         super().__init__("\n".join(str(e) for e in self.errors))
+
+
+class Unsupported(Exception):
+    """A valid query the runtime cannot run yet: rejected (exit 2) before any data is read."""

@@ -16,6 +16,7 @@ import sqlglot
 from sqlglot import exp
 
 from streamjoin.dialect import StreamJoin
+from streamjoin.errors import Unsupported
 from streamjoin.io.staging import BOUND, InputSpec
 from streamjoin.io.types import arrow_schema
 from streamjoin.plan import model as m
@@ -25,10 +26,6 @@ ROWTIME_COLUMN = "__rowtime"
 ZERO = "__zero"  # a per-input key column that is 0 for every row (not foldable: it reads the rowtime)
 _SPARK_JOIN = {"INNER": "inner", "CROSS": "inner", "LEFT": "left", "RIGHT": "right", "FULL": "full"}
 _SUPPORTED_KINDS = (m.STREAM_STREAM_WINDOW, m.INTERVAL)
-
-
-class Unsupported(Exception):
-    """A valid query the runtime cannot run yet: rejected before any data is read."""
 
 
 @dataclass
