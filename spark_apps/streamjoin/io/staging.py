@@ -154,15 +154,13 @@ class Stager:
         return m.steps
 
     def _stage_end(self, m: Manifest) -> int:
-        """End of input: a bound at +infinity, then one more (empty) step so Spark runs a batch
-        with the new watermark and flushes every pending result."""
-        if not m.ended:
-            end_us = int(END_OF_INPUT.timestamp() * 1_000_000)
-            self._write_step(self._bound_row(end_us), m.steps)
-            m.ended, m.bound_us = True, end_us
-        else:
-            self._write_step(self._bound_row(int(END_OF_INPUT.timestamp() * 1_000_000)), m.steps)
+        """End of input: a bound at +infinity, then the same bound once more, so that Spark runs
+        one more batch with the new watermark and flushes every pending result."""
+        end_us = int(END_OF_INPUT.timestamp() * 1_000_000)
+        self._write_step(self._bound_row(end_us), m.steps)
+        if m.ended:
             m.flushed = True
+        m.ended, m.bound_us = True, end_us
         m.steps += 1
         m.save(self.manifest_path)
         return m.steps

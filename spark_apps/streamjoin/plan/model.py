@@ -7,6 +7,9 @@ from dataclasses import asdict, dataclass, field
 
 from streamjoin.plan.windows import BucketWindow, RangeWindow, RowsWindow, Window
 
+# the window classes are part of the plan's vocabulary: `model.RangeWindow` etc.
+__all__ = ["BucketWindow", "RangeWindow", "RowsWindow", "Window"]
+
 STREAM, TABLE = "stream", "table"
 
 # Join kinds (the analyzer's classification, SEMANTICS.md §4-§8).
@@ -179,11 +182,3 @@ def _jsonable(value):
     if isinstance(value, (list, tuple)):
         return [_jsonable(v) for v in value]
     return value
-
-
-def window_type(window: Window | None) -> str:
-    return {
-        RangeWindow: "range",
-        RowsWindow: "rows",
-        BucketWindow: "bucket",
-    }.get(type(window), "none")
