@@ -1,35 +1,37 @@
-"""`make demo`, for now: explain every seed query (tests/fixtures/seeds) and count the joins
-by kind. Later issues turn this into the whole pipeline."""
+"""`make demo`: run the hourly city sales app (include/apps/hourly_city_sales) end to end on
+local files and print, per hour, the row count and the cities with no sales."""
 
 from __future__ import annotations
 
-import collections
 import sys
+import time
 from pathlib import Path
 
-from streamjoin.errors import SqlError
-from streamjoin.plan import analyze, explain_text
-
-SEEDS = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "seeds"
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "include" / "apps" / "hourly_city_sales"))
 
 
 def main() -> int:
-    kinds: collections.Counter[str] = collections.Counter()
-    files = sorted(SEEDS.glob("*.sql"))
-    for path in files:
-        print(f"==> streamjoin explain {path.relative_to(SEEDS.parent.parent.parent)}")
-        try:
-            script = analyze(path.read_text(), str(path))
-        except SqlError as error:
-            print(error, file=sys.stderr)
-            return 2
-        print(explain_text(script))
-        kinds.update(j.kind for q in script.queries for j in q.joins)
-    print(f"explained {len(files)} seed files; joins by kind:")
-    for kind, count in kinds.most_common():
-        print(f"  {count:3d}  {kind}")
-    print("try it on your own SQL: .venv/bin/streamjoin check FILE.sql; .venv/bin/streamjoin explain FILE.sql")
-    return 0
+    from app import CONFIG, run_app, summary
+    from streamjoin.runtime.session import spark_session
+
+    root = ROOT / "data" / CONFIG["name"]
+    gen = CONFIG["generator"]
+    print(f"hourly_city_sales: {gen['cities']} cities, {gen['hours']} hours, {gen['sales_per_hour']} sales per hour, "
+          f"{gen['late_rows']} late rows; files under {root.relative_to(ROOT)}", flush=True)
+    started = time.time()
+    spark = spark_session("streamjoin-demo")
+    try:
+        rows, status, g = run_app(spark, root, report=lambda line: print(line, flush=True))
+    finally:
+        spark.stop()
+    hours = summary(rows)
+    ok = all(count == gen["cities"] for count, _ in hours.values())
+    print(f"{len(rows)} rows in {len(hours)} hours ({'one row per city per hour' if ok else 'ROW COUNTS DIFFER'}); "
+          f"{status['late_rows']} late rows in {root.relative_to(ROOT)}/output/late; snapshot "
+          f"{status['snapshots'][0]['rows']} cities, sha256 {status['snapshots'][0]['sha256'][:12]}; "
+          f"{time.time() - started:.0f} s")
+    return 0 if ok and len(hours) == gen["hours"] else 1
 
 
 if __name__ == "__main__":

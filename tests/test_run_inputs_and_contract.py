@@ -49,7 +49,7 @@ def test_run_rejects_what_it_cannot_run_yet_with_exit_2_before_starting_spark(tm
     result = cli(query, "--until-idle")
     assert result.returncode == 2
     assert result.stderr.strip().splitlines()[-1] == (
-        f"{query}: error: input 't' is a table: stream-table joins are not supported by `run` yet"
+        f"{query}: error: table 't' needs WITH (path = '...') to be read"
     )
 
 

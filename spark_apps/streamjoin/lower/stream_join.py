@@ -9,7 +9,7 @@ advances. The output rowtime (§4) is the latest presence start among the non-nu
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import sqlglot
@@ -19,8 +19,9 @@ from streamjoin.dialect import StreamJoin
 from streamjoin.errors import Unsupported
 from streamjoin.io.staging import BOUND, InputSpec
 from streamjoin.io.types import arrow_schema
+from streamjoin.lower.tables import expand
 from streamjoin.plan import model as m
-from streamjoin.plan.windows import RangeWindow
+from streamjoin.plan.windows import BucketWindow, RangeWindow
 
 ROWTIME_COLUMN = "__rowtime"
 ZERO = "__zero"  # a per-input key column that is 0 for every row (not foldable: it reads the rowtime)
@@ -34,85 +35,260 @@ class Lowered:
     inputs: list[InputSpec]
     columns: list[str]  # output column names, in order
     order_delay_ms: int  # how far behind the watermark output is final (outer joins)
+    snapshots: list = field(default_factory=list)  # streamjoin.lower.tables.Snapshot, one per table input
+    bucketed: object = None  # streamjoin.lower.bucketed.BucketedJoin when the last join preserves a table
+
+
+_TABLE_JOINS = (m.SNAPSHOT, m.TEMPORAL, m.TABLE_TABLE)
 
 
 def check_runnable(script: m.Script, query: m.Query) -> None:
     """Raise Unsupported for what this runtime does not run yet, naming it."""
-    relations = {r.name: r for r in script.relations}
-    if query.aggregation is not None:
-        raise Unsupported("GROUP BY is not supported by `run` yet (it comes with the stream-table issue)")
     if query.kind != m.STREAM:
         raise Unsupported("`run` runs streaming queries (SELECT STREAM over streams)")
+    _check_query(script, query, top=True)
+
+
+def _check_query(script: m.Script, query: m.Query, top: bool) -> None:
+    relations = {r.name: r for r in script.relations}
+    views = {q.name: q for q in script.queries}
     if query.emit != "FINAL":
         raise Unsupported(f"EMIT {query.emit} is not supported by `run` yet; EMIT FINAL is")
+    streams = [i for i in query.inputs if i.kind == m.STREAM]
     for i in query.inputs:
         relation = relations[i.relation]
-        if i.kind != m.STREAM:
-            raise Unsupported(f"input '{i.alias}' is a table: stream-table joins are not supported by `run` yet")
+        if i.time_window is not None and query.aggregation is None:
+            raise Unsupported(f"input '{i.alias}': {i.time_window.function} window joins are not supported by `run` yet")
         if relation.view:
-            raise Unsupported(f"input '{i.alias}' is a view: views as inputs are not supported by `run` yet")
+            view = views[relation.name]
+            if view.kind == m.TABLE:
+                _check_table_view(script, view)
+            else:
+                _check_query(script, view, top=False)
+                if view.aggregation is not None and any(
+                    j.kind not in (*_TABLE_JOINS, m.BUCKETED) for j in query.joins
+                ):
+                    raise Unsupported(
+                        f"input '{i.alias}' is an aggregating view: it can feed stream-table joins, not stream-stream joins, in `run` yet"
+                    )
+            continue
+        if i.kind == m.TABLE:
+            _check_table(relation)
+            continue
         if relation.option("connector", "files") != "files":
-            raise Unsupported(f"input '{i.alias}': connector '{relation.option('connector')}' is not supported yet (use 'files')")
+            raise Unsupported(f"input '{i.alias}': connector '{relation.option('connector')}' is not supported for streams yet (use 'files')")
         if not relation.option("path"):
             raise Unsupported(f"stream '{relation.name}' needs WITH (path = '...') to be read")
-        if not isinstance(i.window, RangeWindow):
+        stream_joined = any(i.alias in (j.right, *j.left_inputs) for j in query.joins if j.kind not in _TABLE_JOINS and j.kind != m.BUCKETED)
+        if stream_joined and not isinstance(i.window, RangeWindow):
             raise Unsupported(f"input '{i.alias}': {type(i.window).__name__} windows are not supported by `run` yet (RANGE windows are)")
     for j in query.joins:
-        if j.kind not in _SUPPORTED_KINDS:
+        if j.kind not in (*_SUPPORTED_KINDS, *_TABLE_JOINS, m.BUCKETED):
             raise Unsupported(f"{j.kind}s are not supported by `run` yet")
-    for j in query.joins[:-1]:
-        if j.join_type in ("LEFT", "RIGHT", "FULL"):
-            # Spark's watermark for the next join runs ahead of the NULL-extended rows this join
-            # emits late, so the next join would miss their matches (seen in the differential test).
+        if j.kind == m.BUCKETED:
+            if j is not query.joins[-1] or not top or query.aggregation is not None:
+                raise Unsupported("a bucketed table-preserving join must be the last join of the final query in `run`")
+            if query.input(j.right).kind != m.TABLE or j.join_type != "RIGHT":
+                raise Unsupported("a bucketed table-preserving join runs as `stream OVER (bucket) RIGHT JOIN table` in `run`")
+            if not isinstance(query.input(j.left_inputs[-1]).window, BucketWindow):
+                raise Unsupported("the stream of a bucketed table-preserving join must be its last input before the table")
+    outer = [j for j in query.joins[:-1] if j.join_type in ("LEFT", "RIGHT", "FULL") and j.kind not in _TABLE_JOINS]
+    for j in outer:
+        # Spark's watermark for the next join runs ahead of the NULL-extended rows this join
+        # emits late, so the next join would miss their matches (seen in the differential test).
+        raise Unsupported(
+            f"a {j.join_type} JOIN followed by another join is not supported by `run` yet; "
+            "only the last join of a chain may be an outer join"
+        )
+    if query.aggregation is not None:
+        agg = query.aggregation
+        if agg.bucket is None:
             raise Unsupported(
-                f"a {j.join_type} JOIN followed by another join is not supported by `run` yet; "
-                "only the last join of a chain may be an outer join"
+                "GROUP BY without a time bucket never closes a group under EMIT FINAL: "
+                "group by FLOOR(ROWTIME TO unit) or TUMBLE(...)'s window_start"
             )
+        if (agg.bucket_unit or "").upper() in ("MONTH", "YEAR"):
+            raise Unsupported(f"GROUP BY FLOOR(ROWTIME TO {agg.bucket_unit}) is not supported by `run` yet (SECOND to DAY are)")
+        if len(streams) != 1 or any(j.kind not in _TABLE_JOINS for j in query.joins):
+            raise Unsupported("`run` aggregates one stream (joined with tables only); aggregate joined streams in a later issue")
+        stream = streams[0]
+        if relations[stream.relation].view and views[stream.relation].aggregation is not None:
+            raise Unsupported("an aggregation over an aggregating view is not supported by `run` yet")
+        if stream.window is not None and getattr(stream.window, "lag_ms", 0):
+            raise Unsupported("an aggregation over a lagged window is not supported by `run` yet")
+        for o in query.output:
+            if "DISTINCT" in o.expression.upper():
+                raise Unsupported("DISTINCT aggregates are not supported by Spark's streaming aggregation")
 
 
-def input_specs(script: m.Script, query: m.Query, checkpoint: Path, late_root: Path) -> list[InputSpec]:
+def _check_table(relation: m.Relation) -> None:
+    connector = (relation.option("connector") or "files").lower()
+    if connector == "files" and not relation.option("path"):
+        raise Unsupported(f"table '{relation.name}' needs WITH (path = '...') to be read")
+    if connector == "postgres" and not (relation.option("url") and (relation.option("table") or relation.option("query"))):
+        raise Unsupported(f"table '{relation.name}': connector 'postgres' needs url and table (or query)")
+    if connector not in ("files", "postgres"):
+        raise Unsupported(f"table '{relation.name}': connector '{connector}' is not supported (use 'files' or 'postgres')")
+
+
+def _check_table_view(script: m.Script, view: m.Query) -> None:
     relations = {r.name: r for r in script.relations}
+    if view.joins or view.aggregation is not None or len(view.inputs) != 1:
+        raise Unsupported(f"table view '{view.name}': `run` takes table views over one stream or table, without joins or GROUP BY")
+    relation = relations[view.inputs[0].relation]
+    if relation.view or relation.option("connector", "files") != "files" or not relation.option("path"):
+        raise Unsupported(f"table view '{view.name}': its source must be a declared files stream or table with a path")
+
+
+def input_specs(script: m.Script, query: m.Query, checkpoint: Path, late_root: Path, prefix: str = "") -> list[InputSpec]:
+    """The stream inputs to stage: the query's own and, under `view.alias`, its views' inputs."""
+    relations = {r.name: r for r in script.relations}
+    views = {q.name: q for q in script.queries}
     specs = []
     for i in query.inputs:
         r = relations[i.relation]
+        if r.view:
+            if views[r.name].kind == m.STREAM:
+                specs += input_specs(script, views[r.name], checkpoint, late_root, f"{prefix}{r.name}.")
+            continue
+        if i.kind != m.STREAM:
+            continue
+        key = prefix + i.alias
         specs.append(
             InputSpec(
-                alias=i.alias,
-                path=r.option("path"),
+                alias=key,
+                path=expand(r.option("path")),
                 format=(r.option("format") or "json").lower(),
                 schema=arrow_schema(r.columns),
                 rowtime=r.rowtime,
                 lateness_ms=r.lateness_ms,
-                state_dir=str(checkpoint / "sources" / i.alias),
-                late_dir=str(late_root / i.alias),
+                state_dir=str(checkpoint / "sources" / key),
+                late_dir=str(late_root / key),
             )
         )
     return specs
 
 
-def lower(spark, script: m.Script, query: m.Query, specs: list[InputSpec]) -> Lowered:
-    from pyspark.sql import functions as F
-
+def lower(spark, script: m.Script, query: m.Query, specs: list[InputSpec], checkpoint: Path | None = None) -> Lowered:
     check_runnable(script, query)
-    frames = {s.alias: _input_frame(spark, s) for s in specs}
-    joined = frames[query.inputs[0].alias]
-    for join in query.joins:
-        sides = [*join.left_inputs, join.right]
-        keys = [e for pair in join.condition.keys for e in pair]
-        guard = _not_bound(sides, [_rowtime_of(query, a) for a in sides], [spark_sql(k) for k in keys])
-        condition = " AND ".join(p for p in (join_condition(join, query, sides), guard) if p)
-        joined = joined.join(frames[join.right], F.expr(condition), _SPARK_JOIN[join.join_type])
-        if join is not query.joins[-1]:
-            joined = _one_event_time(joined, query, sides)
-    aliases = [i.alias for i in query.inputs]
-    if query.where:
-        joined = joined.where(F.expr(_or_bound(spark_sql(query.where), aliases)))
-    joined = joined.where(F.expr(_not_bound(aliases, [_rowtime_of(query, a) for a in aliases])))
-    joined = joined.withColumn(ROWTIME_COLUMN, F.expr(output_rowtime(query)))
+    if checkpoint is None:
+        checkpoint = Path(specs[0].state_dir).parent.parent
+    lowering = _Lowering(spark, script, {s.alias: s for s in specs}, checkpoint)
+    frame, bucketed = lowering.query_frame(query, "", top=True)
     columns = [c.name for c in query.output]
-    selected = [F.expr(spark_sql(c.expression)).alias(c.name) for c in query.output]
-    frame = joined.select(*selected, F.col(ROWTIME_COLUMN))
-    return Lowered(frame, specs, columns, order_delay(query))
+    return Lowered(frame, specs, columns, order_delay(query), lowering.snapshots, bucketed)
+
+
+class _Lowering:
+    def __init__(self, spark, script: m.Script, specs: dict[str, InputSpec], checkpoint: Path):
+        self.spark, self.script, self.specs, self.checkpoint = spark, script, specs, checkpoint
+        self.relations = {r.name: r for r in script.relations}
+        self.views = {q.name: q for q in script.queries}
+        self.snapshots = []
+
+    def query_frame(self, query: m.Query, prefix: str, top: bool = False):
+        """(streaming frame of output columns + __rowtime, BucketedJoin or None)."""
+        from pyspark.sql import functions as F
+
+        frames = {i.alias: self.input_frame(query, i, prefix) for i in query.inputs}
+        streams = [i.alias for i in query.inputs if i.kind == m.STREAM]
+        joined = frames[query.inputs[0].alias]
+        bucketed_join = None
+        for join in query.joins:
+            if join.kind == m.BUCKETED:
+                bucketed_join = join
+                break
+            sides = [*join.left_inputs, join.right]
+            stream_sides = [a for a in sides if a in streams]
+            keys = [e for pair in join.condition.keys for e in pair]
+            guard = _not_bound(stream_sides, [_rowtime_of(query, a) for a in stream_sides], [spark_sql(k) for k in keys])
+            condition = " AND ".join(p for p in (join_condition(join, query, stream_sides), guard) if p)
+            joined = joined.join(frames[join.right], F.expr(condition), _SPARK_JOIN[join.join_type])
+            if join.kind not in _TABLE_JOINS and join is not query.joins[-1]:
+                joined = _one_event_time(joined, query, [a for a in sides if a in streams])
+        if query.where and bucketed_join is None:
+            joined = joined.where(F.expr(_or_bound(spark_sql(query.where), streams)))
+        joined = joined.where(F.expr(_not_bound(streams, [_rowtime_of(query, a) for a in streams])))
+        if bucketed_join is not None:
+            from streamjoin.lower.bucketed import BucketedJoin
+
+            left = [a for a in streams if a in bucketed_join.left_inputs]
+            joined = joined.withColumn(ROWTIME_COLUMN, _rowtime_column(query, left))
+            internal = {bound_column(a) for a in streams} | {flat(a, ZERO) for a in streams}
+            carried = [c for c in joined.columns if c not in internal]
+            bucket = query.input(bucketed_join.left_inputs[-1]).window
+            from pyspark.sql.pandas.types import to_arrow_schema
+
+            frame = joined.select(*carried)
+            join = BucketedJoin(self.spark, query, bucketed_join, frames[bucketed_join.right], carried, bucket.unit)
+            join.empty = to_arrow_schema(frame.schema, timezone="UTC").empty_table()
+            return frame, join
+        if query.aggregation is not None:
+            from streamjoin.lower.aggregate import aggregate
+
+            return aggregate(joined, query, flat(streams[0], query.input(streams[0]).rowtime)), None
+        joined = joined.withColumn(ROWTIME_COLUMN, _rowtime_column(query, streams))
+        selected = [F.expr(spark_sql(c.expression)).alias(c.name) for c in query.output]
+        return joined.select(*selected, F.col(ROWTIME_COLUMN)), None
+
+    def input_frame(self, query: m.Query, item: m.Input, prefix: str):
+        from pyspark.sql import functions as F
+
+        from streamjoin.lower import tables
+
+        relation = self.relations[item.relation]
+        if relation.view and self.views[relation.name].kind == m.STREAM:
+            view = self.views[relation.name]
+            frame, _ = self.query_frame(view, f"{prefix}{relation.name}.")
+            out = [c.name for c in view.output]
+            rowtime = relation.rowtime
+            cols = [F.col(c).alias(flat(item.alias, c)) for c in out]
+            if rowtime not in out:
+                cols.append(F.col(ROWTIME_COLUMN).alias(flat(item.alias, rowtime)))
+            return frame.select(
+                *cols,
+                F.lit(False).alias(bound_column(item.alias)),
+                (F.unix_micros(F.col(ROWTIME_COLUMN)) * 0).alias(flat(item.alias, ZERO)),
+            )
+        if item.kind == m.STREAM:
+            return _input_frame(self.spark, self.specs[prefix + item.alias], item.alias)
+        if item.temporal:
+            join = next(j for j in query.joins if j.right == item.alias)
+            tables.check_temporal_key(relation, join)
+            return tables.temporal_frame(self.spark, relation, item.alias)
+        view_rows = self.table_view_rows(relation) if relation.view else None
+        frame, snapshot = tables.load_snapshot(
+            self.spark, relation, item.alias, query, item, self.checkpoint / "snapshots", view_rows
+        )
+        self.snapshots.append(snapshot)
+        return frame
+
+    def table_view_rows(self, relation: m.Relation):
+        """A `SELECT TABLE` view over a stream (Lenses): the stream's rows as they are now; with a
+        `_key` column, the latest row per key (a compacted topic)."""
+        from pyspark.sql import Window
+        from pyspark.sql import functions as F
+
+        from streamjoin.lower import tables
+
+        view = self.views[relation.name]
+        item = view.inputs[0]
+        source = self.relations[item.relation]
+        schema = arrow_schema(source.columns)
+        fmt = (source.option("format") or ("json" if source.kind == m.STREAM else "csv")).lower()
+        rows = tables.read_files(tables.expand(source.option("path")), fmt, schema)
+        frame = self.spark.createDataFrame(rows.rename_columns([flat(item.alias, c) for c in rows.column_names]))
+        if source.kind == m.STREAM:
+            frame = frame.withColumn(ROWTIME_COLUMN, F.col(flat(item.alias, source.rowtime)))
+        if view.where:
+            frame = frame.where(F.expr(spark_sql(view.where)))
+        order = [F.col(ROWTIME_COLUMN).desc()] if source.kind == m.STREAM else []
+        frame = frame.select(*[F.expr(spark_sql(c.expression)).alias(c.name) for c in view.output], *(
+            [F.col(ROWTIME_COLUMN)] if order else []))
+        if "_key" in frame.columns and order:
+            latest = Window.partitionBy("_key").orderBy(*order)
+            frame = frame.withColumn("__n", F.row_number().over(latest)).where("__n = 1").drop("__n")
+        return frame.drop(ROWTIME_COLUMN).toArrow()
 
 
 def _one_event_time(joined, query: m.Query, aliases: list[str]):
@@ -126,20 +302,19 @@ def _one_event_time(joined, query: m.Query, aliases: list[str]):
     return joined
 
 
-def _input_frame(spark, spec: InputSpec):
+def _input_frame(spark, spec: InputSpec, alias: str):
     from pyspark.sql import functions as F
-
 
     df = spark.readStream.format("streamjoin_staged").option("spec", spec.to_json()).load()
     # Bound rows must reach the watermark operator, and Spark pushes any filter on them below
     # it. So they go through: no join condition accepts them, and they leave after the joins.
     df = df.withWatermark(spec.rowtime, f"{spec.lateness_ms} milliseconds")
     # flat, unique names (alias__column): joined frames can then be re-projected freely
-    names = {c: flat(spec.alias, c) for c in df.columns if c != BOUND}
+    names = {c: flat(alias, c) for c in df.columns if c != BOUND}
     return df.select(
         *[F.col(c).alias(n) for c, n in names.items()],
-        F.col(BOUND).alias(bound_column(spec.alias)),
-        (F.unix_micros(F.col(spec.rowtime)) * 0).alias(flat(spec.alias, ZERO)),
+        F.col(BOUND).alias(bound_column(alias)),
+        (F.unix_micros(F.col(spec.rowtime)) * 0).alias(flat(alias, ZERO)),
     )
 
 
@@ -164,11 +339,15 @@ def _not_bound(aliases, rowtimes, keys=()) -> str:
     flags = [f"cast(coalesce({_q(bound_column(a))}, false) AS INT)" for a in aliases]
     flags += [f"cast(({k}) IS NULL AS INT)" for k in keys]
     anchors = [f"coalesce(0 * unix_micros({rt}), 0)" for rt in rowtimes]
+    if not flags + anchors:
+        return "true"
     return f"({' + '.join(flags + anchors)}) = 0"
 
 
 def _or_bound(predicate: str, aliases) -> str:
     """A filter that lets bound rows through, wherever Spark pushes it."""
+    if not aliases:
+        return predicate
     return f"(({predicate}) OR {_any_bound(aliases)})"
 
 
@@ -177,9 +356,12 @@ def _rowtime_of(query: m.Query, alias: str) -> str:
 
 
 def join_condition(join: m.Join, query: m.Query, sides: list[str]) -> str | None:
+    """`sides`: the stream inputs of the join (their bound rows pass residual filters)."""
     c = join.condition
     parts = [f"{spark_sql(a)} = {spark_sql(b)}" for a, b in c.keys]
-    if not parts:  # Spark's stream-stream join needs an equality: all rows share one key
+    if not parts and join.kind in _TABLE_JOINS:
+        parts.append("true")
+    elif not parts:  # Spark's stream-stream join needs an equality: all rows share one key
         parts.append(f"{_q(flat(join.left_inputs[0], ZERO))} = {_q(flat(join.right, ZERO))}")
     for b in c.time_bounds:
         right, left = _rowtime_of(query, b.right), _rowtime_of(query, b.left)
@@ -191,18 +373,36 @@ def join_condition(join: m.Join, query: m.Query, sides: list[str]) -> str | None
     return " AND ".join(parts) if parts else None
 
 
-def output_rowtime(query: m.Query) -> str:
-    """§4: the latest presence start (rowtime + lag) among the non-null input rows."""
-    starts = [f"{_rowtime_of(query, i.alias)} + INTERVAL {i.window.lag_ms} MILLISECONDS" for i in query.inputs]
+def output_rowtime(query: m.Query, aliases: list[str] | None = None) -> str:
+    """§4: the latest presence start (rowtime + lag) among the non-null stream rows (table rows
+    are always present)."""
+    streams = [i for i in query.inputs if i.kind == m.STREAM and (aliases is None or i.alias in aliases)]
+    starts = [f"{_rowtime_of(query, i.alias)} + INTERVAL {_lag(i)} MILLISECONDS" for i in streams]
     return starts[0] if len(starts) == 1 else f"greatest({', '.join(starts)})"
+
+
+def _rowtime_column(query: m.Query, aliases: list[str]):
+    """The output rowtime as a column; one stream without a lag keeps its event-time column
+    (and with it Spark's watermark, which a later aggregation needs)."""
+    from pyspark.sql import functions as F
+
+    streams = [i for i in query.inputs if i.kind == m.STREAM and i.alias in aliases]
+    if len(streams) == 1 and not _lag(streams[0]):
+        return F.col(flat(streams[0].alias, streams[0].rowtime))
+    return F.expr(output_rowtime(query, aliases))
+
+
+def _lag(item: m.Input) -> int:
+    return getattr(item.window, "lag_ms", 0) or 0
 
 
 def order_delay(query: m.Query) -> int:
     """How long after the watermark a NULL-extended row may still come: every preserved row
-    waits at most for its partners' reach, which no window sum exceeds."""
-    if all(j.join_type in ("INNER", "CROSS") for j in query.joins):
+    waits at most for its partners' reach, which no window sum exceeds. Stream-table joins
+    decide at once."""
+    if all(j.join_type in ("INNER", "CROSS") or j.kind in _TABLE_JOINS + (m.BUCKETED,) for j in query.joins):
         return 0
-    return sum(i.window.size_ms for i in query.inputs)
+    return sum(getattr(i.window, "size_ms", 0) for i in query.inputs if i.kind == m.STREAM)
 
 
 def spark_sql(expression: str) -> str:
@@ -217,6 +417,11 @@ def spark_sql(expression: str) -> str:
             continue
         tree = replacement if col is tree else tree
         col.replace(replacement)
+    for floor in list(tree.find_all(exp.Floor)):
+        if floor.args.get("to"):  # FLOOR(ts TO HOUR): Spark spells it date_trunc('HOUR', ts)
+            trunc = exp.Anonymous(this="date_trunc", expressions=[exp.Literal.string(floor.text("to").upper()), floor.this])
+            tree = trunc if floor is tree else tree
+            floor.replace(trunc)
     return tree.sql(dialect="spark")
 
 

@@ -24,11 +24,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 
-from streamjoin.io.staging import Stager
+from streamjoin.io.staging import END_OF_INPUT, Stager
 from streamjoin.lower.stream_join import ROWTIME_COLUMN, Lowered
 from streamjoin.runtime.output import format_rows
 
 log = logging.getLogger("streamjoin.run")
+_END_US = int(END_OF_INPUT.timestamp() * 1_000_000)
 
 
 class RowWriter:
@@ -58,6 +59,7 @@ class SinkState:
     carry: str | None = None  # unreleased rows (an Arrow file in checkpoint/output)
     rows_emitted: int = 0
     releases: int = 0  # output files written so far (their names count up)
+    next_bucket_us: int | None = None  # bucketed table-preserving join: the first bucket not yet closed
 
 
 class OrderedSink:
@@ -67,12 +69,16 @@ class OrderedSink:
     batch id, so a replayed batch is not added twice). `release` runs after every micro-batch
     with the watermark Spark used in it: rows at or below (watermark - order delay) can no
     longer be preceded by another row, so they are written sorted by rowtime.
-    A crash between writing a release and recording it repeats that release's rows on restart:
-    rows are never lost, and at most one release is duplicated.
+    A crash between writing a release and recording it releases those rows again on restart,
+    under the same file name: with `--output DIR` the file is rewritten (each row exactly once);
+    on stdout, which cannot be taken back, that one release is printed again.
     """
 
-    def __init__(self, checkpoint: Path, writer: RowWriter, columns: list[str], order_delay_ms: int):
+    def __init__(self, checkpoint: Path, writer: RowWriter, columns: list[str], order_delay_ms: int,
+                 bucketed=None, input_top_us=None):
         self.writer, self.columns, self.order_delay_ms = writer, columns, order_delay_ms
+        self.bucketed = bucketed  # streamjoin.lower.bucketed.BucketedJoin, or None
+        self.input_top_us = input_top_us  # () -> the latest rowtime (or bound) any input has delivered
         self.dir = checkpoint / "output"
         self.dir.mkdir(parents=True, exist_ok=True)
         self.state_path = self.dir / "state.json"
@@ -102,6 +108,8 @@ class OrderedSink:
         self._release(None)
 
     def _release(self, threshold_us: int | None) -> None:
+        if self.bucketed is not None:
+            return self._release_buckets(threshold_us)
         with self.lock:
             state = self.state()
             table = self._load(state.carry)
@@ -118,6 +126,46 @@ class OrderedSink:
             self.writer.write(f"part-{state.releases:08d}", rows)  # names sort in emission order
             state.releases += 1
             state.rows_emitted += len(rows)
+            self._save(state, rest)
+
+    def _release_buckets(self, threshold_us: int | None) -> None:
+        """Close every bucket whose end the clock has passed (at end of input: up to the bucket of
+        the latest rowtime any input delivered), in order, including buckets without stream
+        rows, and write the bucketed join's rows for them."""
+        b = self.bucketed
+        with self.lock:
+            state = self.state()
+            table = self._load(state.carry)
+            rowtimes = pc.cast(table.column(ROWTIME_COLUMN), pa.int64()) if table is not None else None
+            if state.next_bucket_us is None:
+                if table is None or not table.num_rows:
+                    return  # buckets count from the first stream row's
+                state.next_bucket_us = b.bucket_of(pc.min(rowtimes).as_py())
+            # No clock passes the latest rowtime (or bound) an input delivered, except at end of
+            # input, where the watermark sits just below +infinity (END minus the lateness):
+            # buckets close at most up to the latest delivered one, never up to year 9000.
+            tops = [self.input_top_us() if self.input_top_us else None]
+            tops.append(pc.max(rowtimes).as_py() if table is not None and table.num_rows else None)
+            tops = [t for t in tops if t is not None]
+            if not tops:
+                return
+            last = b.bucket_of(max(tops))
+            if threshold_us is not None and threshold_us < _END_US:
+                last = min(last, b.bucket_of(threshold_us - b.unit_us))  # buckets whose end <= the clock
+            if last < state.next_bucket_us:
+                return
+            buckets = list(range(state.next_bucket_us, last + b.unit_us, b.unit_us))
+            if table is not None and table.num_rows:
+                ready = pc.less(rowtimes, last + b.unit_us)
+                done, rest = table.filter(ready), table.filter(pc.invert(ready))
+            else:
+                done, rest = table, None
+            result = b(done, buckets)
+            rows = result.select(self.columns).to_pylist()
+            self.writer.write(f"part-{state.releases:08d}", rows)
+            state.releases += 1
+            state.rows_emitted += len(rows)
+            state.next_bucket_us = last + b.unit_us
             self._save(state, rest)
 
     def _save(self, state: SinkState, carry) -> None:
@@ -143,9 +191,10 @@ class OrderedSink:
 class Status:
     """The query's status file (checkpoint/status.json) and a one-line progress summary."""
 
-    def __init__(self, checkpoint: Path, stagers: list[Stager], sink: OrderedSink, query_file: str):
+    def __init__(self, checkpoint: Path, stagers: list[Stager], sink: OrderedSink, query_file: str, snapshots=()):
         self.path = checkpoint / "status.json"
         self.stagers, self.sink, self.query_file = stagers, sink, query_file
+        self.snapshots = [s.identity() for s in snapshots]
         self.error: str | None = None
         self.final: str | None = None
         self.lock = threading.Lock()
@@ -172,6 +221,7 @@ class Status:
             "error": self.error,
             "batch": progress.get("batchId"),
             "inputs": inputs,
+            "snapshots": self.snapshots,
             "join_clock": _iso(min(known)) if len(known) == len(clocks) and known else None,
             "rows_emitted": self.sink.state().rows_emitted,
             "late_rows": sum(v["late_rows"] for v in inputs.values()),
@@ -214,9 +264,11 @@ class Runner:
     def __init__(self, spark, lowered: Lowered, checkpoint: Path, output: str, query_file: str = "<sql>"):
         checkpoint.mkdir(parents=True, exist_ok=True)
         self.spark = spark
-        self.sink = OrderedSink(checkpoint, RowWriter(output), lowered.columns, lowered.order_delay_ms)
         self.stagers = [Stager(spec) for spec in lowered.inputs]
-        self.status = Status(checkpoint, self.stagers, self.sink, query_file)
+        self.sink = OrderedSink(
+            checkpoint, RowWriter(output), lowered.columns, lowered.order_delay_ms, lowered.bucketed, self.input_top_us
+        )
+        self.status = Status(checkpoint, self.stagers, self.sink, query_file, lowered.snapshots)
         self.listener = _ProgressListener(self.status, self.sink)
         spark.streams.addListener(self.listener)
         self.query = (
@@ -227,10 +279,27 @@ class Runner:
         )
         self.listener.query = self.query
 
+    def input_top_us(self) -> int | None:
+        """The latest rowtime, or rowtime bound short of end of input, any input delivered."""
+        tops = []
+        for s in self.stagers:
+            m = s.manifest()
+            tops += [v for v in (m.max_rowtime_us,) if v is not None]
+            if m.bound_us is not None and m.bound_us < _END_US:
+                tops.append(m.bound_us - 1)
+        return max(tops) if tops else None
+
     def process_available(self) -> None:
         """Ingest and process everything the inputs hold now."""
         self.query.processAllAvailable()
-        _raise_if_failed(self.query)
+        self._raise_if_failed()
+        # progress events reach the listener asynchronously: wait until it has released the
+        # output of the last batch, so what is final is written when this returns
+        last = (self.query.lastProgress or {}).get("batchId")
+        deadline = time.time() + 60
+        while last is not None and self.listener.handled < last and time.time() < deadline:
+            time.sleep(0.05)
+        self._raise_if_failed()
 
     def end_of_input(self) -> None:
         """Every clock to +infinity: flush all pending results (SEMANTICS §1)."""
@@ -248,11 +317,17 @@ class Runner:
         stop = threading.Event()
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: stop.set())
-        while not stop.is_set() and self.query.isActive:
+        while not stop.is_set() and self.query.isActive and self.listener.error is None:
             stop.wait(1.0)
-        _raise_if_failed(self.query)
+        self._raise_if_failed()
         while self.query.isActive and self.query.status.get("isTriggerActive"):
             time.sleep(0.1)  # let the current micro-batch finish
+
+    def _raise_if_failed(self) -> None:
+        _raise_if_failed(self.query)
+        if self.listener.error is not None:
+            error = self.listener.error
+            raise RuntimeError(f"releasing output failed: {type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}")
 
     def stop(self, final: str) -> dict:
         self.spark.streams.removeListener(self.listener)  # before stop: no callback into a closing driver
@@ -294,14 +369,22 @@ class _ProgressListener(_progress_listener_base()):
     def __init__(self, status: Status, sink: OrderedSink):
         self.status, self.sink = status, sink
         self.query = None
+        self.error: Exception | None = None
+        self.handled = -1  # the last batch id whose progress was handled
 
     def onQueryStarted(self, event):
         pass
 
     def onQueryProgress(self, event):
-        self.sink.release((event.progress.eventTime or {}).get("watermark"))
-        if self.query is not None:
-            print(self.status.line(self.status.write(self.query)), file=sys.stderr, flush=True)
+        try:
+            self.sink.release((event.progress.eventTime or {}).get("watermark"))
+            if self.query is not None:
+                print(self.status.line(self.status.write(self.query)), file=sys.stderr, flush=True)
+        except Exception as error:  # Spark would only log it: the runner raises it instead
+            log.debug("release failed", exc_info=True)
+            self.error = error
+        finally:
+            self.handled = max(self.handled, event.progress.batchId)
 
     def onQueryIdle(self, event):
         pass

@@ -24,6 +24,7 @@ def spark_session(app_name: str = "streamjoin", master: str | None = None):
         .config("spark.sql.shuffle.partitions", str(max(2, cores)))
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.streaming.stateStore.providerClass",
                 "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
         .config("spark.sql.streaming.noDataMicroBatches.enabled", "true")

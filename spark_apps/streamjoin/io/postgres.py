@@ -1,0 +1,529 @@
+"""PostgreSQL tables as Arrow, and as a Spark batch data source (`streamjoin_pg`).
+
+A table (or a query) is read with one `COPY (SELECT ...) TO STDOUT (FORMAT csv)` and parsed by
+`pyarrow.csv` into exactly the declared Arrow schema. Each column is cast in SQL to the declared
+type, so the text PostgreSQL writes is the one Arrow parses:
+
+* strings are `::text`, forced into quotes: an unquoted empty field is NULL, `""` is '';
+* timestamps are `::timestamptz` in a UTC session (a `timestamp without time zone` is taken as
+  UTC) written by `to_char` as `YYYY-MM-DDTHH:MI:SS.ffffffZ`, exact to the microsecond;
+* booleans are `t`/`f`, dates ISO, decimals `::numeric(p, s)`.
+
+The Spark source re-reads the table every time its plan runs (nothing is cached), which is what
+the static side of a stream-static join needs to see the table's current contents per micro-batch.
+
+>>> parse_url("postgresql://bob:secret@db.example:6543/shop")["port"]
+6543
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+import pyarrow as pa
+
+__all__ = ["PostgresTableSource", "parse_url", "primary_key", "read_table", "register", "spark_ddl"]
+
+_SCHEMES = ("postgresql", "postgres")
+# URL query parameters passed through to libpq as they are.
+_LIBPQ_PARAMS = {
+    "user", "password", "sslmode", "sslrootcert", "sslcert", "sslkey", "connect_timeout",
+    "application_name", "options", "target_session_attrs", "gssencmode", "channel_binding",
+}
+_TS_FORMAT = 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'
+
+
+# --------------------------------------------------------------------------- connection
+
+
+def parse_url(url: str) -> dict:
+    """`postgresql://[user[:pw]@]host[:port]/db[?param=value...]` (also `postgres://` and
+    `jdbc:postgresql://`) -> keyword arguments of `psycopg2.connect`.
+
+    The user defaults to `$PGUSER`, else `postgres`; without a password libpq falls back to
+    `$PGPASSWORD` / `~/.pgpass`. URL parameters that libpq knows are passed through; JDBC's
+    `currentSchema` becomes the search_path and `ssl=true` `sslmode=require`.
+    """
+    if not isinstance(url, str) or not url.strip():
+        raise ValueError("PostgreSQL url is empty")
+    raw = url.strip()
+    if raw.lower().startswith("jdbc:"):
+        raw = raw[len("jdbc:"):]
+    parts = urlsplit(raw)
+    if parts.scheme.lower() not in _SCHEMES:
+        raise ValueError(f"not a PostgreSQL url (want postgresql://[user[:password]@]host[:port]/db): {_redact(url)}")
+    try:
+        port = parts.port
+    except ValueError as e:
+        raise ValueError(f"bad port in PostgreSQL url {_redact(url)}: {e}") from None
+    dbname = unquote(parts.path.lstrip("/"))
+    if not dbname or "/" in dbname:
+        raise ValueError(f"PostgreSQL url names no database (want postgresql://host[:port]/db): {_redact(url)}")
+    kwargs: dict = {"dbname": dbname}
+    if parts.hostname:
+        kwargs["host"] = unquote(parts.hostname)
+    if port is not None:
+        kwargs["port"] = port
+    if parts.username:
+        kwargs["user"] = unquote(parts.username)
+    if parts.password is not None:
+        kwargs["password"] = unquote(parts.password)
+    for key, value in parse_qsl(parts.query, keep_blank_values=True):
+        if key in _LIBPQ_PARAMS:
+            kwargs[key] = value
+        elif key == "currentSchema":
+            kwargs["options"] = f"-c search_path={value}"
+        elif key == "ssl":
+            if value.lower() in ("true", "1", "yes", "on", ""):
+                kwargs.setdefault("sslmode", "require")
+        else:
+            raise ValueError(f"unknown parameter {key!r} in PostgreSQL url {_redact(url)}")
+    kwargs.setdefault("user", os.environ.get("PGUSER") or "postgres")
+    try:
+        kwargs["connect_timeout"] = int(kwargs.get("connect_timeout", 10))
+    except ValueError:
+        raise ValueError(f"connect_timeout is not a number in PostgreSQL url {_redact(url)}") from None
+    return kwargs
+
+
+def _redact(url: str) -> str:
+    return re.sub(r"(://[^:/@]*:)[^@/]*@", r"\1***@", url)
+
+
+def _location(kwargs: dict) -> str:
+    return f"{kwargs.get('host', 'localhost')}:{kwargs.get('port', 5432)}/{kwargs['dbname']}"
+
+
+def _one_line(error: BaseException) -> str:
+    return " ".join(str(error).split()) or type(error).__name__
+
+
+def _connect(url: str):
+    """An open read-only connection in a UTC, ISO-dated session, and `host:port/db`."""
+    import psycopg2
+
+    kwargs = parse_url(url)
+    location = _location(kwargs)
+    try:
+        conn = psycopg2.connect(**kwargs)
+    except psycopg2.Error as e:
+        raise ValueError(f"cannot connect to PostgreSQL at {location}: {_one_line(e)}") from None
+    try:
+        conn.set_client_encoding("UTF8")
+        conn.set_session(readonly=True)
+        with conn.cursor() as cur:
+            cur.execute("SET TimeZone = 'UTC'; SET DateStyle = 'ISO, YMD'; SET extra_float_digits = 1")
+    except psycopg2.Error as e:
+        conn.close()
+        raise ValueError(f"cannot set up a PostgreSQL session at {location}: {_one_line(e)}") from None
+    return conn, location
+
+
+# --------------------------------------------------------------------------- names
+
+
+def _split_name(name: str) -> list[tuple[str, bool]]:
+    """`a."B c".d` -> [("a", False), ("B c", True), ("d", False)] (part, was quoted)."""
+    parts: list[tuple[str, bool]] = []
+    i, n = 0, len(name)
+    while i <= n:
+        while i < n and name[i].isspace():
+            i += 1
+        if i < n and name[i] == '"':
+            j, buf = i + 1, []
+            while True:
+                if j >= n:
+                    raise ValueError(f"unbalanced quotes in table name {name!r}")
+                if name[j] == '"':
+                    if j + 1 < n and name[j + 1] == '"':
+                        buf.append('"')
+                        j += 2
+                        continue
+                    break
+                buf.append(name[j])
+                j += 1
+            parts.append(("".join(buf), True))
+            i = j + 1
+            while i < n and name[i].isspace():
+                i += 1
+        else:
+            j = name.find(".", i)
+            j = n if j < 0 else j
+            part = name[i:j].strip()
+            if not part:
+                raise ValueError(f"bad table name {name!r}")
+            parts.append((part, False))
+            i = j
+        if i >= n:
+            break
+        if name[i] != ".":
+            raise ValueError(f"bad table name {name!r}")
+        i += 1
+    if not 1 <= len(parts) <= 2:
+        raise ValueError(f"bad table name {name!r} (want table or schema.table)")
+    return parts
+
+
+def _match_rank(wanted: str, quoted: bool, actual: str) -> int | None:
+    """How well `actual` matches `wanted`: 3 exact, 2 PostgreSQL's folding of an unquoted name,
+    1 equal ignoring case, None no match (a quoted name only matches exactly)."""
+    if actual == wanted:
+        return 3
+    if quoted:
+        return None
+    if actual == wanted.lower():
+        return 2
+    if actual.lower() == wanted.lower():
+        return 1
+    return None
+
+
+def _best(candidates: list, rank, what: str, show=str):
+    """The one best-ranked candidate; None if none match; ValueError if the best is a tie."""
+    ranked = [(r, c) for c in candidates if (r := rank(c)) is not None]
+    if not ranked:
+        return None
+    top = max(r for r, _ in ranked)
+    best = [c for r, c in ranked if r == top]
+    if len(best) > 1:
+        raise ValueError(f"{what} is ambiguous: it matches {', '.join(map(show, best))}")
+    return best[0]
+
+
+def _resolve_table(cur, table: str, location: str) -> tuple[int, str, str]:
+    """(oid, schema, name) of a table, view or materialized view; names match case-insensitively
+    unless quoted, preferring the exact spelling."""
+    parts = _split_name(table)
+    (rel, rel_q) = parts[-1]
+    nsp, nsp_q = parts[0] if len(parts) == 2 else (None, False)
+    cur.execute(
+        """
+        SELECT c.oid, n.nspname, c.relname
+        FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+        WHERE c.relkind IN ('r', 'v', 'm', 'p', 'f') AND lower(c.relname) = lower(%(rel)s)
+          AND CASE WHEN %(nsp)s::text IS NULL THEN pg_catalog.pg_table_is_visible(c.oid)
+                   ELSE lower(n.nspname) = lower(%(nsp)s::text) END
+        """,
+        {"rel": rel, "nsp": nsp},
+    )
+    rows = cur.fetchall()
+
+    def rank(row):
+        r = _match_rank(rel, rel_q, row[2])
+        if r is None or nsp is None:
+            return r
+        s = _match_rank(nsp, nsp_q, row[1])
+        return None if s is None else (s, r)
+
+    try:
+        found = _best(rows, rank, f"PostgreSQL table name {table!r}", show=lambda row: f'"{row[1]}"."{row[2]}"')
+    except ValueError as e:
+        raise ValueError(f"{e} at {location}") from None
+    if found is None:
+        raise ValueError(f"PostgreSQL table {table!r} does not exist at {location}")
+    return found
+
+
+def _table_columns(cur, oid: int) -> list[str]:
+    cur.execute(
+        "SELECT attname FROM pg_catalog.pg_attribute WHERE attrelid = %s AND attnum > 0 AND NOT attisdropped ORDER BY attnum",
+        (oid,),
+    )
+    return [r[0] for r in cur.fetchall()]
+
+
+def _match_column(field: str, columns: list[str], label: str) -> str:
+    found = _best(columns, lambda c: _match_rank(field, False, c), f"column {field!r} of {label}")
+    if found is None:
+        raise ValueError(f"{label} has no column {field!r} (it has {', '.join(columns) or 'no columns'})")
+    return found
+
+
+# --------------------------------------------------------------------------- types
+
+
+def _select_expr(col, dtype: pa.DataType):
+    """(SQL expression writing `col` as the text Arrow parses into `dtype`, the type Arrow parses
+    it as, whether to force quotes)."""
+    from psycopg2 import sql
+
+    t = pa.types
+
+    def cast(pg_type: str):
+        return sql.SQL("({})::" + pg_type).format(col)
+
+    if t.is_string(dtype) or t.is_large_string(dtype) or t.is_string_view(dtype):
+        return cast("text"), pa.string(), True
+    if t.is_boolean(dtype):
+        return cast("boolean"), pa.bool_(), False
+    if t.is_integer(dtype):
+        width = dtype.bit_width
+        if t.is_signed_integer(dtype):
+            pg = {8: "smallint", 16: "smallint", 32: "integer", 64: "bigint"}[width]
+        else:
+            pg = "bigint" if width < 64 else "numeric(20, 0)"
+        return cast(pg), dtype, False
+    if t.is_float32(dtype):
+        return cast("real"), dtype, False
+    if t.is_float64(dtype):
+        return cast("double precision"), dtype, False
+    if t.is_decimal(dtype):
+        return cast(f"numeric({dtype.precision}, {dtype.scale})"), dtype, False
+    if t.is_date(dtype):
+        return cast("date"), pa.date32(), False
+    if t.is_timestamp(dtype):
+        ts = cast("timestamptz")
+        # to_char gives NULL for +-infinity: write them as they are so that Arrow rejects them.
+        expr = sql.SQL("CASE WHEN isfinite({ts}) THEN to_char({ts}, {fmt}) ELSE ({ts})::text END").format(
+            ts=ts, fmt=sql.Literal(_TS_FORMAT)
+        )
+        return expr, pa.timestamp("us", tz="UTC"), False
+    raise ValueError(f"Arrow type {dtype} is not supported by the PostgreSQL reader")
+
+
+def _arrow_to_spark(dtype: pa.DataType) -> str:
+    t = pa.types
+    simple = [
+        (t.is_int8, "TINYINT"), (t.is_int16, "SMALLINT"), (t.is_int32, "INT"), (t.is_int64, "BIGINT"),
+        (t.is_float32, "FLOAT"), (t.is_float64, "DOUBLE"), (t.is_boolean, "BOOLEAN"),
+        (t.is_string, "STRING"), (t.is_large_string, "STRING"), (t.is_date, "DATE"),
+    ]
+    for test, name in simple:
+        if test(dtype):
+            return name
+    if t.is_decimal(dtype):
+        return f"DECIMAL({dtype.precision},{dtype.scale})"
+    if t.is_timestamp(dtype):
+        return "TIMESTAMP" if dtype.tz else "TIMESTAMP_NTZ"
+    raise ValueError(f"Arrow type {dtype} has no Spark equivalent in the PostgreSQL reader")
+
+
+def spark_ddl(schema: pa.Schema) -> str:
+    """Spark DDL of an Arrow schema: `id INT, name STRING, price DECIMAL(10,2), ts TIMESTAMP`."""
+    return ", ".join(f"{_quote_spark(f.name)} {_arrow_to_spark(f.type)}" for f in schema)
+
+
+def _quote_spark(name: str) -> str:
+    return name if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) else "`" + name.replace("`", "``") + "`"
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def read_table(
+    url: str,
+    table: str | None,
+    query: str | None,
+    schema: pa.Schema,
+    where: str | None = None,
+    columns: list[str] | None = None,
+) -> pa.Table:
+    """The rows of `table` (`name` or `schema.name`) or of `query` (read as a subquery) as an Arrow
+    table with exactly `schema` (or its `columns`, in schema order).
+
+    `where` is a PostgreSQL boolean expression over the unqualified column names, evaluated by
+    PostgreSQL. Schema fields match columns by name, ignoring case unless the table has columns
+    differing only in case (then the exact spelling wins). Errors are ValueErrors naming the table.
+    """
+    import psycopg2
+    import pyarrow.csv as pacsv
+    from psycopg2 import sql
+
+    if (table is None) == (query is None):
+        raise ValueError("read_table needs exactly one of table and query")
+    fields = list(schema)
+    if columns is not None:
+        wanted = {c.lower() for c in columns}
+        unknown = sorted(wanted - {f.name.lower() for f in fields})
+        if unknown:
+            raise ValueError(f"columns {unknown} are not in the schema of {table or 'the query'} ({', '.join(schema.names)})")
+        fields = [f for f in fields if f.name.lower() in wanted]
+    out_schema = pa.schema(fields, metadata=schema.metadata)
+
+    conn, location = _connect(url)
+    label = f"PostgreSQL table {table!r} at {location}" if table is not None else f"PostgreSQL query at {location}"
+    try:
+        with conn.cursor() as cur:
+            if table is not None:
+                oid, nsp, rel = _resolve_table(cur, table, location)
+                source = sql.Identifier(nsp, rel)
+                available = _table_columns(cur, oid)
+            else:
+                source = sql.SQL("({}) AS _q").format(sql.SQL(query.strip().rstrip(";")))
+                cur.execute(sql.SQL("SELECT * FROM {} LIMIT 0").format(source))
+                available = [d.name for d in cur.description]
+
+            exprs, wire_types, quoted = [], {}, []
+            for i, f in enumerate(fields):
+                col = sql.Identifier(_match_column(f.name, available, label))
+                expr, wire, force_quote = _select_expr(col, f.type)
+                alias = f"c{i}"
+                exprs.append(sql.SQL("{} AS {}").format(expr, sql.Identifier(alias)))
+                wire_types[alias] = wire
+                if force_quote:
+                    quoted.append(sql.Identifier(alias))
+
+            if not exprs:  # nothing to read but the number of rows
+                count = sql.SQL("SELECT count(*) FROM {}").format(source)
+                if where:
+                    count = sql.SQL("{} WHERE ({})").format(count, sql.SQL(where))
+                cur.execute(count)
+                n = cur.fetchone()[0]
+                return pa.Table.from_struct_array(pa.array([{}] * n, type=pa.struct([]))).replace_schema_metadata(
+                    out_schema.metadata
+                )
+
+            select = sql.SQL("SELECT {} FROM {}").format(sql.SQL(", ").join(exprs), source)
+            if where:
+                select = sql.SQL("{} WHERE ({})").format(select, sql.SQL(where))
+            options = sql.SQL("FORMAT csv, HEADER true")
+            if quoted:
+                options = sql.SQL("{}, FORCE_QUOTE ({})").format(options, sql.SQL(", ").join(quoted))
+            copy = sql.SQL("COPY ({}) TO STDOUT WITH ({})").format(select, options).as_string(conn)
+            buf = io.BytesIO()
+            cur.copy_expert(copy, buf)
+    except psycopg2.Error as e:
+        raise ValueError(f"cannot read {label}: {_one_line(e)}") from None
+    finally:
+        conn.close()
+
+    buf.seek(0)
+    try:
+        parsed = pacsv.read_csv(
+            buf,
+            read_options=pacsv.ReadOptions(block_size=1 << 24),
+            parse_options=pacsv.ParseOptions(newlines_in_values=True),
+            convert_options=pacsv.ConvertOptions(
+                column_types=wire_types,
+                null_values=[""],
+                strings_can_be_null=True,
+                quoted_strings_can_be_null=False,
+                true_values=["t"],
+                false_values=["f"],
+            ),
+        )
+        parsed = parsed.rename_columns(out_schema.names)
+        return parsed.cast(out_schema)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+        raise ValueError(f"cannot convert {label} to Arrow: {_one_line(e)}") from None
+
+
+def primary_key(url: str, table: str) -> tuple[str, ...]:
+    """The primary key columns of `table` (`name` or `schema.name`), lower case, in key order;
+    `()` if it has none."""
+    import psycopg2
+
+    conn, location = _connect(url)
+    try:
+        with conn.cursor() as cur:
+            oid, _, _ = _resolve_table(cur, table, location)
+            cur.execute(
+                """
+                SELECT a.attname
+                FROM pg_catalog.pg_index i
+                CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord)
+                JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+                WHERE i.indrelid = %s AND i.indisprimary
+                ORDER BY k.ord
+                """,
+                (oid,),
+            )
+            return tuple(r[0].lower() for r in cur.fetchall())
+    except psycopg2.Error as e:
+        raise ValueError(f"cannot read the primary key of PostgreSQL table {table!r} at {location}: {_one_line(e)}") from None
+    finally:
+        conn.close()
+
+
+# --------------------------------------------------------------------------- Spark
+
+
+def decode_schema(hex_schema: str) -> pa.Schema:
+    """The Arrow schema of the `schema` option: `schema.serialize().to_pybytes().hex()`."""
+    import pyarrow.ipc as ipc
+
+    try:
+        return ipc.read_schema(pa.py_buffer(bytes.fromhex(hex_schema)))
+    except (ValueError, pa.ArrowException) as e:
+        raise ValueError(f"option 'schema' is not a hex-serialized Arrow schema: {_one_line(e)}") from None
+
+
+def encode_schema(schema: pa.Schema) -> str:
+    return schema.serialize().to_pybytes().hex()
+
+
+try:
+    from pyspark.sql.datasource import DataSource, DataSourceReader
+except ImportError:  # pragma: no cover - the functions above work without Spark
+    DataSource = DataSourceReader = object  # type: ignore[misc, assignment]
+
+
+class PostgresTableReader(DataSourceReader):
+    """Reads the whole table in one partition, afresh on every execution."""
+
+    def __init__(self, options: dict, spark_schema):
+        self.url = options["url"]
+        self.table = options.get("table")
+        self.query = options.get("query")
+        self.where = options.get("where")
+        self.hex_schema = options["schema"]
+        self.spark_schema = spark_schema
+
+    def read(self, partition):
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        arrow_schema = decode_schema(self.hex_schema)
+        # Spark wants batches in the columns (and types) of the schema it asked for, which a user
+        # may have narrowed with `.schema(...)`.
+        by_name = {f.name.lower(): f.name for f in arrow_schema}
+        names = [by_name.get(n.lower()) for n in self.spark_schema.fieldNames()]
+        if None in names:
+            missing = [n for n, m in zip(self.spark_schema.fieldNames(), names, strict=True) if m is None]
+            raise ValueError(f"columns {missing} are not in the 'schema' option ({', '.join(arrow_schema.names)})")
+        table = read_table(self.url, self.table, self.query, arrow_schema, where=self.where, columns=names)
+        table = table.select(names)
+        expected = to_arrow_schema(self.spark_schema, timezone="UTC")
+        table = table.rename_columns(expected.names).cast(expected)
+        yield from table.to_batches(max_chunksize=64 * 1024)
+
+
+class PostgresTableSource(DataSource):
+    """`spark.read.format("streamjoin_pg").option("url", ...).option("table", ...)` (or `query`)
+    `.option("schema", encode_schema(arrow_schema))[.option("where", ...)].load()`; batch only."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "streamjoin_pg"
+
+    def schema(self) -> str:
+        return spark_ddl(self._arrow_schema())
+
+    def reader(self, schema) -> PostgresTableReader:
+        self._check_options()
+        return PostgresTableReader(dict(self.options), schema)
+
+    def _arrow_schema(self) -> pa.Schema:
+        if "schema" not in self.options:
+            raise ValueError("the streamjoin_pg source needs option 'schema' (a hex-serialized Arrow schema)")
+        return decode_schema(self.options["schema"])
+
+    def _check_options(self) -> None:
+        if "url" not in self.options:
+            raise ValueError("the streamjoin_pg source needs option 'url'")
+        if ("table" in self.options) == ("query" in self.options):
+            raise ValueError("the streamjoin_pg source needs exactly one of options 'table' and 'query'")
+        self._arrow_schema()
+
+
+def register(spark) -> None:
+    """Register the `streamjoin_pg` source with `spark` (once per session)."""
+    if getattr(spark, "_streamjoin_pg_registered", False):
+        return
+    spark.dataSource.register(PostgresTableSource)
+    try:
+        spark._streamjoin_pg_registered = True
+    except AttributeError:  # pragma: no cover - sessions that refuse attributes just re-register
+        pass
