@@ -40,7 +40,7 @@ def generate(root: Path, table_rows: int, stream_rows: int, files: int) -> tuple
         pa.table({
             "id": ids,
             "name": pa.array([f"product {i}" for i in range(table_rows)]),
-            "price": pa.array(rng.integers(100, 100_000, table_rows), pa.int64()).cast(pa.decimal128(10, 2)),
+            "price": pa.array(rng.integers(100, 100_000, table_rows) / 100).cast(pa.decimal128(10, 2)),  # cents
         }),
         table / "products.parquet",
     )

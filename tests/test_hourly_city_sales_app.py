@@ -32,6 +32,7 @@ def test_the_hourly_app_gives_one_row_per_city_per_hour_with_correct_totals(spar
         assert set(silent) == g.silent[hour[:19]]
     assert sum(r["sales"] or 0 for r in rows) == len(g.sales)  # no on-time sale lost or counted twice
     assert status["late_rows"] == 4 and status["snapshots"][0]["rows"] == 200
+    assert status["sink"]["complete_through"] == max(hours)[:13].replace(" ", "T")
     assert [r["sales_hour"] for r in rows] == sorted(r["sales_hour"] for r in rows)
-    late = list((tmp_path / "app" / "output" / "late").rglob("*.jsonl"))
+    late = list((tmp_path / "app" / "late").rglob("*.jsonl"))
     assert sum(len(p.read_text().splitlines()) for p in late) == 4

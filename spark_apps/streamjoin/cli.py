@@ -28,9 +28,20 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--output", default="-", help="a directory for JSON Lines files, or - for stdout (default)")
     run.add_argument("--until-idle", action="store_true", help="process what is there now, flush as end of input, exit")
     run.add_argument("--checkpoint", help="checkpoint directory (default: a new temporary one)")
+    snapshot = commands.add_parser("snapshot", help="export a table into a new immutable snapshot version under DEST")
+    snapshot.add_argument("file", metavar="TABLE_SOURCE", help="a SQL file declaring the table (CREATE TABLE ... WITH (...))")
+    snapshot.add_argument("dest", metavar="DEST", help="the snapshot root: s3://bucket/prefix/name/ or a local folder")
+    snapshot.add_argument("--table", help="which declared table to export, when the file declares several")
+    s3 = commands.add_parser("s3", help="the embedded S3-compatible server")
+    s3_commands = s3.add_subparsers(dest="s3_command", required=True)
+    serve = s3_commands.add_parser("serve", help="run the embedded S3 server on localhost until Ctrl-C")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=9000, help="default 9000 (as MinIO)")
+    serve.add_argument("--bucket", action="append", default=[], help="a bucket to create (repeatable; default: streamjoin)")
     args = parser.parse_args(argv)
+    args.file = getattr(args, "file", args.command)
     try:
-        return {"check": _check, "explain": _explain, "run": _run}[args.command](args)
+        return {"check": _check, "explain": _explain, "run": _run, "snapshot": _snapshot, "s3": _s3}[args.command](args)
     except SqlError as error:
         print(error, file=sys.stderr)
         return EXIT_REJECTED
@@ -109,6 +120,39 @@ def _run(args) -> int:
         f"streamjoin: {status['state']}: {status['rows_emitted']} rows emitted, {status['late_rows']} late rows",
         file=sys.stderr,
     )
+    return EXIT_OK
+
+
+def _s3(args) -> int:
+    from streamjoin.io.embedded_s3 import serve
+
+    serve(args.host, args.port, args.bucket, sys.stdout)
+    return EXIT_OK
+
+
+def _snapshot(args) -> int:
+    """Read the whole declared table (no query filters, no Spark) and export it as the next
+    version under DEST (`streamjoin.io.snapshots`); one line on stdout says which."""
+    from streamjoin.io import snapshots
+    from streamjoin.lower import tables
+    from streamjoin.plan import model as m
+
+    script = _load(args.file)
+    declared = [r for r in script.relations if r.kind == m.TABLE and not r.view]
+    if args.table:
+        chosen = [r for r in declared if r.name == args.table] or [r for r in declared if r.name.lower() == args.table.lower()]
+        if len(chosen) != 1:
+            names = ", ".join(r.name for r in declared) or "none"
+            raise Unsupported(f"--table {args.table}: the file declares no such table (its tables: {names})")
+    elif len(declared) != 1:
+        if not declared:
+            raise Unsupported("the file declares no table: CREATE TABLE name (...) WITH (connector = 'files' | 'postgres' | 's3', ...)")
+        raise Unsupported(f"the file declares several tables ({', '.join(r.name for r in declared)}): pick one with --table NAME")
+    else:
+        chosen = declared
+    table, source = tables.read_source(chosen[0])
+    meta = snapshots.export(table, args.dest, source)
+    print(f"snapshot {args.dest} version {meta['version']}: {meta['rows']} rows, sha256 {meta['sha256']}")
     return EXIT_OK
 
 

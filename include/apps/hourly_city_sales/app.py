@@ -22,7 +22,9 @@ from generate import Generated, generate  # noqa: E402
 CONFIG = tomllib.loads((HERE / "app.toml").read_text())
 
 
-def run_app(spark, root: Path, report=print, **generator) -> tuple[list[dict], dict, Generated]:
+def run_app(spark, root: Path, report=print, output: str | None = None, **generator) -> tuple[list[dict], dict, Generated]:
+    """Returns (the committed output rows of every complete hour, the final status, the data).
+    `output` is the sink: a folder (default `<root>/output`) or an s3:// prefix."""
     from streamjoin.lower import stream_join
     from streamjoin.plan import analyze
     from streamjoin.runtime.run import Runner
@@ -30,14 +32,16 @@ def run_app(spark, root: Path, report=print, **generator) -> tuple[list[dict], d
     shutil.rmtree(root, ignore_errors=True)
     g = generate(root / "incoming", write_late=True, **generator)
     shutil.move(root / "incoming" / "city_info", root / "city_info")
-    sales, checkpoint, output = root / "sales", root / "checkpoint", root / "output"
+    sales, checkpoint, late = root / "sales", root / "checkpoint", root / "late"
+    output = output or str(root / "output")
     sales.mkdir(parents=True)
     os.environ["SALES_PATH"] = str(sales)
     os.environ["CITY_INFO_PATH"] = str(root / "city_info")
+    os.environ["OUTPUT_PATH"] = output
     script = analyze((HERE / CONFIG["query"]).read_text(), str(HERE / CONFIG["query"]))
-    specs = stream_join.input_specs(script, script.final, checkpoint, output / "late")
+    specs = stream_join.input_specs(script, script.final, checkpoint, late)
     lowered = stream_join.lower(spark, script, script.final, specs)
-    runner = Runner(spark, lowered, checkpoint, str(output), CONFIG["name"])
+    runner = Runner(spark, lowered, checkpoint, str(late), CONFIG["name"])
     shown: set[str] = set()
     try:
         for hour_files in _by_hour(g.files):
@@ -55,12 +59,16 @@ def run_app(spark, root: Path, report=print, **generator) -> tuple[list[dict], d
     return read_rows(output), status, g
 
 
-def read_rows(output: Path) -> list[dict]:
-    import json
+def read_rows(output: str) -> list[dict]:
+    """The committed rows of every complete hour (a completeness marker exists), hour by hour,
+    as JSON-ready values (timestamps `YYYY-MM-DD HH:MM:SS.fff`, NULL as None)."""
+    from streamjoin.io.hours import complete_hours, read_hour_arrow
+    from streamjoin.runtime.output import format_value
 
     rows = []
-    for part in sorted(output.glob("part-*.jsonl")):
-        rows.extend(json.loads(line) for line in part.read_text().splitlines())
+    for hour in complete_hours(output):
+        table = read_hour_arrow(output, hour).sort_by([("city", "ascending")])
+        rows.extend({k: format_value(v) for k, v in r.items()} for r in table.to_pylist())
     return rows
 
 

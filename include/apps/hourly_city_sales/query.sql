@@ -21,7 +21,13 @@ CREATE VIEW city_sales AS
     FROM sales
     GROUP BY FLOOR(ROWTIME TO HOUR), city;
 
+-- the enrichment output: a Delta table partitioned by hour, each hour marked complete once closed
+CREATE SINK hourly_city_sales_output WITH (
+    connector = 's3', path = '${OUTPUT_PATH:-data/hourly_city_sales/output}',
+    format = 'delta', partitioned_by = 'hour');
+
 -- s-Server's enrichment join: the hour bucket keeps every city row per hour
+INSERT INTO hourly_city_sales_output
 SELECT STREAM FLOOR(ROWTIME TO HOUR) AS sales_hour, ci.city, ci.region, ci.store_name,
        cs.total_sales, cs.sales
 FROM city_sales OVER (ORDER BY FLOOR(ROWTIME TO HOUR) RANGE CURRENT ROW) AS cs

@@ -1,4 +1,5 @@
-"""Ingesting a directory of files as a stream, without losing rows to the watermark.
+"""Ingesting a directory of files (or an S3 landing zone) as a stream, without losing rows to
+the watermark.
 
 Spark's file source orders new files by modification time; files written in the same
 instant, or out of rowtime order, make its watermark drop rows as late with no error. So each
@@ -13,6 +14,14 @@ input is ingested here instead, in steps (one per micro-batch):
 A step is recorded in `manifest.json` (written atomically) only after its staged file is
 complete, so a restart neither skips nor re-reads a file. Spark reads the staged files
 through a Python streaming data source (`streamjoin.io.source`).
+
+An input's path is a local folder (connector 'files': the manifest records base names) or an
+`s3://bucket/prefix/` landing zone (connector 's3': the objects directly under the prefix, in
+key order, read through pyarrow's S3 filesystem; the manifest records full `s3://` keys). The
+manifest holds every key read, not a last key, so an object whose key sorts before keys already
+read is still picked up by a later listing. The S3 settings travel in `InputSpec.storage`
+(read from the AWS_* variables on the driver): Spark's Python worker that runs the stager does
+not see environment changes made after the JVM started.
 
 Rowtime bounds (SEMANTICS.md §1): a producer sends one as a row whose `_bound` field is true
 and whose rowtime field is the bound, e.g. `{"rowtime": "2024-01-01 10:05:00", "_bound": true}`.
@@ -29,6 +38,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.ipc as ipc
+
+from streamjoin.io import s3
 
 BOUND = "_bound"
 # End of input: every clock goes to +infinity (SEMANTICS §1). A far instant Spark can hold.
@@ -72,20 +83,24 @@ class InputSpec:
     lateness_ms: int
     state_dir: str  # under the checkpoint: manifest and staged steps
     late_dir: str  # the late-rows output of this input
+    # an s3:// path: S3Settings fields (endpoint_url, access_key, secret_key, region) read on the
+    # driver; None: the stager reads the AWS_* variables of its own process
+    storage: dict | None = None
 
     def to_json(self) -> str:
-        return json.dumps(
-            {
-                "alias": self.alias,
-                "path": self.path,
-                "format": self.format,
-                "schema": self.schema.serialize().to_pybytes().hex(),
-                "rowtime": self.rowtime,
-                "lateness_ms": self.lateness_ms,
-                "state_dir": self.state_dir,
-                "late_dir": self.late_dir,
-            }
-        )
+        d = {
+            "alias": self.alias,
+            "path": self.path,
+            "format": self.format,
+            "schema": self.schema.serialize().to_pybytes().hex(),
+            "rowtime": self.rowtime,
+            "lateness_ms": self.lateness_ms,
+            "state_dir": self.state_dir,
+            "late_dir": self.late_dir,
+        }
+        if self.storage is not None:
+            d["storage"] = self.storage
+        return json.dumps(d)
 
     @classmethod
     def from_json(cls, text: str) -> InputSpec:
@@ -103,6 +118,7 @@ class Stager:
         (self.dir / "steps").mkdir(parents=True, exist_ok=True)
         self.late_dir = Path(spec.late_dir)
         self.manifest_path = self.dir / "manifest.json"
+        self._filesystem = None  # pyarrow's S3 filesystem, made on first use (s3:// inputs)
 
     @property
     def staged_schema(self) -> pa.Schema:
@@ -126,11 +142,11 @@ class Stager:
         m = self.manifest()
         if m.flushed:
             return m.steps
-        if (self.dir / "END").exists():
-            return self._stage_end(m)
-        new = self._new_files(m)
+        ending = (self.dir / "END").exists()
+        # files that arrived before end of input was asked for are read first; none after it
+        new = [] if m.ended else self._new_files(m)
         if not new:
-            return m.steps
+            return self._stage_end(m) if ending else m.steps
         table = pa.concat_tables([self._read(p) for p in new])
         on_time, late, bounds = self._split(table, self.clock_us(m))
         if late.num_rows:
@@ -146,7 +162,8 @@ class Stager:
         if on_time.num_rows:
             top = pc.max(rowtimes).value
             m.max_rowtime_us = top if m.max_rowtime_us is None else max(m.max_rowtime_us, top)
-        m.files.extend(os.path.basename(p) for p in new)
+        # files by base name (as manifests always did), objects by full key
+        m.files.extend(p if s3.is_s3(p) else os.path.basename(p) for p in new)
         m.steps += 1
         m.rows += on_time.num_rows
         m.late_rows += late.num_rows
@@ -166,6 +183,8 @@ class Stager:
         return m.steps
 
     def _new_files(self, m: Manifest) -> list[str]:
+        if s3.is_s3(self.spec.path):
+            return self._new_objects(m)
         root = Path(self.spec.path)
         if not root.exists():
             return []
@@ -177,16 +196,41 @@ class Stager:
         )
         return [str(root / n) for n in names]
 
+    def _new_objects(self, m: Manifest) -> list[str]:
+        """The objects directly under the input's s3:// prefix not read before, as full
+        `s3://bucket/key` paths in key order."""
+        from pyarrow import fs
+
+        bucket, prefix = s3.split(self.spec.path)
+        listing = self._s3().get_file_info(fs.FileSelector(f"{bucket}/{prefix}".rstrip("/"), allow_not_found=True))
+        seen = set(m.files)
+        keys = (f"s3://{i.path}" for i in listing if i.type == fs.FileType.File and i.size)
+        return sorted(k for k in keys if not k.rsplit("/", 1)[-1].startswith((".", "_")) and k not in seen)
+
+    def _s3(self):
+        if self._filesystem is None:
+            storage = self.spec.storage
+            settings = s3.S3Settings(**storage) if storage is not None else s3.S3Settings.from_env()
+            self._filesystem = settings.filesystem()
+        return self._filesystem
+
     def _read(self, path: str) -> pa.Table:
         fmt = self.spec.format
         if fmt not in _FORMATS:
             raise ValueError(f"input {self.spec.alias}: unknown format '{fmt}' (use json, csv or parquet)")
+        source = path
+        if s3.is_s3(path):
+            bucket, key = s3.split(path)
+            # one GET per object; a .gz/.bz2/.zst key of json or csv is decompressed on the way
+            opener = self._s3().open_input_file if fmt == "parquet" else self._s3().open_input_stream
+            with opener(f"{bucket}/{key}") as f:
+                source = f.read()
         if fmt == "parquet":
             import pyarrow.parquet as pq
 
-            table = pq.read_table(path)
+            table = pq.read_table(source if isinstance(source, str) else pa.BufferReader(source))
         else:
-            table = _read_text(path, fmt)
+            table = _read_text(source, fmt)
         return conform(table, self.spec.schema, self.spec.rowtime, path)
 
     def _split(self, table: pa.Table, clock_us: int | None):
@@ -233,18 +277,31 @@ def staged_schema(schema: pa.Schema) -> pa.Schema:
     return pa.schema([*fields, pa.field(BOUND, pa.bool_())])
 
 
-def _read_text(path: str, fmt: str) -> pa.Table:
-    """JSON Lines or CSV, every column as text first: conform() applies the declared types."""
+def _read_text(source, fmt: str) -> pa.Table:
+    """JSON Lines or CSV, every column as text first: conform() applies the declared types.
+
+    `source` is a local path, the file's bytes (UTF-8), or a binary file object."""
+    import csv
+    import io
+
+    if not isinstance(source, (str, os.PathLike, bytes, bytearray, memoryview)):
+        source = source.read()
+    local = isinstance(source, (str, os.PathLike))
     if fmt == "json":
-        rows = [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+        text = Path(source).read_text() if local else bytes(source).decode("utf-8")
+        rows = [json.loads(line) for line in text.splitlines() if line.strip()]
         names = list(dict.fromkeys(k for r in rows for k in r))
         return pa.table({n: pa.array([_as_text(r.get(n)) for r in rows], pa.string()) for n in names})
     import pyarrow.csv as pcsv
 
-    with open(path, newline="") as f:
-        header = next(__import__("csv").reader(f), [])
+    if local:
+        with open(source, newline="") as f:
+            header = next(csv.reader(f), [])
+    else:
+        header = next(csv.reader(io.TextIOWrapper(io.BytesIO(source), encoding="utf-8", newline="")), [])
+        source = pa.BufferReader(source)
     text = pcsv.ConvertOptions(strings_can_be_null=True, column_types={n: pa.string() for n in header})
-    return pcsv.read_csv(path, convert_options=text)
+    return pcsv.read_csv(source, convert_options=text)
 
 
 def _as_text(value):

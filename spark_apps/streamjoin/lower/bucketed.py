@@ -30,7 +30,13 @@ class BucketedJoin:
         return (us // self.unit_us) * self.unit_us
 
     def __call__(self, rows: pa.Table, buckets: list[int]) -> pa.Table:
-        """Output rows (the query's columns plus __rowtime) of the given closed buckets."""
+        """Output rows (the query's columns plus __rowtime) of the given closed buckets, sorted."""
+        from streamjoin.lower.stream_join import ROWTIME_COLUMN
+
+        return self.frame(rows, buckets).orderBy(ROWTIME_COLUMN).toArrow()
+
+    def frame(self, rows: pa.Table, buckets: list[int]):
+        """The same as a Spark DataFrame (unordered), for sinks that write from the executors."""
         from pyspark.sql import functions as F
 
         from streamjoin.lower.stream_join import ROWTIME_COLUMN, spark_sql
@@ -54,4 +60,4 @@ class BucketedJoin:
         if self.query.where:
             joined = joined.where(F.expr(spark_sql(self.query.where)))
         selected = [F.expr(spark_sql(c.expression)).alias(c.name) for c in self.query.output]
-        return joined.select(*selected, F.col(ROWTIME_COLUMN)).orderBy(ROWTIME_COLUMN).toArrow()
+        return joined.select(*selected, F.col(ROWTIME_COLUMN))

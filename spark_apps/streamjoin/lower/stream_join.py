@@ -9,7 +9,7 @@ advances. The output rowtime (§4) is the latest presence start among the non-nu
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import sqlglot
@@ -17,6 +17,7 @@ from sqlglot import exp
 
 from streamjoin.dialect import StreamJoin
 from streamjoin.errors import Unsupported
+from streamjoin.io.s3 import S3Settings, is_s3
 from streamjoin.io.staging import BOUND, InputSpec
 from streamjoin.io.types import arrow_schema
 from streamjoin.lower.tables import expand
@@ -37,6 +38,7 @@ class Lowered:
     order_delay_ms: int  # how far behind the watermark output is final (outer joins)
     snapshots: list = field(default_factory=list)  # streamjoin.lower.tables.Snapshot, one per table input
     bucketed: object = None  # streamjoin.lower.bucketed.BucketedJoin when the last join preserves a table
+    sink: object = None  # streamjoin.io.table_sink.SinkSpec for INSERT INTO an S3 sink; None: JSON Lines
 
 
 _TABLE_JOINS = (m.SNAPSHOT, m.TEMPORAL, m.TABLE_TABLE)
@@ -47,6 +49,26 @@ def check_runnable(script: m.Script, query: m.Query) -> None:
     if query.kind != m.STREAM:
         raise Unsupported("`run` runs streaming queries (SELECT STREAM over streams)")
     _check_query(script, query, top=True)
+    sink_spec(script, query)
+
+
+def sink_spec(script: m.Script, query: m.Query):
+    """The INSERT INTO target as a SinkSpec (None without INSERT INTO), or Unsupported."""
+    from streamjoin.io.table_sink import HOUR, SinkSpec
+
+    if not query.sink:
+        return None
+    sinks = {r.name: r for r in script.sinks}
+    relation = sinks.get(query.sink)
+    if relation is None:
+        return None  # an undeclared target (Lenses' topics): rows go to `run`'s --output
+    try:
+        spec = SinkSpec.from_options(relation.name, dict(relation.options), expand)
+    except ValueError as error:
+        raise Unsupported(str(error)) from None
+    if spec.partitioned_by == HOUR and any(o.name == HOUR for o in query.output):
+        raise Unsupported(f"sink '{relation.name}' is partitioned by '{HOUR}', which is also an output column: rename the column")
+    return spec
 
 
 def _check_query(script: m.Script, query: m.Query, top: bool) -> None:
@@ -75,10 +97,15 @@ def _check_query(script: m.Script, query: m.Query, top: bool) -> None:
         if i.kind == m.TABLE:
             _check_table(relation)
             continue
-        if relation.option("connector", "files") != "files":
-            raise Unsupported(f"input '{i.alias}': connector '{relation.option('connector')}' is not supported for streams yet (use 'files')")
+        connector = (relation.option("connector") or "files").lower()
+        if connector not in _STREAM_CONNECTORS:
+            raise Unsupported(
+                f"input '{i.alias}': connector '{relation.option('connector')}' is not supported for streams yet (use 'files' or 's3')"
+            )
         if not relation.option("path"):
             raise Unsupported(f"stream '{relation.name}' needs WITH (path = '...') to be read")
+        if "${" not in relation.option("path"):  # else checked once expanded (input_specs)
+            _check_stream_path(relation, connector, relation.option("path"))
         stream_joined = any(i.alias in (j.right, *j.left_inputs) for j in query.joins if j.kind not in _TABLE_JOINS and j.kind != m.BUCKETED)
         if stream_joined and not isinstance(i.window, RangeWindow):
             raise Unsupported(f"input '{i.alias}': {type(i.window).__name__} windows are not supported by `run` yet (RANGE windows are)")
@@ -121,14 +148,25 @@ def _check_query(script: m.Script, query: m.Query, top: bool) -> None:
                 raise Unsupported("DISTINCT aggregates are not supported by Spark's streaming aggregation")
 
 
+_STREAM_CONNECTORS = ("files", "s3")
+
+
+def _check_stream_path(relation: m.Relation, connector: str, path: str) -> None:
+    """connector 'files' reads a local folder, connector 's3' an s3:// prefix (a landing zone)."""
+    if connector == "s3" and not is_s3(path):
+        raise Unsupported(f"stream '{relation.name}': connector 's3' needs path = 's3://bucket/prefix/', not '{path}'")
+    if connector == "files" and is_s3(path):
+        raise Unsupported(f"stream '{relation.name}': path '{path}' is in S3: use connector = 's3'")
+
+
 def _check_table(relation: m.Relation) -> None:
     connector = (relation.option("connector") or "files").lower()
-    if connector == "files" and not relation.option("path"):
+    if connector in ("files", "s3") and not relation.option("path"):
         raise Unsupported(f"table '{relation.name}' needs WITH (path = '...') to be read")
     if connector == "postgres" and not (relation.option("url") and (relation.option("table") or relation.option("query"))):
         raise Unsupported(f"table '{relation.name}': connector 'postgres' needs url and table (or query)")
-    if connector not in ("files", "postgres"):
-        raise Unsupported(f"table '{relation.name}': connector '{connector}' is not supported (use 'files' or 'postgres')")
+    if connector not in ("files", "postgres", "s3"):
+        raise Unsupported(f"table '{relation.name}': connector '{connector}' is not supported (use 'files', 'postgres' or 's3')")
 
 
 def _check_table_view(script: m.Script, view: m.Query) -> None:
@@ -154,16 +192,21 @@ def input_specs(script: m.Script, query: m.Query, checkpoint: Path, late_root: P
         if i.kind != m.STREAM:
             continue
         key = prefix + i.alias
+        path = expand(r.option("path"))
+        _check_stream_path(r, (r.option("connector") or "files").lower(), path)
         specs.append(
             InputSpec(
                 alias=key,
-                path=expand(r.option("path")),
+                path=path,
                 format=(r.option("format") or "json").lower(),
                 schema=arrow_schema(r.columns),
                 rowtime=r.rowtime,
                 lateness_ms=r.lateness_ms,
                 state_dir=str(checkpoint / "sources" / key),
                 late_dir=str(late_root / key),
+                # read here, on the driver: Spark's Python worker that stages the input does not
+                # see AWS_* variables set after the JVM started (docs/storage.md)
+                storage=asdict(S3Settings.from_env()) if is_s3(path) else None,
             )
         )
     return specs
@@ -176,7 +219,7 @@ def lower(spark, script: m.Script, query: m.Query, specs: list[InputSpec], check
     lowering = _Lowering(spark, script, {s.alias: s for s in specs}, checkpoint)
     frame, bucketed = lowering.query_frame(query, "", top=True)
     columns = [c.name for c in query.output]
-    return Lowered(frame, specs, columns, order_delay(query), lowering.snapshots, bucketed)
+    return Lowered(frame, specs, columns, order_delay(query), lowering.snapshots, bucketed, sink_spec(script, query))
 
 
 class _Lowering:

@@ -1,6 +1,7 @@
 """Table inputs of a streaming query (SEMANTICS.md §7).
 
-A **snapshot** is read once, when the query starts: filters and projections on the table alone
+A **snapshot** is read once, when the query starts (from files, PostgreSQL, or the latest
+version of an exported snapshot in S3, `io/snapshots.py`): filters and projections on the table alone
 are applied while reading (pushed into PostgreSQL's SQL; applied to the files as they are
 read), the result is written to the checkpoint as Parquet, cached and broadcast. The running
 query never reads the source again; a restart takes a new snapshot. Its identity (source,
@@ -13,7 +14,6 @@ is a PostgreSQL read that Spark executes again in every micro-batch.
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import os
 import re
 import shutil
@@ -27,6 +27,7 @@ from sqlglot import exp
 
 from streamjoin.dialect import StreamJoin
 from streamjoin.errors import Unsupported
+from streamjoin.io.snapshots import content_hash as _content_hash
 from streamjoin.io.staging import BOUND, _read_text, conform
 from streamjoin.io.types import arrow_schema
 from streamjoin.plan import model as m
@@ -42,9 +43,10 @@ class Snapshot:
     rows: int
     sha256: str
     path: str  # the Parquet copy in the checkpoint
+    version: int | None = None  # the exported snapshot's version (connector 's3')
 
     def identity(self) -> dict:
-        return {k: v for k, v in asdict(self).items() if k != "path"}
+        return {k: v for k, v in asdict(self).items() if k != "path" and not (k == "version" and v is None)}
 
 
 def expand(value: str | None) -> str | None:
@@ -90,27 +92,13 @@ def load_snapshot(spark, relation: m.Relation, alias: str, query: m.Query, item:
     taken_at = dt.datetime.now(dt.UTC)
     keep = used_columns(query, alias, item.columns)
     connector = (relation.option("connector") or "files").lower()
+    version = None
     if view_rows is not None:
         table, source = view_rows, f"view {relation.name}"
         filters = list(item.pushed_filters)
-    elif connector == "postgres":
-        from streamjoin.io import postgres
-
-        url = expand(relation.option("url"))
-        name, sql = relation.option("table"), relation.option("query")
-        if not url or not (name or sql):
-            raise Unsupported(f"table '{relation.name}': connector 'postgres' needs url and table (or query)")
-        where, filters = _postgres_where(item.pushed_filters, alias)
-        table = postgres.read_table(url, name, sql, arrow_schema(relation.columns), where=where, columns=None)
-        source = f"postgres {_redact(url)} {name or '(query)'}" + (f" WHERE {where}" if where else "")
-    elif connector == "files":
-        path = expand(relation.option("path"))
-        if not path:
-            raise Unsupported(f"table '{relation.name}' needs WITH (path = '...') to be read")
-        table = read_files(path, (relation.option("format") or "csv").lower(), arrow_schema(relation.columns))
-        source, filters = f"files {path}", list(item.pushed_filters)
     else:
-        raise Unsupported(f"table '{relation.name}': connector '{connector}' is not supported (use 'files' or 'postgres')")
+        where, filters = _postgres_where(item.pushed_filters, alias) if connector == "postgres" else (None, list(item.pushed_filters))
+        table, source, version = _read(relation, where)
 
     frame = spark.createDataFrame(table.rename_columns([flat(alias, c) for c in table.column_names]))
     for f in filters:
@@ -123,10 +111,44 @@ def load_snapshot(spark, relation: m.Relation, alias: str, query: m.Query, item:
         old.unlink() if old.is_file() else shutil.rmtree(old)
     path = directory / f"{alias}-{taken_at.strftime('%Y%m%dT%H%M%S%f')}.parquet"
     pq.write_table(rows, path)
-    snapshot = Snapshot(alias, source, taken_at.isoformat(timespec="milliseconds"), rows.num_rows, digest, str(path))
+    snapshot = Snapshot(alias, source, taken_at.isoformat(timespec="milliseconds"), rows.num_rows, digest, str(path), version)
     cached = spark.read.parquet(str(path)).persist()
     cached.count()  # materialize the cache now: every micro-batch reuses it
     return F.broadcast(cached), snapshot
+
+
+def read_source(relation: m.Relation, where: str | None = None) -> tuple[pa.Table, str]:
+    """The whole declared table, Spark-free, with its declared schema, and a one-line description
+    of where it came from. `where` (PostgreSQL SQL over unqualified columns) is evaluated by
+    PostgreSQL; the other connectors ignore it (their filters run after reading)."""
+    table, source, _ = _read(relation, where)
+    return table, source
+
+
+def _read(relation: m.Relation, where: str | None) -> tuple[pa.Table, str, int | None]:
+    """(rows, source, snapshot version or None) of a files, postgres or s3 table."""
+    connector = (relation.option("connector") or "files").lower()
+    schema = arrow_schema(relation.columns)
+    if connector == "postgres":
+        from streamjoin.io import postgres
+
+        url = expand(relation.option("url"))
+        name, sql = relation.option("table"), relation.option("query")
+        if not url or not (name or sql):
+            raise Unsupported(f"table '{relation.name}': connector 'postgres' needs url and table (or query)")
+        table = postgres.read_table(url, name, sql, schema, where=where, columns=None)
+        return table, f"postgres {_redact(url)} {name or '(query)'}" + (f" WHERE {where}" if where else ""), None
+    if connector not in ("files", "s3"):
+        raise Unsupported(f"table '{relation.name}': connector '{connector}' is not supported (use 'files', 'postgres' or 's3')")
+    path = expand(relation.option("path"))
+    if not path:
+        raise Unsupported(f"table '{relation.name}' needs WITH (path = '...') to be read")
+    if connector == "s3":
+        from streamjoin.io import snapshots
+
+        table, identity = snapshots.read_latest(path, schema)
+        return table, f"s3 {snapshots.root_path(path)} version {identity['version']}", identity["version"]
+    return read_files(path, (relation.option("format") or "csv").lower(), schema), f"files {path}", None
 
 
 def temporal_frame(spark, relation: m.Relation, alias: str):
@@ -209,16 +231,6 @@ def _postgres_where(filters: tuple[str, ...], alias: str) -> tuple[str | None, l
         except Exception:  # noqa: BLE001 - any failure to translate: filter in Spark
             rest.append(f)
     return (" AND ".join(pushed) or None), rest
-
-
-def _content_hash(table: pa.Table) -> str:
-    """Order-independent: the same rows in any order hash the same."""
-    if table.num_rows:
-        table = table.sort_by([(c, "ascending") for c in table.column_names])
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as writer:
-        writer.write_table(table)
-    return hashlib.sha256(sink.getvalue().to_pybytes()).hexdigest()
 
 
 def _redact(url: str) -> str:

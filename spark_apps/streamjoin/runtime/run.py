@@ -60,6 +60,7 @@ class SinkState:
     rows_emitted: int = 0
     releases: int = 0  # output files written so far (their names count up)
     next_bucket_us: int | None = None  # bucketed table-preserving join: the first bucket not yet closed
+    next_marker_us: int | None = None  # S3 sink: the first hour without a completeness marker
 
 
 class OrderedSink:
@@ -106,6 +107,10 @@ class OrderedSink:
     def finish(self) -> None:
         """End of input: release everything left."""
         self._release(None)
+
+    def settle(self, threshold_us: int) -> None:
+        """Release rows at or below `threshold_us` (a stateless query's clock, see Runner.settle)."""
+        self._release(threshold_us - self.order_delay_ms * 1000)
 
     def _release(self, threshold_us: int | None) -> None:
         if self.bucketed is not None:
@@ -160,13 +165,20 @@ class OrderedSink:
                 done, rest = table.filter(ready), table.filter(pc.invert(ready))
             else:
                 done, rest = table, None
-            result = b(done, buckets)
-            rows = result.select(self.columns).to_pylist()
-            self.writer.write(f"part-{state.releases:08d}", rows)
+            state.rows_emitted += self._write_buckets(done, buckets, state.releases)
             state.releases += 1
-            state.rows_emitted += len(rows)
             state.next_bucket_us = last + b.unit_us
             self._save(state, rest)
+
+    def _write_buckets(self, rows, buckets: list[int], release: int) -> int:
+        """Write the bucketed join's output for closed buckets as release number `release`."""
+        result = self.bucketed(rows, buckets).select(self.columns).to_pylist()
+        self.writer.write(f"part-{release:08d}", result)
+        return len(result)
+
+    def status(self) -> dict:
+        """What the sink adds to status.json (nothing for JSON Lines output)."""
+        return {}
 
     def _save(self, state: SinkState, carry) -> None:
         old = state.carry
@@ -224,6 +236,7 @@ class Status:
             "snapshots": self.snapshots,
             "join_clock": _iso(min(known)) if len(known) == len(clocks) and known else None,
             "rows_emitted": self.sink.state().rows_emitted,
+            **self.sink.status(),
             "late_rows": sum(v["late_rows"] for v in inputs.values()),
             "state_rows": sum(op.get("numRowsTotal", 0) for op in progress.get("stateOperators", [])),
             "last_batch_ms": (progress.get("durationMs") or {}).get("triggerExecution"),
@@ -265,9 +278,14 @@ class Runner:
         checkpoint.mkdir(parents=True, exist_ok=True)
         self.spark = spark
         self.stagers = [Stager(spec) for spec in lowered.inputs]
-        self.sink = OrderedSink(
-            checkpoint, RowWriter(output), lowered.columns, lowered.order_delay_ms, lowered.bucketed, self.input_top_us
-        )
+        if lowered.sink is not None:
+            from streamjoin.runtime.committed import CommittedSink
+
+            self.sink = CommittedSink(checkpoint, lowered, self.input_top_us, query_file)
+        else:
+            self.sink = OrderedSink(
+                checkpoint, RowWriter(output), lowered.columns, lowered.order_delay_ms, lowered.bucketed, self.input_top_us
+            )
         self.status = Status(checkpoint, self.stagers, self.sink, query_file, lowered.snapshots)
         self.listener = _ProgressListener(self.status, self.sink)
         spark.streams.addListener(self.listener)
@@ -278,6 +296,7 @@ class Runner:
             .start()
         )
         self.listener.query = self.query
+        self.listener.settle = self.settle
 
     def input_top_us(self) -> int | None:
         """The latest rowtime, or rowtime bound short of end of input, any input delivered."""
@@ -300,6 +319,25 @@ class Runner:
         while last is not None and self.listener.handled < last and time.time() < deadline:
             time.sleep(0.05)
         self._raise_if_failed()
+        self.settle()
+
+    def settle(self) -> None:
+        """Release by the inputs' clock when the query is stateless and idle.
+
+        A query without a stateful operator (a stream-table join, say) emits every row in the
+        batch that reads it, but Spark runs no batch just to move its watermark on, so the last
+        hour would wait for the next row. Once every staged step is processed, rows older than
+        the join clock (min of the inputs' clocks) can no longer come: release up to it."""
+        progress = self.query.lastProgress or {}
+        if not progress or progress.get("stateOperators"):
+            return  # Spark's watermark, after each batch, drives a stateful query
+        processed = sum(_steps(source.get("endOffset")) for source in progress.get("sources", []))
+        manifests = [s.manifest() for s in self.stagers]
+        if processed != sum(m.steps for m in manifests):
+            return  # a step is staged but not processed yet: the next batch settles
+        clocks = [s.clock_us(m) for s, m in zip(self.stagers, manifests, strict=True)]
+        if clocks and None not in clocks:
+            self.sink.settle(min(clocks) - 1)  # a row at the clock itself may still come
 
     def end_of_input(self) -> None:
         """Every clock to +infinity: flush all pending results (SEMANTICS §1)."""
@@ -357,6 +395,16 @@ def run_query(spark, lowered: Lowered, checkpoint: Path, output: str, until_idle
     return runner.stop("finished" if until_idle else "stopped")
 
 
+def _steps(offset) -> int:
+    """The staged-step count of a source offset in a progress report (a dict or JSON text)."""
+    if isinstance(offset, str):
+        try:
+            offset = json.loads(offset)
+        except ValueError:
+            return 0
+    return int(offset.get("steps", 0)) if isinstance(offset, dict) else 0
+
+
 def _progress_listener_base():
     from pyspark.sql.streaming import StreamingQueryListener
 
@@ -369,6 +417,7 @@ class _ProgressListener(_progress_listener_base()):
     def __init__(self, status: Status, sink: OrderedSink):
         self.status, self.sink = status, sink
         self.query = None
+        self.settle = None  # Runner.settle, once the query runs
         self.error: Exception | None = None
         self.handled = -1  # the last batch id whose progress was handled
 
@@ -387,7 +436,12 @@ class _ProgressListener(_progress_listener_base()):
             self.handled = max(self.handled, event.progress.batchId)
 
     def onQueryIdle(self, event):
-        pass
+        try:
+            if self.settle is not None:
+                self.settle()
+        except Exception as error:  # noqa: BLE001 - raised by the runner, like a release failure
+            log.debug("settle failed", exc_info=True)
+            self.error = error
 
     def onQueryTerminated(self, event):
         pass

@@ -1,0 +1,139 @@
+"""The embedded S3-compatible server: moto's server mode on localhost, with the apps' buckets.
+
+`streamjoin s3 serve` runs it in the foreground (until Ctrl-C or SIGTERM) and prints the
+variables that point every client at it; `make demo` and the tests start it in-process. It keeps
+objects in memory: they live as long as the server does.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+
+from streamjoin.io.s3 import S3Settings
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 9000
+DEFAULT_BUCKETS = ("streamjoin",)
+# moto accepts any credentials; these match docker-compose.yml's MinIO, so one set of
+# variables works against both.
+ACCESS_KEY, SECRET_KEY, REGION = "streamjoin", "streamjoin-secret", "us-east-1"
+
+
+class EmbeddedS3:
+    """Start with `start()` (returns the settings clients use), stop with `stop()`.
+
+    By default the server runs in a process of its own (`streamjoin s3 serve`): deltalake's
+    native calls can hold the GIL while they wait on the network, which would starve a server
+    thread in the same process. `in_process=True` runs it as a thread (pure-Python clients only).
+    """
+
+    def __init__(self, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, buckets=DEFAULT_BUCKETS,
+                 in_process: bool = False):
+        self.host, self.port, self.buckets = host, port or free_port(host), tuple(buckets)
+        self.in_process = in_process
+        self._server = None
+        self._process = None
+
+    @property
+    def settings(self) -> S3Settings:
+        return S3Settings(f"http://{self.host}:{self.port}", ACCESS_KEY, SECRET_KEY, REGION)
+
+    def env(self) -> dict[str, str]:
+        """The standard variables that point S3 clients (boto3, pyarrow, deltalake) here."""
+        return {
+            "AWS_ENDPOINT_URL": self.settings.endpoint_url,
+            "AWS_ACCESS_KEY_ID": ACCESS_KEY,
+            "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
+            "AWS_REGION": REGION,
+            "AWS_ALLOW_HTTP": "true",
+        }
+
+    def start(self) -> S3Settings:
+        import logging
+
+        from moto.server import ThreadedMotoServer
+
+        logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no line per request
+        if _listening(self.host, self.port):
+            raise RuntimeError(f"port {self.port} on {self.host} is in use: pick another with --port")
+        if self.in_process:
+            self._server = ThreadedMotoServer(ip_address=self.host, port=self.port, verbose=False)
+            self._server.start()
+        else:
+            import subprocess
+            import sys
+
+            self._process = subprocess.Popen(
+                [sys.executable, "-m", "streamjoin.cli", "s3", "serve", "--host", self.host, "--port", str(self.port),
+                 *[a for b in self.buckets for a in ("--bucket", b)]],
+                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            )
+        deadline = time.time() + 60
+        while not _listening(self.host, self.port):
+            if self._process is not None and self._process.poll() is not None:
+                raise RuntimeError(f"the embedded S3 server exited: {self._process.stderr.read().decode()[-500:]}")
+            if time.time() > deadline:
+                raise RuntimeError(f"the embedded S3 server did not start on {self.host}:{self.port}")
+            time.sleep(0.05)
+        client = self.settings.client()
+        existing = {b["Name"] for b in client.list_buckets().get("Buckets", [])}
+        for bucket in self.buckets:
+            if bucket not in existing:
+                client.create_bucket(Bucket=bucket)
+        return self.settings
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.stop()
+            self._server = None
+        if self._process is not None:
+            import signal
+
+            self._process.send_signal(signal.SIGINT)
+            try:
+                self._process.wait(timeout=10)
+            except Exception:  # noqa: BLE001 - it must go either way
+                self._process.kill()
+            self._process = None
+
+    def __enter__(self) -> EmbeddedS3:
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def free_port(host: str = DEFAULT_HOST) -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def _listening(host: str, port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(0.2)
+        return s.connect_ex((host, port)) == 0
+
+
+def serve(host: str, port: int, buckets: list[str], out) -> None:
+    """Run until SIGINT/SIGTERM, printing the variables to export."""
+    import signal
+    import threading
+
+    server = EmbeddedS3(host, port, buckets or DEFAULT_BUCKETS, in_process=True)
+    server.start()
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    print(f"embedded S3 on {server.settings.endpoint_url}, buckets: {', '.join(server.buckets)}", file=out)
+    print("point clients at it with:", file=out)
+    for name, value in server.env().items():
+        print(f"export {name}={value}", file=out)
+    print("stop with Ctrl-C (objects are kept in memory only)", file=out, flush=True)
+    try:
+        while not stop.is_set():
+            stop.wait(0.5)
+    finally:
+        server.stop()

@@ -1,0 +1,273 @@
+"""A streaming sink into S3-compatible storage (or a local folder), committed exactly once.
+
+`CREATE SINK name WITH (connector = 's3', path = 's3://bucket/prefix', format = 'delta' |
+'parquet', partitioned_by = 'hour')`, then `INSERT INTO name SELECT STREAM ...`.
+
+How a micro-batch lands (docs/storage.md):
+1. Executors write their partitions in parallel as Parquet files straight into the table's
+   folder (`hour=YYYY-MM-DDTHH/part-<version>-<uuid>.parquet`) through pyarrow's S3
+   filesystem; only the files' names, sizes and row counts come back to the driver.
+2. The driver commits them in one atomic step, tagged with the write's version (the micro-batch
+   id, or the release number of a bucketed join) under the query's application id:
+   - `delta`: one Delta Lake commit (delta-rs) carrying an application transaction
+     (`txn` action, app id + version); a reader sees all of a batch or none of it;
+   - `parquet`: one manifest object `_commits/<version>.json` naming the batch's files; readers
+     read only files a manifest names.
+   A write whose version is already committed (a batch Spark replays after a crash) is skipped.
+   Files written by a batch that crashed before its commit are never named by a commit: they
+   stay invisible (`vacuum` removes them).
+3. Hour partitions get a completeness marker, `_complete/hour=YYYY-MM-DDTHH.json`, once the
+   query's clock has passed the end of the hour and every row of it is committed; it names
+   the hour's row count, the table version and the snapshots the rows were joined with.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import time
+import uuid
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from streamjoin.io import s3
+
+log = logging.getLogger("streamjoin.sink")
+HOUR = "hour"
+HOUR_US = 3_600_000_000
+_FORMATS = ("delta", "parquet")
+_FILES_SCHEMA = "path STRING, size LONG, hour STRING, rows LONG"
+
+
+def hour_name(us: int) -> str:
+    """The partition value of the hour holding `us` (microseconds since the epoch, UTC)."""
+    return dt.datetime.fromtimestamp((us // HOUR_US) * HOUR_US / 1e6, dt.UTC).strftime("%Y-%m-%dT%H")
+
+
+def hour_start_us(name: str) -> int:
+    """`2024-01-01T10` (or `2024-01-01 10:00...`) -> the hour's start in microseconds."""
+    text = name.strip().replace(" ", "T")[:13]
+    return int(dt.datetime.strptime(text, "%Y-%m-%dT%H").replace(tzinfo=dt.UTC).timestamp() * 1_000_000)
+
+
+@dataclass(frozen=True)
+class SinkSpec:
+    """A declared sink, validated."""
+
+    name: str
+    path: str  # s3://bucket/prefix or a local folder
+    format: str  # delta | parquet
+    partitioned_by: str | None  # 'hour' or None
+
+    @classmethod
+    def from_options(cls, name: str, options: dict[str, str], expand=lambda v: v) -> SinkSpec:
+        connector = (options.get("connector") or "s3").lower()
+        if connector not in ("s3", "files"):
+            raise ValueError(f"sink '{name}': connector '{connector}' is not supported (use 's3')")
+        path = expand(options.get("path"))
+        if not path:
+            raise ValueError(f"sink '{name}' needs WITH (path = 's3://bucket/prefix')")
+        fmt = (options.get("format") or "delta").lower()
+        if fmt not in _FORMATS:
+            raise ValueError(f"sink '{name}': format '{fmt}' is not supported (use 'delta' or 'parquet')")
+        part = (options.get("partitioned_by") or "").strip().lower() or None
+        if part not in (None, HOUR):
+            raise ValueError(f"sink '{name}': partitioned_by = '{part}' is not supported (use 'hour', or leave it out)")
+        return cls(name, s3.normalize(path), fmt, part)
+
+
+def write_files(frame, spec: SinkSpec, version: int, settings: s3.S3Settings, rowtime_column: str):
+    """Executors write `frame` (output columns plus the rowtime column) as Parquet files under the
+    table; returns [(relative path, size, hour, rows)] collected on the driver."""
+    from pyspark.sql import functions as F
+
+    columns = [c for c in frame.columns if c != rowtime_column]
+    root, partitioned = spec.path, spec.partitioned_by == HOUR
+    if partitioned:
+        frame = frame.withColumn(HOUR, F.date_format(F.col(rowtime_column), "yyyy-MM-dd'T'HH"))
+
+    def write_partition(batches):
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+
+        from streamjoin.io import s3 as s3io
+
+        tables = [pa.Table.from_batches([b]) for b in batches if b.num_rows]
+        if not tables:
+            return
+        table = pa.concat_tables(tables)
+        filesystem, inner_root = s3io.resolve(root, settings)
+        groups = sorted(set(table.column(HOUR).to_pylist())) if partitioned else [None]
+        out = {"path": [], "size": [], "hour": [], "rows": []}
+        for hour in groups:
+            part = table.filter(pc.equal(table.column(HOUR), hour)) if partitioned else table
+            relative = (f"{HOUR}={hour}/" if partitioned else "") + f"part-{version:08d}-{uuid.uuid4().hex}.parquet"
+            target = f"{inner_root}/{relative}"
+            if not s3io.is_s3(root):
+                import os
+
+                os.makedirs(os.path.dirname(target), exist_ok=True)
+            pq.write_table(part.select(columns), target, filesystem=filesystem)
+            out["path"].append(relative)
+            out["size"].append(filesystem.get_file_info(target).size)
+            out["hour"].append(hour)
+            out["rows"].append(part.num_rows)
+        yield pa.RecordBatch.from_pydict(
+            out, schema=pa.schema([("path", pa.string()), ("size", pa.int64()), ("hour", pa.string()), ("rows", pa.int64())])
+        )
+
+    return [tuple(r) for r in frame.mapInArrow(write_partition, _FILES_SCHEMA).collect()]
+
+
+def data_schema(frame, rowtime_column: str, partitioned: bool) -> pa.Schema:
+    """The table's Arrow schema: the output columns (plus the hour partition column)."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    schema = to_arrow_schema(frame.drop(rowtime_column).schema, timezone="UTC")
+    return schema.append(pa.field(HOUR, pa.string())) if partitioned else schema
+
+
+class TableSink:
+    """The committed side of the sink: versions, commits, row counts per hour, markers."""
+
+    def __init__(self, spec: SinkSpec, app_id: str, settings: s3.S3Settings | None = None):
+        self.spec, self.app_id = spec, app_id
+        self.settings = settings or s3.S3Settings.from_env()
+        self.committer = (DeltaCommitter if spec.format == "delta" else ManifestCommitter)(spec, app_id, self.settings)
+        self.timings: list[dict] = []  # per committed write: version, rows, files, bytes, write_s, commit_s
+
+    def write(self, frame, version: int, rowtime_column: str) -> int | None:
+        """Write and commit one micro-batch (or release) as `version`; None if it was committed
+        before (a replay), else the number of rows committed."""
+        if self.committer.committed_version() is not None and version <= self.committer.committed_version():
+            log.info("sink %s: version %d is already committed, skipped (a replayed batch)", self.spec.name, version)
+            return None
+        started = time.time()
+        files = write_files(frame, self.spec, version, self.settings, rowtime_column)
+        if not files:
+            return 0
+        schema = data_schema(frame, rowtime_column, self.spec.partitioned_by == HOUR)
+        written = time.time()
+        self.committer.commit(files, schema, version)
+        rows = sum(f[3] for f in files)
+        self.timings.append({"version": version, "rows": rows, "files": len(files), "bytes": sum(f[1] for f in files),
+                             "write_s": written - started, "commit_s": time.time() - written})
+        log.info("sink %s: committed version %d: %d rows in %d files (%.2fs)", self.spec.name, version, rows, len(files),
+                 time.time() - started)
+        return rows
+
+    def hour_rows(self) -> dict[str, int]:
+        """Committed rows per hour partition."""
+        return self.committer.hour_rows()
+
+    def mark_complete(self, hour: str, rows: int, extra: dict) -> str:
+        path = s3.join(self.spec.path, "_complete", f"{HOUR}={hour}.json")
+        s3.write_json(path, {"hour": hour, "rows": rows, "table": self.spec.path, "format": self.spec.format,
+                             "table_version": self.committer.table_version(), **extra}, self.settings)
+        return path
+
+
+class DeltaCommitter:
+    """Delta Lake commits with an application transaction per write (delta-rs)."""
+
+    def __init__(self, spec: SinkSpec, app_id: str, settings: s3.S3Settings):
+        self.spec, self.app_id, self.settings = spec, app_id, settings
+        self.uri = spec.path if s3.is_s3(spec.path) else s3.resolve(spec.path)[1]
+
+    def _table(self):
+        from deltalake import DeltaTable
+
+        if not DeltaTable.is_deltatable(self.uri, storage_options=self._options()):
+            return None
+        return DeltaTable(self.uri, storage_options=self._options())
+
+    def _options(self) -> dict[str, str] | None:
+        return self.settings.storage_options() if s3.is_s3(self.spec.path) else None
+
+    def committed_version(self) -> int | None:
+        table = self._table()
+        return None if table is None else table.transaction_version(self.app_id)
+
+    def table_version(self) -> int | None:
+        table = self._table()
+        return None if table is None else table.version()
+
+    def commit(self, files, schema: pa.Schema, version: int) -> None:
+        from deltalake import CommitProperties, Transaction
+        from deltalake import Schema as DeltaSchema
+        from deltalake.transaction import AddAction, create_table_with_add_actions
+
+        schema = DeltaSchema.from_arrow(schema)
+
+        now = int(time.time() * 1000)
+        part = [HOUR] if self.spec.partitioned_by == HOUR else None
+        actions = [
+            AddAction(path, size, {HOUR: hour} if part else {}, now, True, json.dumps({"numRecords": rows}))
+            for path, size, hour, rows in files
+        ]
+        props = CommitProperties(app_transactions=[Transaction(self.app_id, version)])
+        table = self._table()
+        if table is None:
+            create_table_with_add_actions(self.uri, schema, actions, mode="append", partition_by=part,
+                                          storage_options=self._options(), commit_properties=props)
+        else:
+            table.create_write_transaction(actions, "append", schema, partition_by=part, commit_properties=props)
+
+    def hour_rows(self) -> dict[str, int]:
+        table = self._table()
+        if table is None:
+            return {}
+        actions = table.get_add_actions(flatten=True)
+        actions = pa.table(actions) if not isinstance(actions, pa.Table) else actions
+        counts: dict[str, int] = {}
+        column = f"partition.{HOUR}"
+        if column not in actions.column_names:
+            return counts
+        for hour, rows in zip(actions.column(column).to_pylist(), actions.column("num_records").to_pylist(), strict=True):
+            counts[hour] = counts.get(hour, 0) + (rows or 0)
+        return counts
+
+    def files(self, hour: str | None = None) -> list[str]:
+        table = self._table()
+        if table is None:
+            return []
+        return table.file_uris(partition_filters=[(HOUR, "=", hour)] if hour else None)
+
+
+class ManifestCommitter:
+    """Plain Parquet: a batch is committed by one manifest object naming its files
+    (`_commits/<version>.json`); the object's PUT is the atomic step."""
+
+    def __init__(self, spec: SinkSpec, app_id: str, settings: s3.S3Settings):
+        self.spec, self.app_id, self.settings = spec, app_id, settings
+
+    def _manifests(self) -> list[dict]:
+        paths = s3.list_files(s3.join(self.spec.path, "_commits"), self.settings)
+        return [s3.read_json(p, self.settings) for p in paths if p.endswith(".json")]
+
+    def committed_version(self) -> int | None:
+        versions = [m["version"] for m in self._manifests() if m["app_id"] == self.app_id]
+        return max(versions) if versions else None
+
+    def table_version(self) -> int | None:
+        return len(self._manifests()) or None
+
+    def commit(self, files, schema: pa.Schema, version: int) -> None:
+        manifest = {"app_id": self.app_id, "version": version, "committed_at": dt.datetime.now(dt.UTC).isoformat(),
+                    "files": [{"path": p, "size": s, HOUR: h, "rows": r} for p, s, h, r in files],
+                    "schema": schema.serialize().to_pybytes().hex()}
+        s3.write_json(s3.join(self.spec.path, "_commits", f"{self.app_id}-{version:012d}.json"), manifest, self.settings)
+
+    def hour_rows(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for m in self._manifests():
+            for f in m["files"]:
+                counts[f[HOUR]] = counts.get(f[HOUR], 0) + f["rows"]
+        return counts
+
+    def files(self, hour: str | None = None) -> list[str]:
+        return [s3.join(self.spec.path, f["path"]) for m in self._manifests() for f in m["files"]
+                if hour is None or f[HOUR] == hour]

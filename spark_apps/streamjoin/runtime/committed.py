@@ -1,0 +1,110 @@
+"""`INSERT INTO sink SELECT STREAM ...` where the sink is a table in S3 (or a local folder).
+
+A table needs no order, so a micro-batch's rows go straight from the executors into the table
+and are committed under the batch id (`streamjoin.io.table_sink`). A bucketed table-preserving
+join still holds its stream rows until their bucket closes (the carry of `OrderedSink`); each
+release is then written the same way under its release number. After every batch the hours
+the clock has passed get their completeness markers.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import uuid
+from pathlib import Path
+
+from streamjoin.io.table_sink import HOUR, HOUR_US, TableSink, hour_name, hour_start_us
+from streamjoin.lower.stream_join import ROWTIME_COLUMN
+from streamjoin.runtime.run import _END_US, OrderedSink, _iso
+
+
+class CommittedSink(OrderedSink):
+    def __init__(self, checkpoint: Path, lowered, input_top_us, query_file: str):
+        super().__init__(checkpoint, None, lowered.columns, lowered.order_delay_ms, lowered.bucketed, input_top_us)
+        self.table = TableSink(lowered.sink, _app_id(checkpoint))
+        self.snapshots = [s.identity() for s in lowered.snapshots]
+        self.query_file = query_file
+        self.last_marker: str | None = None
+
+    def __call__(self, frame, batch_id: int) -> None:
+        if self.bucketed is not None:
+            return super().__call__(frame, batch_id)  # held until the bucket closes
+        rows = self.table.write(frame.select(*self.columns, ROWTIME_COLUMN), batch_id, ROWTIME_COLUMN)
+        with self.lock:
+            state = self.state()
+            if rows is not None and batch_id > state.last_batch:
+                state.rows_emitted += rows
+            state.last_batch = max(state.last_batch, batch_id)
+            self._save(state, None)
+
+    def _release(self, threshold_us: int | None) -> None:
+        if self.bucketed is not None:
+            self._release_buckets(threshold_us)
+        self._mark(threshold_us)
+
+    def _write_buckets(self, rows, buckets: list[int], release: int) -> int:
+        frame = self.bucketed.frame(rows, buckets).select(*self.columns, ROWTIME_COLUMN)
+        return self.table.write(frame, release, ROWTIME_COLUMN) or 0
+
+    def _mark(self, threshold_us: int | None) -> None:
+        """Completeness markers for the hours the clock has passed, oldest first. As for buckets,
+        no hour past the latest rowtime (or bound) an input delivered closes, except that at end
+        of input the hour holding it does."""
+        if self.table.spec.partitioned_by != HOUR:
+            return
+        with self.lock:
+            state = self.state()
+            counts = self.table.hour_rows()
+            first = state.next_marker_us
+            if first is None:
+                if not counts:
+                    return  # hours count from the first committed row's
+                first = min(hour_start_us(h) for h in counts)
+            tops = [t for t in (self.input_top_us() if self.input_top_us else None,) if t is not None]
+            tops += [hour_start_us(h) for h in counts]
+            if not tops:
+                return
+            last = (max(tops) // HOUR_US) * HOUR_US
+            if threshold_us is not None and threshold_us < _END_US:
+                last = min(last, ((threshold_us - HOUR_US) // HOUR_US) * HOUR_US)
+            if last < first:
+                return
+            for start in range(first, last + HOUR_US, HOUR_US):
+                hour = hour_name(start)
+                self.table.mark_complete(hour, counts.get(hour, 0), {
+                    "snapshots": self.snapshots,
+                    "query": self.query_file,
+                    "clock": _iso(threshold_us) if threshold_us is not None and threshold_us < _END_US else "end of input",
+                    "completed_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+                })
+                self.last_marker = hour
+            state.next_marker_us = last + HOUR_US
+            self._save_state(state)
+
+    def _save_state(self, state) -> None:
+        """state.json alone (the carry stays as it is)."""
+        tmp = self.state_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(state.__dict__))
+        os.replace(tmp, self.state_path)
+
+    def status(self) -> dict:
+        state = self.state()
+        return {"sink": {
+            "path": self.table.spec.path,
+            "format": self.table.spec.format,
+            "app_id": self.table.app_id,
+            "complete_through": hour_name(state.next_marker_us - HOUR_US) if state.next_marker_us is not None else None,
+        }}
+
+
+def _app_id(checkpoint: Path) -> str:
+    """The query's application id in the sink's commits: one per checkpoint, so a replay is
+    recognised and a new checkpoint (batch ids from 0 again) is not mistaken for one."""
+    path = checkpoint / "sink.json"
+    if path.exists():
+        return json.loads(path.read_text())["app_id"]
+    app_id = f"streamjoin-{uuid.uuid4().hex[:12]}"
+    path.write_text(json.dumps({"app_id": app_id}))
+    return app_id
