@@ -38,10 +38,16 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=9000, help="default 9000 (as MinIO)")
     serve.add_argument("--bucket", action="append", default=[], help="a bucket to create (repeatable; default: streamjoin)")
+    quality = commands.add_parser("quality", help="the data quality gate of an app's hourly output")
+    quality_commands = quality.add_subparsers(dest="quality_command", required=True)
+    quality_check = quality_commands.add_parser("check", help="validate one complete hour; exit 0 passed, 1 failed")
+    quality_check.add_argument("app", metavar="APP", help="an app directory (include/apps/NAME) or an app name")
+    quality_check.add_argument("--hour", required=True, help="the hour, YYYY-MM-DDTHH")
+    quality_check.add_argument("--output", help="the app's output (default: OUTPUT_PATH, else [paths] output of app.toml)")
     args = parser.parse_args(argv)
     args.file = getattr(args, "file", args.command)
     try:
-        return {"check": _check, "explain": _explain, "run": _run, "snapshot": _snapshot, "s3": _s3}[args.command](args)
+        return {"check": _check, "explain": _explain, "run": _run, "snapshot": _snapshot, "s3": _s3, "quality": _quality}[args.command](args)
     except SqlError as error:
         print(error, file=sys.stderr)
         return EXIT_REJECTED
@@ -128,6 +134,23 @@ def _s3(args) -> int:
 
     serve(args.host, args.port, args.bucket, sys.stdout)
     return EXIT_OK
+
+
+def _quality(args) -> int:
+    """Validate one hour (`streamjoin.quality`): the summary on stdout, alerts on failure."""
+    import logging
+
+    from streamjoin.quality import check_hour
+
+    logging.basicConfig(level=logging.WARNING, format="%(name)s: %(levelname)s: %(message)s", stream=sys.stderr)
+    logging.getLogger("streamjoin").setLevel(logging.INFO)  # which alerts went out, where the verdict is
+    verdict = check_hour(args.app, args.hour, args.output)
+    sys.stdout.write(verdict.summary())
+    if verdict.passed:
+        return EXIT_OK
+    print(f"streamjoin: {verdict.app} hour {verdict.hour} failed {len(verdict.failed)} of {verdict.expectations} "
+          "quality expectations", file=sys.stderr)
+    return EXIT_FAILURE
 
 
 def _snapshot(args) -> int:

@@ -1,0 +1,51 @@
+"""The hourly city sales enrichment output, one hour H (`include/apps/hourly_city_sales`).
+
+The RIGHT OUTER JOIN promises exactly one row per city of the city table per hour, so:
+
+- row_count: the hour has as many rows as the snapshot of the city table it was joined with
+  (`expected_rows`, from the hour's completeness marker);
+- key_not_null, key_unique: the key (`city`) is never NULL and unique within the hour;
+- hour: every row's hour column (`sales_hour`) is set and lies in [H, H + 1 hour);
+- attribute_not_null: the table's attributes (`region`, `store_name`) are never NULL;
+- measure_non_negative: the measures (`total_sales`, `sales`) are NULL or >= 0;
+- null_measure_share: at most `max_null_measure_share` of the rows have a NULL measure (a city
+  without sales is normal; a flood of them means an input stalled).
+
+Column roles and thresholds come from the `[quality]` section of the app's `app.toml`. Each
+expectation's `meta["check"]` names which of these checks it belongs to.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import great_expectations as gx
+import great_expectations.expectations as gxe
+
+
+def build_suite(context, config: dict, expected_rows: int, hour: str) -> gx.ExpectationSuite:
+    """Add the suite for hour `hour` (`YYYY-MM-DDTHH`) to `context` and return it."""
+    quality = config["quality"]
+    key, hour_column = quality["key"], quality["hour_column"]
+    bound = float(quality["max_null_measure_share"])
+    if not 0 <= bound <= 1:
+        raise ValueError(f"[quality] max_null_measure_share must be between 0 and 1, not {bound}")
+    start = dt.datetime.strptime(hour, "%Y-%m-%dT%H").replace(tzinfo=dt.UTC)
+    expectations = [
+        gxe.ExpectTableRowCountToEqual(value=expected_rows, meta={"check": "row_count"}),
+        gxe.ExpectColumnValuesToNotBeNull(column=key, meta={"check": "key_not_null"}),
+        gxe.ExpectColumnValuesToBeUnique(column=key, meta={"check": "key_unique"}),
+        gxe.ExpectColumnValuesToNotBeNull(column=hour_column, meta={"check": "hour"}),
+        gxe.ExpectColumnValuesToBeBetween(column=hour_column, min_value=start, max_value=start + dt.timedelta(hours=1),
+                                          strict_max=True, meta={"check": "hour"}),
+    ]
+    expectations += [gxe.ExpectColumnValuesToNotBeNull(column=c, meta={"check": "attribute_not_null"})
+                     for c in quality["attributes"]]
+    # NULL measures are skipped by the range check: a silent city is not a negative one
+    expectations += [gxe.ExpectColumnValuesToBeBetween(column=c, min_value=0, meta={"check": "measure_non_negative"})
+                     for c in quality["measures"]]
+    expectations += [gxe.ExpectColumnValuesToNotBeNull(column=c, mostly=round(1 - bound, 6), meta={"check": "null_measure_share"})
+                     for c in quality["measures"]]
+    suite = gx.ExpectationSuite(name=config["name"], expectations=expectations,
+                                meta={"dataset": config["name"], "hour": hour})
+    return context.suites.add(suite)

@@ -1,0 +1,328 @@
+"""The data quality gate of the hourly enrichment output (`streamjoin quality check`, issue 6).
+
+Hours are written without Spark, as the sink writes them: a Delta table partitioned by hour on the
+embedded S3 server plus the hour's completeness marker. A good hour has one row per city of a
+10-city snapshot, one of them silent (NULL measures); each broken hour breaks it one way.
+"""
+
+import datetime as dt
+import http.server
+import json
+import logging
+import socket
+import threading
+import urllib.request
+from decimal import Decimal
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from streamjoin import cli
+from streamjoin.io import s3
+from streamjoin.io.hours import HourNotComplete, read_hour
+from streamjoin.quality import check_hour, read_verdict
+
+APP = Path(__file__).resolve().parents[1] / "include" / "apps" / "hourly_city_sales"
+HOUR = "2024-01-01T10"
+START = dt.datetime(2024, 1, 1, 10, tzinfo=dt.UTC)
+CITIES = 10
+SCHEMA = pa.schema([
+    ("sales_hour", pa.timestamp("us", tz="UTC")), ("city", pa.string()), ("region", pa.string()),
+    ("store_name", pa.string()), ("total_sales", pa.decimal128(12, 2)), ("sales", pa.int64()), ("hour", pa.string()),
+])
+ALERT_VARIABLES = ("STREAMJOIN_SMTP_HOST", "STREAMJOIN_SMTP_PORT", "STREAMJOIN_SMTP_FROM", "STREAMJOIN_ALERT_EMAIL_TO",
+                   "STREAMJOIN_SMTP_USER", "STREAMJOIN_SMTP_PASSWORD", "STREAMJOIN_SMTP_STARTTLS", "STREAMJOIN_ALERT_WEBHOOK_URL")
+
+
+@pytest.fixture(autouse=True)
+def no_alert_channels(monkeypatch):
+    """Only the tests that configure a channel deliver anything."""
+    for name in (*ALERT_VARIABLES, "OUTPUT_PATH"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def output(s3_prefix):
+    return f"{s3_prefix}/output"
+
+
+def good_rows() -> list[dict]:
+    """One row per city; city-0 sold nothing this hour."""
+    return [{"sales_hour": START, "city": f"city-{i}", "region": f"region-{i % 3}", "store_name": f"Store {i}",
+             "total_sales": None if i == 0 else Decimal(f"{i * 10}.50"), "sales": None if i == 0 else i, "hour": HOUR}
+            for i in range(CITIES)]
+
+
+def write_hour(output: str, rows: list[dict], snapshot_rows: int = CITIES) -> None:
+    from deltalake import write_deltalake
+
+    write_deltalake(output, pa.Table.from_pylist(rows, SCHEMA), mode="append", partition_by=["hour"],
+                    storage_options=s3.S3Settings.from_env().storage_options())
+    s3.write_json(f"{output}/_complete/hour={HOUR}.json", {
+        "hour": HOUR, "rows": len(rows), "table": output, "format": "delta", "table_version": 0,
+        "snapshots": [{"alias": "ci", "source": "files city_info", "taken_at": "2024-01-01T09:59:00.000",
+                       "rows": snapshot_rows, "sha256": "0" * 64}],
+        "query": "query.sql", "clock": "2024-01-01T11:02:00", "completed_at": "2024-01-01T11:02:05+00:00",
+    })
+
+
+def failed_checks(verdict) -> set[tuple[str, str | None]]:
+    return {(f.check, f.column) for f in verdict.failed}
+
+
+def fewer_rows_than_the_snapshot(rows):
+    rows.pop()
+
+
+def a_null_key(rows):
+    rows[1]["city"] = None
+
+
+def a_duplicate_key(rows):
+    rows[2]["city"] = rows[1]["city"]
+
+
+def a_row_of_another_hour(rows):
+    rows[4]["sales_hour"] = START + dt.timedelta(hours=1)
+
+
+def a_null_attribute(rows):
+    rows[5]["region"] = None
+
+
+def a_negative_measure(rows):
+    rows[6]["total_sales"] = Decimal("-1.00")
+
+
+def too_many_silent_cities(rows):
+    for row in rows[:6]:  # 60% > max_null_measure_share 0.5
+        row["total_sales"] = row["sales"] = None
+
+
+def test_a_good_hour_passes_and_is_marked_passed(output):
+    write_hour(output, good_rows())
+    verdict = check_hour(APP, HOUR, output)
+    assert verdict.passed and verdict.failed == [] and verdict.expectations == 11
+    assert (verdict.rows, verdict.expected_rows) == (CITIES, CITIES)
+    assert read_verdict(output, HOUR)["status"] == "passed"
+    assert json.loads(s3.read_bytes(verdict.result))["success"] is True
+    assert s3.read_bytes(verdict.docs) is not None
+    assert verdict.alerts == {}  # nothing to alert about
+
+
+BREAKAGES = [
+    (fewer_rows_than_the_snapshot, {("row_count", None)}),
+    (a_null_key, {("key_not_null", "city")}),
+    (a_duplicate_key, {("key_unique", "city")}),
+    (a_row_of_another_hour, {("hour", "sales_hour")}),
+    (a_null_attribute, {("attribute_not_null", "region")}),
+    (a_negative_measure, {("measure_non_negative", "total_sales")}),
+    (too_many_silent_cities, {("null_measure_share", "total_sales"), ("null_measure_share", "sales")}),
+]
+
+
+@pytest.mark.parametrize("breakage, expected", [pytest.param(b, e, id=b.__name__) for b, e in BREAKAGES])
+def test_a_broken_hour_fails_for_the_expectation_it_breaks_and_keeps_its_data(output, breakage, expected):
+    rows = good_rows()
+    breakage(rows)
+    write_hour(output, rows)
+    verdict = check_hour(APP, HOUR, output)
+    assert not verdict.passed
+    assert failed_checks(verdict) == expected  # every other expectation passed
+    assert read_verdict(output, HOUR)["status"] == "failed"
+    assert len(read_hour(output, HOUR)) == len(rows)
+
+
+def test_a_failure_says_what_was_expected_what_was_observed_and_which_rows_offend(output):
+    rows = good_rows()
+    a_null_key(rows)
+    rows.pop()
+    write_hour(output, rows)
+    verdict = check_hour(APP, HOUR, output)
+    by_check = {f.check: f for f in verdict.failed}
+    assert set(by_check) == {"row_count", "key_not_null"}
+    count, key = by_check["row_count"], by_check["key_not_null"]
+    assert (count.expectation, count.expected, count.observed) == ("expect_table_row_count_to_equal", "exactly 10 rows", "9 rows")
+    assert (key.expectation, key.expected, key.observed) == ("expect_column_values_to_not_be_null", "no NULL", "1 of 9 rows NULL (11.1%)")
+    assert key.offending_rows == [{"sales_hour": "2024-01-01 10:00:00.000", "city": None, "region": "region-1",
+                                   "store_name": "Store 1", "total_sales": 10.5, "sales": 1}]
+    stored = read_verdict(output, HOUR)
+    assert stored["failed"][1]["offending_rows"] == key.offending_rows and stored["expected_rows"] == 10
+
+
+def test_an_hour_missing_an_attribute_column_fails_with_the_error_as_the_observed_value(output):
+    from deltalake import write_deltalake
+
+    write_hour(output, good_rows())
+    schema = SCHEMA.remove(SCHEMA.get_field_index("store_name"))
+    rows = [{k: v for k, v in r.items() if k != "store_name"} for r in good_rows()]
+    write_deltalake(output, pa.Table.from_pylist(rows, schema), mode="overwrite", schema_mode="overwrite",
+                    partition_by=["hour"], storage_options=s3.S3Settings.from_env().storage_options())
+    verdict = check_hour(APP, HOUR, output)
+    (failure,) = verdict.failed
+    assert (failure.check, failure.column) == ("attribute_not_null", "store_name")
+    assert failure.observed == 'error: Error: The column "store_name" in BatchData does not exist.'
+
+
+def test_an_hour_without_a_completeness_marker_is_not_checked(output):
+    with pytest.raises(HourNotComplete, match="not complete yet"):
+        check_hour(APP, HOUR, output)
+
+
+def test_the_data_docs_page_of_a_failed_hour_renders_the_failed_expectation(output):
+    rows = good_rows()
+    fewer_rows_than_the_snapshot(rows)
+    write_hour(output, rows)
+    verdict = check_hour(APP, HOUR, output)
+    client = s3.S3Settings.from_env().client()
+
+    def fetch(path: str) -> tuple[str, str]:
+        bucket, key = s3.split(path)
+        url = client.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": key})
+        with urllib.request.urlopen(url, timeout=10) as response:
+            return response.headers["Content-Type"], response.read().decode()
+
+    kind, index = fetch(verdict.docs)
+    assert kind == "text/html" and "Failed" in index
+    page = verdict.docs_page.rsplit("/docs/", 1)[1]
+    assert page in index  # the index links to the validation's page
+    kind, html = fetch(verdict.docs_page)
+    assert kind == "text/html"
+    text = visible_text(html)
+    assert "Status: Failed" in text and "Unsuccessful Expectations 1" in text
+    assert "Must have exactly 10 rows. 9" in text  # the failed expectation, then the observed value
+
+
+def visible_text(html: str) -> str:
+    import html as entities
+    import re
+
+    html = re.sub(r"<(script|style)\b.*?</\1>", " ", html, flags=re.S)
+    return re.sub(r"\s+", " ", entities.unescape(re.sub(r"<[^>]+>", " ", html)))
+
+
+class SmtpInbox:
+    """aiosmtpd handler: keeps every message received."""
+
+    def __init__(self):
+        self.messages = []
+
+    async def handle_DATA(self, server, session, envelope):
+        import email
+
+        self.messages.append((envelope.rcpt_tos, email.message_from_bytes(envelope.content)))
+        return "250 OK"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture
+def smtp_server():
+    from aiosmtpd.controller import Controller
+
+    inbox = SmtpInbox()
+    controller = Controller(inbox, hostname="127.0.0.1", port=free_port())
+    controller.start()
+    yield controller.port, inbox
+    controller.stop()
+
+
+@pytest.fixture
+def webhook_receiver():
+    received = []
+
+    class Receiver(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            received.append((self.path, self.headers["Content-Type"], json.loads(body)))
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b"ok")
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/hooks/quality", received
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_failed_hour_is_alerted_by_email_and_webhook_with_the_failures_and_offending_rows(
+        output, smtp_server, webhook_receiver, monkeypatch):
+    port, inbox = smtp_server
+    url, received = webhook_receiver
+    monkeypatch.setenv("STREAMJOIN_SMTP_HOST", "127.0.0.1")
+    monkeypatch.setenv("STREAMJOIN_SMTP_PORT", str(port))
+    monkeypatch.setenv("STREAMJOIN_SMTP_FROM", "gate@streamjoin.test")
+    monkeypatch.setenv("STREAMJOIN_ALERT_EMAIL_TO", "data@streamjoin.test, oncall@streamjoin.test")
+    monkeypatch.setenv("STREAMJOIN_ALERT_WEBHOOK_URL", url)
+    rows = good_rows()
+    a_duplicate_key(rows)
+    write_hour(output, rows)
+    verdict = check_hour(APP, HOUR, output)
+    assert verdict.alerts == {"email": "sent", "webhook": "sent"}
+
+    (recipients, message), = inbox.messages
+    assert recipients == ["data@streamjoin.test", "oncall@streamjoin.test"]
+    assert message["From"] == "gate@streamjoin.test"
+    assert "hourly_city_sales" in message["Subject"] and HOUR in message["Subject"] and "failed" in message["Subject"]
+    body = message.get_payload(decode=True).decode()
+    (path, kind, payload), = received
+    assert (path, kind) == ("/hooks/quality", "application/json")
+    for text in (body, payload["text"]):
+        assert f"app hourly_city_sales, hour {HOUR}" in text
+        assert "key_unique: expect_column_values_to_be_unique on city" in text
+        assert "expected: every value unique" in text
+        assert 'observed: 2 of 10 rows unexpected, e.g. "city-1", "city-1"' in text
+        assert '"city": "city-1", "region": "region-2", "store_name": "Store 2"' in text  # the duplicate
+        assert verdict.verdict in text and verdict.docs_page in text
+
+
+def test_undeliverable_alerts_are_logged_and_the_hour_still_fails_with_exit_code_1(output, monkeypatch, caplog, capsys):
+    closed = free_port()  # nothing listens there
+    monkeypatch.setenv("STREAMJOIN_SMTP_HOST", "127.0.0.1")
+    monkeypatch.setenv("STREAMJOIN_SMTP_PORT", str(closed))
+    monkeypatch.setenv("STREAMJOIN_ALERT_EMAIL_TO", "data@streamjoin.test")
+    monkeypatch.setenv("STREAMJOIN_ALERT_WEBHOOK_URL", f"http://127.0.0.1:{closed}/hook")
+    rows = good_rows()
+    a_negative_measure(rows)
+    write_hour(output, rows)
+    with caplog.at_level(logging.INFO, logger="streamjoin"):
+        code = cli.main(["quality", "check", str(APP), "--hour", HOUR, "--output", output])
+    assert code == 1
+    errors = [r.getMessage() for r in caplog.records if r.name == "streamjoin.alerts" and r.levelno == logging.ERROR]
+    assert len(errors) == 2
+    assert any(e.startswith("alert by email not delivered") for e in errors)
+    assert any(e.startswith("alert by webhook not delivered") for e in errors)
+    assert read_verdict(output, HOUR)["status"] == "failed"
+    out, err = capsys.readouterr()
+    assert "FAILED" in out and "measure_non_negative" in out
+    assert err.strip().splitlines()[-1] == f"streamjoin: hourly_city_sales hour {HOUR} failed 1 of 11 quality expectations"
+
+
+def test_streamjoin_quality_check_exits_0_for_a_good_hour_named_by_app_name_and_output_path(output, monkeypatch, capsys):
+    write_hour(output, good_rows())
+    monkeypatch.setenv("OUTPUT_PATH", output)
+    assert cli.main(["quality", "check", "hourly_city_sales", "--hour", "2024-01-01 10:00:00"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"hourly_city_sales hour {HOUR}: PASSED (11 of 11 expectations met; 10 rows, 10 expected)")
+    assert f"docs:    {output}/_quality/hour={HOUR}/docs/index.html" in out
+
+
+def test_streamjoin_quality_check_exits_1_for_a_bad_hour_and_for_an_incomplete_one(output, capsys):
+    assert cli.main(["quality", "check", str(APP), "--hour", HOUR, "--output", output]) == 1
+    assert "is not complete yet" in capsys.readouterr().err.strip().splitlines()[-1]
+    rows = good_rows()
+    a_row_of_another_hour(rows)
+    write_hour(output, rows)
+    assert cli.main(["quality", "check", str(APP), "--hour", HOUR, "--output", output]) == 1
+    out = capsys.readouterr().out
+    assert "FAILED" in out and "hour: expect_column_values_to_be_between on sales_hour" in out
+    assert "expected: >= 2024-01-01T10:00:00+00:00 and < 2024-01-01T11:00:00+00:00" in out
