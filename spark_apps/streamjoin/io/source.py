@@ -9,8 +9,10 @@ from streamjoin.io.staging import InputSpec, Stager
 
 
 class _Step(InputPartition):
-    def __init__(self, path: str):
-        self.path = path
+    """Record batches `first` to `last` (exclusive) of one staged step."""
+
+    def __init__(self, path: str, first: int = 0, last: int | None = None):
+        self.path, self.first, self.last = path, first, last
 
 
 class StagedStreamReader(DataSourceStreamReader):
@@ -24,13 +26,24 @@ class StagedStreamReader(DataSourceStreamReader):
         return {"steps": self.stager.advance()}
 
     def partitions(self, start: dict, end: dict):
-        return [_Step(str(self.stager.step_path(i))) for i in range(start["steps"], end["steps"])]
+        """One partition per record batch of each step (a step is written in STEP_CHUNK-row
+        batches), so a large step is read, joined and written by several tasks at once."""
+        import pyarrow.ipc as ipc
+
+        parts = []
+        for i in range(start["steps"], end["steps"]):
+            path = str(self.stager.step_path(i))
+            with ipc.open_file(path) as reader:
+                batches = reader.num_record_batches
+            parts += [_Step(path, b, b + 1) for b in range(batches)] or [_Step(path, 0, 0)]
+        return parts
 
     def read(self, partition: _Step):
         import pyarrow.ipc as ipc
 
         with ipc.open_file(partition.path) as reader:
-            for i in range(reader.num_record_batches):
+            last = reader.num_record_batches if partition.last is None else partition.last
+            for i in range(partition.first, last):
                 yield reader.get_batch(i)
 
     def commit(self, end: dict) -> None:

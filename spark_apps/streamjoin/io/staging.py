@@ -46,6 +46,7 @@ BOUND = "_bound"
 END_OF_INPUT = datetime(9000, 1, 1, tzinfo=UTC)
 _TS = pa.timestamp("us", tz="UTC")
 _FORMATS = ("json", "csv", "parquet")
+STEP_CHUNK = 65_536  # rows per record batch of a staged step (one Spark partition each)
 
 
 @dataclass
@@ -258,7 +259,8 @@ class Stager:
         path = self.step_path(step)
         tmp = path.with_suffix(".tmp")
         with ipc.new_file(tmp, self.staged_schema) as writer:
-            writer.write_table(table.select(self.staged_schema.names).cast(self.staged_schema))
+            # record batches of STEP_CHUNK rows: the source reads each as a partition of its own
+            writer.write_table(table.select(self.staged_schema.names).cast(self.staged_schema), max_chunksize=STEP_CHUNK)
         os.replace(tmp, path)
 
     def _write_late(self, late: pa.Table, step: int) -> None:
