@@ -16,6 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "include" / "apps" / "hourly_city_sales"))
 OUTPUT = "s3://streamjoin/apps/hourly_city_sales/output"
+SNAPSHOTS = "s3://streamjoin/snapshots/city_info"
 
 
 def main() -> int:
@@ -36,7 +37,8 @@ def main() -> int:
     started = time.time()
     spark = spark_session("streamjoin-demo")
     try:
-        rows, status, g = run_app(spark, root, report=lambda line: print(line, flush=True), output=OUTPUT)
+        rows, status, g = run_app(spark, root, report=lambda line: print(line, flush=True), output=OUTPUT,
+                                  snapshots=SNAPSHOTS)
         hours = summary(rows)
         ok = all(count == gen["cities"] for count, _ in hours.values()) and len(hours) == gen["hours"]
         print(f"{len(rows)} rows in {len(hours)} hours ({'one row per city per hour' if ok else 'ROW COUNTS DIFFER'}); "

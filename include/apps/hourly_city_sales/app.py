@@ -22,11 +22,14 @@ from generate import Generated, generate  # noqa: E402
 CONFIG = tomllib.loads((HERE / "app.toml").read_text())
 
 
-def run_app(spark, root: Path, report=print, output: str | None = None, **generator) -> tuple[list[dict], dict, Generated]:
+def run_app(spark, root: Path, report=print, output: str | None = None, snapshots: str | None = None,
+            **generator) -> tuple[list[dict], dict, Generated]:
     """Returns (the committed output rows of every complete hour, the final status, the data).
-    `output` is the sink: a folder (default `<root>/output`) or an s3:// prefix."""
+    `output` is the sink and `snapshots` the city table's snapshot root: folders (default under
+    `root`) or s3:// prefixes."""
     from streamjoin.lower import stream_join
     from streamjoin.plan import analyze
+    from streamjoin.runtime.app import App, take_snapshots
     from streamjoin.runtime.run import Runner
 
     shutil.rmtree(root, ignore_errors=True)
@@ -38,6 +41,8 @@ def run_app(spark, root: Path, report=print, output: str | None = None, **genera
     os.environ["SALES_PATH"] = str(sales)
     os.environ["CITY_INFO_PATH"] = str(root / "city_info")
     os.environ["OUTPUT_PATH"] = output
+    os.environ["CITY_INFO_SNAPSHOTS_PATH"] = snapshots or str(root / "snapshots" / "city_info")
+    take_snapshots(App.load(HERE))  # the city table's first version, which the query loads
     script = analyze((HERE / CONFIG["query"]).read_text(), str(HERE / CONFIG["query"]))
     specs = stream_join.input_specs(script, script.final, checkpoint, late)
     lowered = stream_join.lower(spark, script, script.final, specs)

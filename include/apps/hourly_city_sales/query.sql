@@ -9,11 +9,13 @@ CREATE STREAM sales (
 ) WITH (connector = 'files', format = 'json', path = '${SALES_PATH:-data/hourly_city_sales/sales}',
         rowtime = 'sale_time', lateness = '2 MINUTES');
 
+-- the latest snapshot of the city table (city_info_source.sql), read when the query starts;
+-- lookup_snapshot_refresh exports a new version and restarts the query on it
 CREATE TABLE city_info (
     city VARCHAR(32) PRIMARY KEY,
     region VARCHAR(32),
     store_name VARCHAR(64)
-) WITH (connector = 'files', format = 'csv', path = '${CITY_INFO_PATH:-data/hourly_city_sales/city_info}');
+) WITH (connector = 's3', path = '${CITY_INFO_SNAPSHOTS_PATH:-data/hourly_city_sales/snapshots/city_info}');
 
 -- raw sales -> hourly totals per city (a row per city and hour, emitted when the hour closes)
 CREATE VIEW city_sales AS

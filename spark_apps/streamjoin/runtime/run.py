@@ -207,6 +207,7 @@ class Status:
         self.path = checkpoint / "status.json"
         self.stagers, self.sink, self.query_file = stagers, sink, query_file
         self.snapshots = [s.identity() for s in snapshots]
+        self.started_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         self.error: str | None = None
         self.final: str | None = None
         self.lock = threading.Lock()
@@ -242,6 +243,8 @@ class Status:
             "last_batch_ms": (progress.get("durationMs") or {}).get("triggerExecution"),
             "watermark": (progress.get("eventTime") or {}).get("watermark"),
             "updated_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            "started_at": self.started_at,
+            "pid": os.getpid(),
         }
 
     def write(self, query, final: str | None = None) -> dict:
@@ -297,6 +300,7 @@ class Runner:
         )
         self.listener.query = self.query
         self.listener.settle = self.settle
+        self.status.write(self.query)  # at once: a restarted query shows its new snapshots before any batch
 
     def input_top_us(self) -> int | None:
         """The latest rowtime, or rowtime bound short of end of input, any input delivered."""
@@ -351,11 +355,17 @@ class Runner:
         self.process_available()  # the batch that sees the flush step
         self.sink.finish()
 
-    def wait_for_signal(self) -> None:
+    def wait_for_signal(self, until=None, tick=None) -> None:
+        """Run until SIGTERM/SIGINT, or until `until()` is true (checked every second; `tick()`
+        runs then too), then let the running micro-batch finish."""
         stop = threading.Event()
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: stop.set())
         while not stop.is_set() and self.query.isActive and self.listener.error is None:
+            if until is not None and until():
+                break
+            if tick is not None:
+                tick()
             stop.wait(1.0)
         self._raise_if_failed()
         while self.query.isActive and self.query.status.get("isTriggerActive"):

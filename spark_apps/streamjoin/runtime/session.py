@@ -18,9 +18,11 @@ def spark_session(app_name: str = "streamjoin", master: str | None = None):
     from pyspark.sql import SparkSession
 
     cores = os.cpu_count() or 2
+    builder = SparkSession.builder.appName(app_name)
+    if master or "PYSPARK_GATEWAY_PORT" not in os.environ:  # under spark-submit, its --master stands
+        builder = builder.master(master or os.environ.get("STREAMJOIN_SPARK_MASTER", f"local[{cores}]"))
     builder = (
-        SparkSession.builder.appName(app_name)
-        .master(master or os.environ.get("STREAMJOIN_SPARK_MASTER", f"local[{cores}]"))
+        builder
         .config("spark.sql.shuffle.partitions", str(max(2, cores)))
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.ui.enabled", "false")

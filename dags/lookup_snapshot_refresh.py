@@ -1,0 +1,55 @@
+"""### lookup_snapshot_refresh
+
+Refreshes each app's lookup-table snapshots the only way the seeds allow: by restarting the query.
+
+For each app with `[[snapshots]]` in its `app.toml`: export every lookup table as a new
+immutable snapshot version, ask the running query to stop after its current micro-batch and
+start again from its checkpoint (a graceful restart, not a kill), then check from its status
+that it runs on the new versions. An app that is not running just gets the new versions (its
+next start loads them). Schedule: hourly (each app's `[deploy] refresh_schedule` documents its
+intent; this DAG runs them all hourly). Param `apps` limits a manual run.
+See docs/operations.md.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from datetime import datetime, timedelta
+from pathlib import Path
+
+sys.path.insert(0, os.environ.get("STREAMJOIN_HOME") or str(Path(__file__).resolve().parents[1]))
+
+from airflow.sdk import Param, dag, task  # noqa: E402
+
+APPS = sorted(p.parent.name for p in (Path(sys.path[0]) / "include" / "apps").glob("*/app.toml"))
+
+
+@dag(
+    schedule="@hourly",
+    start_date=datetime(2026, 1, 1),
+    catchup=False,
+    max_active_runs=1,
+    tags=["streamjoin", "snapshots"],
+    doc_md=__doc__,
+    default_args={"retries": 1, "retry_delay": timedelta(minutes=1)},
+    params={
+        "apps": Param(APPS, type="array", description="which apps to refresh (default: all)"),
+        "timeout_seconds": Param(600, type="integer", minimum=10, description="how long to wait for the restarted query"),
+    },
+)
+def lookup_snapshot_refresh():
+    @task
+    def refresh(app: str, params=None) -> dict:
+        from streamjoin.runtime.app import App
+
+        from include.ops.refresh import refresh as refresh_app
+
+        if app not in (params or {}).get("apps", APPS):
+            return {"app": app, "outcome": "not selected"}
+        return refresh_app(App.load(app), timeout_s=float((params or {}).get("timeout_seconds", 600)))
+
+    refresh.expand(app=APPS)
+
+
+lookup_snapshot_refresh()

@@ -1,0 +1,71 @@
+"""### streaming_join_apps
+
+Deploys every app under `include/apps/` with spark-submit and keeps it up.
+
+Each DAG run owns one **bounded run** per app (`[deploy] run_minutes` of its `app.toml`, default
+55): the app runs from its checkpoint and stops itself gracefully at the end of the window; the
+next run (hourly) starts it again from the same checkpoint, so nothing is lost between runs.
+While it runs, the task watches the app's heartbeat and `status.json` and restarts it from its
+checkpoint when it dies or stalls; after `max_restarts` restarts it alerts and fails.
+
+Params: `run_seconds` overrides the window (0: each app's own); `apps` limits the run to some apps.
+See docs/operations.md.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from datetime import datetime, timedelta
+from pathlib import Path
+
+sys.path.insert(0, os.environ.get("STREAMJOIN_HOME") or str(Path(__file__).resolve().parents[1]))
+
+from airflow.sdk import Param, dag, task  # noqa: E402
+from streamjoin.runtime.app import App  # noqa: E402
+
+from include.ops.spark_submit import SupervisedSparkSubmitOperator  # noqa: E402
+
+APPS = sorted(p.parent.name for p in (Path(sys.path[0]) / "include" / "apps").glob("*/app.toml"))
+
+
+def _alert_app_down(context) -> None:
+    from streamjoin.alerts import deliver
+
+    ti = context["task_instance"]
+    deliver(f"streamjoin: app down: {ti.task_id.removeprefix('run_')}",
+            f"{ti.task_id} failed in DAG run {context['run_id']}: {context.get('exception')}\n"
+            "The app could not be kept up; see its status.json and app log.")
+
+
+@dag(
+    schedule="@hourly",
+    start_date=datetime(2026, 1, 1),
+    catchup=False,
+    max_active_runs=1,
+    tags=["streamjoin", "apps"],
+    doc_md=__doc__,
+    default_args={"retries": 1, "retry_delay": timedelta(minutes=1), "on_failure_callback": _alert_app_down},
+    params={
+        "run_seconds": Param(0, type="integer", minimum=0, description="length of this bounded run in seconds (0: each app's run_minutes)"),
+        "apps": Param(APPS, type="array", description="which apps to run (default: all)"),
+    },
+)
+def streaming_join_apps():
+    @task.short_circuit
+    def selected(app: str, params=None) -> bool:
+        return app in (params or {}).get("apps", APPS)
+
+    for name in APPS:
+        deploy = App.load(name).config.get("deploy", {})
+        run = SupervisedSparkSubmitOperator(
+            task_id=f"run_{name}",
+            app_name=name,
+            run_seconds="{{ params.run_seconds }}",
+            driver_memory=deploy.get("driver_memory"),
+            execution_timeout=timedelta(minutes=int(deploy.get("run_minutes", 55)) + 15),
+        )
+        selected.override(task_id=f"selected_{name}")(name) >> run
+
+
+streaming_join_apps()

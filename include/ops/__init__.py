@@ -1,0 +1,1 @@
+"""What the DAGs' tasks call: Airflow-free steps, each tested without Airflow."""

@@ -1,0 +1,158 @@
+"""Keeping a streaming app up for a bounded run (Airflow-free; `streaming_join_apps` calls it).
+
+How a long-running app coexists with Airflow's workers (docs/operations.md): each DAG run owns
+one **bounded run** of each app. The supervisor starts the app for the rest of its window
+(`run_app.py APP --run-for SECONDS`: it stops itself gracefully at the end), watches it, and
+restarts it from its checkpoint when it dies or stalls; the next DAG run starts it again from the
+same checkpoint, so no row is lost between runs (the checkpoint holds every input offset and
+every committed output version).
+
+- **died**: the process ended with a non-zero code (killed, crashed): restart.
+- **stalled**: no heartbeat for `stall_s` (the driver hangs), or one micro-batch has been running
+  for `stall_s`: kill, restart.
+- **ended**: exit code 0 (its window is over, or an operator asked it to stop): the run is done.
+- More than `max_restarts` restarts in one run: `AppDown` (the DAG alerts and fails).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from streamjoin.runtime.app import App, Control
+
+log = logging.getLogger("streamjoin.supervise")
+RUN_APP = str(Path(__file__).resolve().parents[2] / "spark_apps" / "run_app.py")
+
+
+class Launched(Protocol):
+    def poll(self) -> int | None: ...  # the exit code once ended, else None
+    def kill(self) -> None: ...
+
+
+class AppDown(RuntimeError):
+    """The app could not be kept up within its restart budget."""
+
+
+@dataclass
+class Supervision:
+    app: str
+    starts: int = 0
+    restarts: int = 0
+    events: list[str] = field(default_factory=list)
+    outcome: str = ""
+
+
+def supervise(app: App, launch: Callable[[float], Launched], window_s: float, stall_s: float = 600,
+              max_restarts: int = 3, poll_s: float = 2.0, clock=time.time, sleep=time.sleep) -> Supervision:
+    """Run `app` for `window_s` seconds through `launch(run_for_s)`, restarting it as above."""
+    control = Control(app.checkpoint)
+    end = clock() + window_s
+    result = Supervision(app.name)
+    while True:
+        run_for = max(end - clock(), 1.0)
+        process = launch(run_for)
+        result.starts += 1
+        started = clock()
+        _event(result, f"started a bounded run of {run_for:.0f} s (start {result.starts})")
+        while True:
+            code = process.poll()
+            if code is not None:
+                why = None if code == 0 else f"died (exit code {code})"
+                break
+            why = _stalled(control.read_heartbeat(), started, stall_s, clock())
+            if why:
+                process.kill()
+                break
+            sleep(poll_s)
+        if why is None:
+            result.outcome = "ended"
+            _event(result, "ended gracefully")
+            return result
+        result.restarts += 1
+        if result.restarts > max_restarts:
+            result.outcome = "down"
+            _event(result, f"{why}; {max_restarts} restarts used up: the app is down")
+            raise AppDown(f"{app.name} {why} and could not be kept up ({max_restarts} restarts in this run); "
+                          f"see {app.checkpoint / 'status.json'}")
+        _event(result, f"{why}; restarting from its checkpoint ({result.restarts} of {max_restarts})")
+
+
+def _stalled(heartbeat: dict | None, started: float, stall_s: float, now: float) -> str | None:
+    if heartbeat is None or heartbeat["at"] < started:
+        return f"stalled (no heartbeat {stall_s:.0f} s after start)" if now - started > stall_s else None
+    if now - heartbeat["at"] > stall_s:
+        return f"stalled (no heartbeat for {now - heartbeat['at']:.0f} s)"
+    since = heartbeat.get("trigger_active_since")
+    if since is not None and heartbeat["at"] - since > stall_s:
+        return f"stalled (one micro-batch running for {heartbeat['at'] - since:.0f} s)"
+    return None
+
+
+def _event(result: Supervision, text: str) -> None:
+    line = f"{result.app}: {text}"
+    result.events.append(line)
+    log.warning(line)
+
+
+class SubprocessLaunch:
+    """`spark-submit run_app.py APP --run-for S` as a child process (outside Airflow: tests, demo)."""
+
+    def __init__(self, app: App, run_for_s: float, spark_submit: str | None = None, master: str = "local[2]",
+                 log_path: Path | None = None):
+        binary = spark_submit or str(Path(sys.executable).with_name("spark-submit"))
+        command = [binary, "--master", master, RUN_APP, str(app.dir), "--run-for", f"{run_for_s:.0f}"]
+        app.checkpoint.mkdir(parents=True, exist_ok=True)
+        self.log = open(log_path or (app.checkpoint / "app.log"), "ab")  # noqa: SIM115 - closed on exit
+        env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+        self.process = subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+
+    def poll(self) -> int | None:
+        code = self.process.poll()
+        if code is not None:
+            self.log.close()
+        return code
+
+    def kill(self) -> None:
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.process.wait(timeout=60)
+
+
+class HookLaunch:
+    """A bounded run through Airflow's SparkSubmitHook (what SparkSubmitOperator runs), in a
+    thread, so the supervisor can watch it; `kill` is the hook's own `on_kill`."""
+
+    def __init__(self, hook):
+        import threading
+
+        self.hook, self.error, self.done = hook, None, False
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            self.hook.submit(RUN_APP)
+        except Exception as error:  # noqa: BLE001 - the exit code says it failed; the log says why
+            self.error = error
+        finally:
+            self.done = True
+
+    def poll(self) -> int | None:
+        if not self.done:
+            return None
+        return 1 if self.error is not None else 0
+
+    def kill(self) -> None:
+        self.hook.on_kill()
+        self.thread.join(timeout=60)
