@@ -1,12 +1,13 @@
 # streamjoin: two commands do everything, on a fresh machine.
 #   make test   set up .venv, lint, run the tests
 #   make demo   set up .venv, run the demo
+#   make airflow   Airflow standalone on this repo's DAGs (Ctrl-C stops it)
 SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt constraints.txt pyproject.toml | sha1sum | cut -c1-12)
 
-.PHONY: test demo lint setup check-java clean
+.PHONY: test demo lint setup check-java clean airflow
 
 setup: $(STAMP)
 
@@ -34,6 +35,10 @@ test: $(STAMP) check-java lint
 
 demo: $(STAMP) check-java
 	@$(PY) include/demo.py
+
+# Airflow standalone on dags/ with the embedded S3 and local Spark; Ctrl-C stops both
+airflow: $(STAMP) check-java
+	@$(PY) include/airflow_local.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis

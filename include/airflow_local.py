@@ -1,0 +1,122 @@
+"""`make airflow`: Airflow standalone on this repo's DAGs, with the embedded S3 and local Spark.
+
+Starts `streamjoin s3 serve` and `airflow standalone` (AIRFLOW_HOME=.airflow, SQLite, this repo's
+dags/), configures the connections from environment variables (`AIRFLOW_CONN_AWS_DEFAULT` to the
+embedded S3, `AIRFLOW_CONN_SPARK_DEFAULT` to local[2]), prints the URL and the login, and stops
+both cleanly on Ctrl-C (standalone shuts down cleanly only on SIGINT).
+
+    .venv/bin/python include/airflow_local.py [--port 8080] [--s3-port 9000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+
+
+def airflow_env(home: Path, s3_env: dict[str, str], api_port: int) -> dict[str, str]:
+    """The environment the DAGs need: this repo's dags, the embedded S3, local Spark."""
+    endpoint = s3_env["AWS_ENDPOINT_URL"]
+    return {
+        **os.environ,
+        **s3_env,
+        "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",  # airflow, spark-submit
+        "AIRFLOW_HOME": str(home),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(ROOT / "dags"),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": "admin:admin",
+        "AIRFLOW__API__PORT": str(api_port),
+        "AIRFLOW__API__BASE_URL": f"http://127.0.0.1:{api_port}",
+        "STREAMJOIN_HOME": str(ROOT),
+        "PYSPARK_PYTHON": sys.executable,
+        "PYSPARK_DRIVER_PYTHON": sys.executable,
+        "AIRFLOW_CONN_AWS_DEFAULT": json.dumps({
+            "conn_type": "aws", "login": s3_env["AWS_ACCESS_KEY_ID"], "password": s3_env["AWS_SECRET_ACCESS_KEY"],
+            "extra": {"endpoint_url": endpoint, "region_name": s3_env["AWS_REGION"]},
+        }),
+        "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"}),
+        # the apps' data: outputs and snapshots on the embedded S3, inputs in local folders
+        "OUTPUT_PATH": os.environ.get("OUTPUT_PATH", "s3://streamjoin/apps/hourly_city_sales/output"),
+        "CITY_INFO_SNAPSHOTS_PATH": os.environ.get("CITY_INFO_SNAPSHOTS_PATH", "s3://streamjoin/snapshots/city_info"),
+        "REPORTS_PATH": os.environ.get("REPORTS_PATH", "s3://streamjoin/reports"),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=8080)
+    parser.add_argument("--s3-port", type=int, default=9000)
+    args = parser.parse_args()
+    from streamjoin.io.embedded_s3 import EmbeddedS3
+
+    home = ROOT / ".airflow"
+    home.mkdir(exist_ok=True)
+    s3 = EmbeddedS3(port=args.s3_port)
+    s3.start()
+    env = airflow_env(home, s3.env(), args.port)
+    # its own session: Ctrl-C reaches this launcher only, which sends standalone exactly one SIGINT
+    # (a second one, while it shuts down, leaves it hanging)
+    standalone = subprocess.Popen([str(BIN / "airflow"), "standalone"], env=env, cwd=ROOT, start_new_session=True,
+                                  stdout=open(home / "standalone.log", "ab"), stderr=subprocess.STDOUT)  # noqa: SIM115
+    stop = {"asked": False}
+
+    def ask_stop(*_):
+        stop["asked"] = True
+
+    signal.signal(signal.SIGINT, ask_stop)
+    signal.signal(signal.SIGTERM, ask_stop)
+    url = f"http://127.0.0.1:{args.port}"
+    print(f"starting Airflow standalone (log: {home / 'standalone.log'}) and the embedded S3 on "
+          f"{s3.settings.endpoint_url} ...", flush=True)
+    try:
+        while not stop["asked"] and standalone.poll() is None and not _up(f"{url}/api/v2/monitor/health"):
+            time.sleep(1)
+        if standalone.poll() is None and not stop["asked"]:
+            print(f"Airflow is up: {url}  (login admin / {_password(home)})", flush=True)
+            print("DAGs: streaming_join_apps, lookup_snapshot_refresh, hourly_enrichment_report; "
+                  "S3 objects: s3://streamjoin/ on " + s3.settings.endpoint_url, flush=True)
+            print("stop with Ctrl-C", flush=True)
+        while not stop["asked"] and standalone.poll() is None:
+            time.sleep(0.5)
+    finally:
+        if standalone.poll() is None:
+            standalone.send_signal(signal.SIGINT)  # the only signal standalone shuts down cleanly on
+            try:
+                standalone.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                standalone.kill()
+        s3.stop()
+        print("stopped Airflow and the embedded S3", flush=True)
+    return 0
+
+
+def _up(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return response.status == 200
+    except OSError:
+        return False
+
+
+def _password(home: Path) -> str:
+    path = home / "simple_auth_manager_passwords.json.generated"
+    for _ in range(30):
+        if path.exists():
+            return json.loads(path.read_text()).get("admin", "?")
+        time.sleep(1)
+    return f"(see {path})"
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))
+    sys.exit(main())
