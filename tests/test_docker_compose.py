@@ -30,6 +30,7 @@ SCANNED_FOLDERS = ("spark_apps", "include", "dags")
 # Variables the code reads that the stack deliberately leaves unset (keep this tiny):
 NOT_SET_BY_THE_STACK = {
     "PYSPARK_GATEWAY_PORT": "set by spark-submit for the Python driver it starts; tells the code it runs under spark-submit",
+    "PATH": "the system's search path (include/airflow_local.py, the laptop launcher, prepends .venv/bin to it)",
     "CHECKPOINT_PATH": "a one-run override of an app's [paths] checkpoint: one value for the whole stack would make "
                        "every app share one checkpoint (the defaults lie on the shared volume: tested below)",
 }
