@@ -1,66 +1,174 @@
-"""`make demo`: run the hourly city sales app (include/apps/hourly_city_sales) end to end.
+"""`make demo`: the whole pipeline, without the UI, on this machine.
 
-Starts the embedded S3 server, generates a city table and a few hours of sales on local files,
-runs the enrichment join (hourly totals per city RIGHT OUTER JOIN the city table) into a Delta
-table on the embedded S3, prints per hour the row count and the cities with no sales as each
-hour is marked complete, then lists the objects the run wrote.
+1. starts the embedded S3 server;
+2. generates a city table and five hours of sales (include/apps/hourly_city_sales/generate.py);
+3. runs the enrichment app with spark-submit (`spark_apps/run_app.py`), as Airflow deploys it,
+   and feeds it the sales hour by hour, as a producer would;
+4. after two hours, refreshes the city snapshot (a store is renamed): a new snapshot version,
+   a graceful restart, the app's status names the new version;
+5. closes the last hour with a rowtime bound and stops the app gracefully;
+6. runs `airflow dags test hourly_enrichment_report` for every produced hour (quality check and
+   report into S3);
+7. prints what happened and where to look.
 """
 
 from __future__ import annotations
 
+import csv
+import json
 import os
+import re
+import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "include" / "apps" / "hourly_city_sales"))
-OUTPUT = "s3://streamjoin/apps/hourly_city_sales/output"
-SNAPSHOTS = "s3://streamjoin/snapshots/city_info"
+PREFIX = "s3://streamjoin"
+OUTPUT = f"{PREFIX}/apps/hourly_city_sales/output"
+
+
+def say(text: str) -> None:
+    print(text, flush=True)
 
 
 def main() -> int:
-    from app import CONFIG, run_app, summary
+    from app import _by_hour
+    from generate import generate
     from streamjoin.io import s3
     from streamjoin.io.embedded_s3 import EmbeddedS3
     from streamjoin.io.hours import complete_hours, marker
-    from streamjoin.runtime.session import spark_session
+    from streamjoin.quality import read_verdict
+    from streamjoin.runtime.app import App, Control
 
-    root = ROOT / "data" / CONFIG["name"]
-    gen = CONFIG["generator"]
+    from include.airflow_local import airflow_env
+    from include.ops.refresh import refresh, status
+    from include.ops.supervise import SubprocessLaunch
+
+    started = time.time()
+    work = ROOT / "data" / "demo"
+    shutil.rmtree(work, ignore_errors=True)
     server = EmbeddedS3(port=0)
     settings = server.start()
-    os.environ.update(server.env())
-    print(f"embedded S3 on {settings.endpoint_url} (bucket streamjoin); output {OUTPUT}", flush=True)
-    print(f"hourly_city_sales: {gen['cities']} cities, {gen['hours']} hours, {gen['sales_per_hour']} sales per hour, "
-          f"{gen['late_rows']} late rows; input files under {root.relative_to(ROOT)}", flush=True)
-    started = time.time()
-    spark = spark_session("streamjoin-demo")
+    env = {
+        **server.env(),
+        "SALES_PATH": str(work / "sales"), "CITY_INFO_PATH": str(work / "city_info"),
+        "CHECKPOINT_PATH": str(work / "checkpoint"), "OUTPUT_PATH": OUTPUT,
+        "CITY_INFO_SNAPSHOTS_PATH": f"{PREFIX}/snapshots/city_info", "REPORTS_PATH": f"{PREFIX}/reports",
+    }
+    os.environ.update(env)
+    process = None
     try:
-        rows, status, g = run_app(spark, root, report=lambda line: print(line, flush=True), output=OUTPUT,
-                                  snapshots=SNAPSHOTS)
-        hours = summary(rows)
-        ok = all(count == gen["cities"] for count, _ in hours.values()) and len(hours) == gen["hours"]
-        print(f"{len(rows)} rows in {len(hours)} hours ({'one row per city per hour' if ok else 'ROW COUNTS DIFFER'}); "
-              f"{status['late_rows']} late rows in {root.relative_to(ROOT)}/late; snapshot "
-              f"{status['snapshots'][0]['rows']} cities, sha256 {status['snapshots'][0]['sha256'][:12]}; "
-              f"{time.time() - started:.0f} s")
-        objects = s3.list_files(OUTPUT, settings, recursive=True)
-        data = [o for o in objects if o.endswith(".parquet")]
-        log = [o for o in objects if "/_delta_log/" in o]
-        print(f"objects written under {OUTPUT}: {len(data)} Parquet files, {len(log)} Delta log entries, "
-              f"{len(complete_hours(OUTPUT, settings))} completeness markers:")
-        for hour in complete_hours(OUTPUT, settings):
-            mark = marker(OUTPUT, hour, settings)
-            files = [o for o in data if f"/hour={hour}/" in o]
-            print(f"  {OUTPUT}/hour={hour}/  {len(files)} files, {mark['rows']} rows, "
-                  f"marker _complete/hour={hour}.json (table version {mark['table_version']})")
-        print("the embedded server keeps objects in memory: they are gone when the demo exits "
-              "(run `streamjoin s3 serve` to keep one up)")
+        say(f"1. embedded S3 on {settings.endpoint_url}: bucket streamjoin")
+        g = generate(work / "incoming", write_late=True)
+        shutil.move(work / "incoming" / "city_info", work / "city_info")
+        (work / "sales").mkdir()
+        hours = _by_hour(g.files)
+        say(f"2. generated {len(g.cities)} cities and {len(g.sales)} sales over {len(g.silent)} hours "
+            f"(+{len(g.late)} late) under {work.relative_to(ROOT)}")
+        app = App.load(ROOT / "include" / "apps" / "hourly_city_sales")
+        process = SubprocessLaunch(app, 3600)
+        say(f"3. started the app with spark-submit (log {app.checkpoint / 'app.log'}); feeding sales an hour at a time")
+        for i, files in enumerate(hours):
+            for f in files:
+                shutil.copy(f, work / "sales" / f".{f.name}")
+                os.replace(work / "sales" / f".{f.name}", work / "sales" / f.name)
+            if "late" not in files[0].name:
+                _wait(lambda i=i: len(complete_hours(OUTPUT, settings)) >= i, process, f"hour {i} to close")
+            for hour in complete_hours(OUTPUT, settings)[len(_shown):]:
+                mark = marker(OUTPUT, hour, settings)
+                say(f"   hour {hour} complete: {mark['rows']} rows, city snapshot version {mark['snapshots'][0].get('version')}")
+                _shown.append(hour)
+            if i == 2:
+                _rename_a_store(work / "city_info")
+                done = refresh(app, timeout_s=300)
+                say(f"4. snapshot refresh: city_info version {done['snapshots'][0]['version']} exported; "
+                    f"{done['outcome']} after {done.get('waited_s', 0)} s (status: "
+                    f"{', '.join(s['source'] for s in status(app)['snapshots'])})")
+        import datetime as dt
+
+        latest = dt.datetime.fromisoformat(max(s["sale_time"] for s in g.sales).replace(" ", "T")[:19])
+        bound = (latest.replace(minute=0, second=0) + dt.timedelta(hours=1)).strftime("%Y-%m-%d %H:%M:%S")
+        (work / "sales" / "zz-bound.json").write_text(json.dumps({"sale_time": bound, "_bound": True}) + "\n")
+        _wait(lambda: len(complete_hours(OUTPUT, settings)) >= len(g.silent), process, "the last hour to close")
+        for hour in complete_hours(OUTPUT, settings)[len(_shown):]:
+            say(f"   hour {hour} complete: {marker(OUTPUT, hour, settings)['rows']} rows (closed by a rowtime bound at {bound})")
+        Control(app.checkpoint).request("stop", "demo done")
+        _wait(lambda: process.poll() is not None, process, "the graceful stop", allow_exit=True)
+        final = status(app)
+        say(f"5. the app stopped gracefully (exit {process.poll()}): {final['rows_emitted']} rows emitted, "
+            f"{final['late_rows']} late rows (in {app.checkpoint / 'late'})")
+        say("6. airflow dags test hourly_enrichment_report, one run per hour (quality check + report):")
+        verdicts = _reports(env, complete_hours(OUTPUT, settings), airflow_env, server)
+        say("7. where to look:")
+        local = work / "reports"
+        for obj in s3.list_files(f"{PREFIX}/reports", settings, recursive=True):  # the server forgets on exit
+            target = local / obj[len(f"{PREFIX}/reports/"):]
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(s3.read_bytes(obj, settings))
+        for hour, (state, seconds) in verdicts.items():
+            verdict = read_verdict(OUTPUT, hour, settings) or {}
+            say(f"   {hour}: DAG run {state} in {seconds:.0f} s, quality {verdict.get('status', '?').upper()}; "
+                f"report {PREFIX}/reports/hourly_city_sales/hour={hour}/index.html "
+                f"(copy: {(local / 'hourly_city_sales' / f'hour={hour}' / 'index.html').relative_to(ROOT)})")
+        objects = s3.list_files(PREFIX, settings, recursive=True)
+        say(f"   {len(objects)} objects in s3://streamjoin: output {OUTPUT} (Delta, partitioned by hour), markers "
+            f"{OUTPUT}/_complete/, quality results {OUTPUT}/_quality/, reports {PREFIX}/reports/, snapshots "
+            f"{PREFIX}/snapshots/city_info/")
+        ok = all(state == "success" for state, _ in verdicts.values()) and len(verdicts) == len(g.silent)
+        say(f"demo {'passed' if ok else 'FAILED'} in {time.time() - started:.0f} s; the embedded S3 keeps objects "
+            "in memory only (run `make airflow` or `streamjoin s3 serve` for one that stays up)")
         return 0 if ok else 1
     finally:
-        spark.stop()
+        if process is not None and process.poll() is None:
+            process.kill()
         server.stop()
+
+
+_shown: list[str] = []
+
+
+def _wait(condition, process, what: str, timeout: float = 300, allow_exit: bool = False) -> None:
+    deadline = time.time() + timeout
+    while not condition():
+        if not allow_exit and process.poll() is not None:
+            raise RuntimeError(f"the app exited (code {process.poll()}) while waiting for {what}: see its app.log")
+        if time.time() > deadline:
+            raise TimeoutError(f"waited {timeout:.0f} s for {what}")
+        time.sleep(1)
+
+
+def _rename_a_store(folder: Path) -> None:
+    path = next(folder.glob("*.csv"))
+    rows = list(csv.DictReader(path.open()))
+    rows[0]["store_name"] += " (renovated)"
+    with path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def _reports(env: dict, hours: list[str], airflow_env, server) -> dict[str, tuple[str, float]]:
+    home = ROOT / "data" / "demo" / "airflow"
+    home.mkdir(parents=True, exist_ok=True)
+    aenv = {**airflow_env(home, server.env(), 8080), **env, "STREAMJOIN_MARKER_POKE_SECONDS": "5"}
+    airflow = str(Path(sys.executable).with_name("airflow"))
+    subprocess.run([airflow, "db", "migrate"], env=aenv, check=True, capture_output=True, cwd=ROOT)
+    results = {}
+    for i, hour in enumerate(hours):
+        began = time.time()
+        done = subprocess.run([airflow, "dags", "test", "hourly_enrichment_report", f"2030-01-01T{i:02d}:00:00+00:00",
+                               "-c", json.dumps({"app": "hourly_city_sales", "hour": hour})],
+                              env=aenv, capture_output=True, text=True, cwd=ROOT)
+        log = done.stdout + done.stderr
+        (home / f"dags-test-{hour}.log").write_text(log)
+        succeeded = done.returncode == 0 and re.search(r"Marking run .* successful", log) is not None
+        results[hour] = ("success" if succeeded else "failed", time.time() - began)
+        say(f"   {hour}: run {results[hour][0]} ({time.time() - began:.0f} s; log {home / f'dags-test-{hour}.log'})")
+    return results
 
 
 if __name__ == "__main__":

@@ -1,37 +1,40 @@
 """The data quality gate of the hourly enrichment output (`streamjoin quality check`, issue 6).
 
-Hours are written without Spark, as the sink writes them: a Delta table partitioned by hour on the
+Hours are written without Spark, as the sink writes them (tests/hour_fixtures.py): a Delta table partitioned by hour on the
 embedded S3 server plus the hour's completeness marker. A good hour has one row per city of a
 10-city snapshot, one of them silent (NULL measures); each broken hour breaks it one way.
 """
 
-import datetime as dt
-import http.server
 import json
 import logging
-import socket
-import threading
 import urllib.request
-from decimal import Decimal
 from pathlib import Path
 
+import hour_fixtures
 import pyarrow as pa
 import pytest
+from hour_fixtures import (
+    ALERT_VARIABLES,
+    CITIES,
+    HOUR,
+    SCHEMA,
+    a_duplicate_key,
+    a_negative_measure,
+    a_null_attribute,
+    a_null_key,
+    a_row_of_another_hour,
+    fewer_rows_than_the_snapshot,
+    free_port,
+    good_rows,
+    too_many_silent_cities,
+    write_hour,
+)
 from streamjoin import cli
 from streamjoin.io import s3
 from streamjoin.io.hours import HourNotComplete, read_hour
 from streamjoin.quality import check_hour, read_verdict
 
 APP = Path(__file__).resolve().parents[1] / "include" / "apps" / "hourly_city_sales"
-HOUR = "2024-01-01T10"
-START = dt.datetime(2024, 1, 1, 10, tzinfo=dt.UTC)
-CITIES = 10
-SCHEMA = pa.schema([
-    ("sales_hour", pa.timestamp("us", tz="UTC")), ("city", pa.string()), ("region", pa.string()),
-    ("store_name", pa.string()), ("total_sales", pa.decimal128(12, 2)), ("sales", pa.int64()), ("hour", pa.string()),
-])
-ALERT_VARIABLES = ("STREAMJOIN_SMTP_HOST", "STREAMJOIN_SMTP_PORT", "STREAMJOIN_SMTP_FROM", "STREAMJOIN_ALERT_EMAIL_TO",
-                   "STREAMJOIN_SMTP_USER", "STREAMJOIN_SMTP_PASSWORD", "STREAMJOIN_SMTP_STARTTLS", "STREAMJOIN_ALERT_WEBHOOK_URL")
 
 
 @pytest.fixture(autouse=True)
@@ -46,57 +49,8 @@ def output(s3_prefix):
     return f"{s3_prefix}/output"
 
 
-def good_rows() -> list[dict]:
-    """One row per city; city-0 sold nothing this hour."""
-    return [{"sales_hour": START, "city": f"city-{i}", "region": f"region-{i % 3}", "store_name": f"Store {i}",
-             "total_sales": None if i == 0 else Decimal(f"{i * 10}.50"), "sales": None if i == 0 else i, "hour": HOUR}
-            for i in range(CITIES)]
-
-
-def write_hour(output: str, rows: list[dict], snapshot_rows: int = CITIES) -> None:
-    from deltalake import write_deltalake
-
-    write_deltalake(output, pa.Table.from_pylist(rows, SCHEMA), mode="append", partition_by=["hour"],
-                    storage_options=s3.S3Settings.from_env().storage_options())
-    s3.write_json(f"{output}/_complete/hour={HOUR}.json", {
-        "hour": HOUR, "rows": len(rows), "table": output, "format": "delta", "table_version": 0,
-        "snapshots": [{"alias": "ci", "source": "files city_info", "taken_at": "2024-01-01T09:59:00.000",
-                       "rows": snapshot_rows, "sha256": "0" * 64}],
-        "query": "query.sql", "clock": "2024-01-01T11:02:00", "completed_at": "2024-01-01T11:02:05+00:00",
-    })
-
-
 def failed_checks(verdict) -> set[tuple[str, str | None]]:
     return {(f.check, f.column) for f in verdict.failed}
-
-
-def fewer_rows_than_the_snapshot(rows):
-    rows.pop()
-
-
-def a_null_key(rows):
-    rows[1]["city"] = None
-
-
-def a_duplicate_key(rows):
-    rows[2]["city"] = rows[1]["city"]
-
-
-def a_row_of_another_hour(rows):
-    rows[4]["sales_hour"] = START + dt.timedelta(hours=1)
-
-
-def a_null_attribute(rows):
-    rows[5]["region"] = None
-
-
-def a_negative_measure(rows):
-    rows[6]["total_sales"] = Decimal("-1.00")
-
-
-def too_many_silent_cities(rows):
-    for row in rows[:6]:  # 60% > max_null_measure_share 0.5
-        row["total_sales"] = row["sales"] = None
 
 
 def test_a_good_hour_passes_and_is_marked_passed(output):
@@ -201,57 +155,16 @@ def visible_text(html: str) -> str:
     return re.sub(r"\s+", " ", entities.unescape(re.sub(r"<[^>]+>", " ", html)))
 
 
-class SmtpInbox:
-    """aiosmtpd handler: keeps every message received."""
-
-    def __init__(self):
-        self.messages = []
-
-    async def handle_DATA(self, server, session, envelope):
-        import email
-
-        self.messages.append((envelope.rcpt_tos, email.message_from_bytes(envelope.content)))
-        return "250 OK"
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @pytest.fixture
 def smtp_server():
-    from aiosmtpd.controller import Controller
-
-    inbox = SmtpInbox()
-    controller = Controller(inbox, hostname="127.0.0.1", port=free_port())
-    controller.start()
-    yield controller.port, inbox
-    controller.stop()
+    with hour_fixtures.smtp_server() as server:
+        yield server
 
 
 @pytest.fixture
 def webhook_receiver():
-    received = []
-
-    class Receiver(http.server.BaseHTTPRequestHandler):
-        def do_POST(self):
-            body = self.rfile.read(int(self.headers["Content-Length"]))
-            received.append((self.path, self.headers["Content-Type"], json.loads(body)))
-            self.send_response(200)
-            self.end_headers()
-            self.wfile.write(b"ok")
-
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/hooks/quality", received
-    server.shutdown()
-    server.server_close()
+    with hour_fixtures.webhook_receiver() as receiver:
+        yield receiver
 
 
 def test_a_failed_hour_is_alerted_by_email_and_webhook_with_the_failures_and_offending_rows(

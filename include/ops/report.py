@@ -1,0 +1,98 @@
+"""The hourly enrichment report's steps, without Airflow: what the `hourly_enrichment_report` DAG calls.
+
+    target = resolve("hourly_city_sales", "", data_interval_end)   # {"app", "hour", "output", "marker"}
+    outcome = check_and_publish("hourly_city_sales", target["hour"])  # raises DataQualityFailed
+
+`check_and_publish` runs the quality checkpoint on the hour (`streamjoin.quality.check_hour`,
+which writes the verdict and delivers the alert when the hour fails), then publishes the hour's
+report (`include/reports/<app>.py`) to `<reports>/<app>/hour=H/`, validated or not, and raises
+`DataQualityFailed` afterwards when the checks failed.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import importlib
+
+from streamjoin.io import s3
+
+from .apps import AppConfig, load_app
+
+
+class DataQualityFailed(Exception):
+    """The hour failed its quality checks: its report is published as NOT VALIDATED and the alert
+    has gone out. `outcome` is what `check_and_publish` would have returned."""
+
+    def __init__(self, message: str, outcome: dict):
+        super().__init__(message)
+        self.outcome = outcome
+
+
+class OutputNotOnS3(ValueError):
+    """The app writes to a local folder: the DAG's S3 sensor cannot wait for its markers."""
+
+
+def resolve_hour(params_hour: str | None, interval_end: dt.datetime | None) -> str:
+    """The hour a run works on: `params_hour` when given (a UI trigger for a chosen hour), else
+    the last hour that ended by `interval_end` (the run's data_interval_end, or its run_after).
+
+    Airflow 3 schedules `@hourly` with CronTriggerTimetable: the 11:00 run has data interval
+    [11:00, 11:00], so data_interval_start is the hour that is starting, not the one that ended;
+    floor(end) - 1 hour is 10:00 with either timetable and for a manual run at 11:23."""
+    from streamjoin.io.hours import normalize_hour
+
+    if params_hour and str(params_hour).strip():
+        return normalize_hour(str(params_hour).strip())
+    if interval_end is None:
+        raise ValueError("no hour given and no data interval to take it from")
+    end = interval_end.astimezone(dt.UTC).replace(minute=0, second=0, microsecond=0)
+    return (end - dt.timedelta(hours=1)).strftime("%Y-%m-%dT%H")
+
+
+def marker_key(app: str | AppConfig, hour: str) -> tuple[str, str] | str:
+    """Where the hour's completeness marker is: (bucket, key) on S3, or a local path."""
+    from streamjoin.io.hours import normalize_hour
+
+    config = app if isinstance(app, AppConfig) else load_app(app)
+    path = s3.join(config.output, "_complete", f"hour={normalize_hour(hour)}.json")
+    return s3.split(path) if s3.is_s3(path) else path
+
+
+def resolve(app: str, params_hour: str | None, interval_end: dt.datetime | None) -> dict:
+    """What a run works on: {"app", "hour", "output", "marker": "s3://bucket/key"}."""
+    config = load_app(app)
+    hour = resolve_hour(params_hour, interval_end)
+    where = marker_key(config, hour)
+    if isinstance(where, str):
+        raise OutputNotOnS3(f"app {config.name} writes to the local folder {config.output}: the report's sensor waits "
+                            "for completeness markers in S3; set OUTPUT_PATH (or [paths] output) to an s3:// prefix")
+    return {"app": config.name, "hour": hour, "output": config.output, "marker": f"s3://{where[0]}/{where[1]}"}
+
+
+def report_dir(app: AppConfig, hour: str) -> str:
+    """`<reports root>/<app>/hour=H`."""
+    return s3.join(app.reports, app.name, f"hour={hour}")
+
+
+def check_and_publish(app: str, hour: str) -> dict:
+    """Check the hour, publish its report; returns {"app", "hour", "status", "validated", "report"
+    (index.html), "files", "verdict", "docs", "failed" (the failed checks), "alerts"}. Raises
+    `DataQualityFailed` after publishing when the hour failed (check_hour delivered the alert)."""
+    from streamjoin.io.hours import normalize_hour, read_hour_arrow
+    from streamjoin.quality import check_hour
+
+    config = load_app(app)
+    hour = normalize_hour(hour)
+    verdict = check_hour(config.dir, hour, output=config.output)
+    report_module = importlib.import_module(f"..reports.{config.config.get('report', {}).get('module', config.name)}", __package__)
+    report = report_module.build_report(config, hour, read_hour_arrow(config.output, hour), verdict)
+    files = report_module.publish(report, report_dir(config, hour))
+    outcome = {"app": config.name, "hour": hour, "status": verdict.status, "validated": verdict.passed,
+               "report": files[-1], "files": files, "verdict": verdict.verdict, "docs": verdict.docs_page,
+               "failed": [f.check for f in verdict.failed], "alerts": verdict.alerts}
+    if not verdict.passed:
+        checks = ", ".join(sorted(set(outcome["failed"])))
+        raise DataQualityFailed(f"{config.name} hour {hour} failed {len(verdict.failed)} of {verdict.expectations} quality "
+                                f"expectations ({checks}); report published as NOT VALIDATED: {files[-1]}; "
+                                f"alerts: {verdict.alerts}", outcome)
+    return outcome
