@@ -115,6 +115,10 @@ def main() -> int:
                 f"report {PREFIX}/reports/hourly_city_sales/hour={hour}/index.html "
                 f"(copy: {(local / 'hourly_city_sales' / f'hour={hour}' / 'index.html').relative_to(ROOT)})")
         objects = s3.list_files(PREFIX, settings, recursive=True)
+        for hour in complete_hours(OUTPUT, settings):
+            files = [o for o in objects if f"/output/hour={hour}/" in o]
+            say(f"   {OUTPUT}/hour={hour}/: {len(files)} Parquet files; _complete/hour={hour}.json; "
+                f"_quality/hour={hour}/ (verdict.json, result.json, docs/)")
         say(f"   {len(objects)} objects in s3://streamjoin: output {OUTPUT} (Delta, partitioned by hour), markers "
             f"{OUTPUT}/_complete/, quality results {OUTPUT}/_quality/, reports {PREFIX}/reports/, snapshots "
             f"{PREFIX}/snapshots/city_info/")

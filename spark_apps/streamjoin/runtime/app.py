@@ -202,6 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--until-idle", action="store_true", help="process what is there, flush as end of input, exit")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(name)s: %(levelname)s: %(message)s", stream=sys.stderr)
+    logging.getLogger("py4j").setLevel(logging.WARNING)  # the summary line stays last
     from streamjoin.cli import one_line_reason
 
     try:
