@@ -36,15 +36,19 @@ def start(spark, sql: str, workdir: Path) -> Runner:
 
 
 def run_until_idle(spark, sql: str, workdir: Path) -> tuple[list[dict], dict]:
-    runner = start(spark, sql, workdir)
+    status = run_to_end(start(spark, sql, workdir))
+    return read_output(workdir / "out"), status
+
+
+def run_to_end(runner: Runner) -> dict:
+    """Process what is there, end the input, stop; the final status (a failure is recorded)."""
     try:
         runner.process_available()
         runner.end_of_input()
     except Exception as error:
         runner.fail(error)
         raise
-    status = runner.stop("finished")
-    return read_output(workdir / "out"), status
+    return runner.stop("finished")
 
 
 def read_output(out: Path) -> list[dict]:

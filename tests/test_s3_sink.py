@@ -8,7 +8,7 @@ import csv
 from pathlib import Path
 
 import pytest
-from runtime_helpers import read_output, run_until_idle, start, write_jsonl
+from runtime_helpers import read_output, run_to_end, run_until_idle, start, write_jsonl
 from streamjoin.io import s3
 from streamjoin.io.hours import HourNotComplete, complete_hours, marker, read_hour, read_hour_arrow
 from streamjoin.io.table_sink import DeltaCommitter, TableSink
@@ -117,14 +117,7 @@ def test_a_batch_replayed_after_its_commit_landed_is_not_written_twice(spark, tm
 
 
 def _restart_until_end(spark, root: Path, sink: str) -> dict:
-    runner = start(spark, sink_sql(root, sink), root)
-    try:
-        runner.process_available()
-        runner.end_of_input()
-    except Exception as error:
-        runner.fail(error)
-        raise
-    return runner.stop("finished")
+    return run_to_end(start(spark, sink_sql(root, sink), root))
 
 
 def test_the_completeness_marker_appears_only_after_the_hours_rows_are_all_committed(spark, tmp_path, s3_prefix):

@@ -13,11 +13,11 @@ while it is parsed).
 from __future__ import annotations
 
 import os
-import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from streamjoin.env import expand
 from streamjoin.io import s3
 
 DEFAULT_REPORTS = "data/reports"
@@ -65,18 +65,3 @@ def resolve_path(path: str, root: Path) -> str:
     if s3.is_s3(path):
         return s3.normalize(path)
     return str(Path(path) if Path(path).is_absolute() else root / path)
-
-
-def expand(value: str) -> str:
-    """`${NAME}` / `${NAME:-default}` from the environment, as in a query's connector options
-    (`streamjoin.lower.tables.expand`, not imported: it pulls in pyarrow and sqlglot)."""
-
-    def sub(match: re.Match) -> str:
-        name, default = match.group(1), match.group(3)
-        if name in os.environ:
-            return os.environ[name]
-        if default is None:
-            raise ValueError(f"'{value}' needs the environment variable {name}")
-        return default
-
-    return re.sub(r"\$\{(\w+)(:-([^}]*))?\}", sub, value)

@@ -14,7 +14,6 @@ is a PostgreSQL read that Spark executes again in every micro-batch.
 from __future__ import annotations
 
 import datetime as dt
-import os
 import re
 import shutil
 from dataclasses import asdict, dataclass
@@ -26,6 +25,7 @@ import sqlglot
 from sqlglot import exp
 
 from streamjoin.dialect import StreamJoin
+from streamjoin.env import expand  # noqa: F401 - re-exported: connector options
 from streamjoin.errors import Unsupported
 from streamjoin.io.snapshots import content_hash as _content_hash
 from streamjoin.io.staging import BOUND, _read_text, conform
@@ -47,23 +47,6 @@ class Snapshot:
 
     def identity(self) -> dict:
         return {k: v for k, v in asdict(self).items() if k != "path" and not (k == "version" and v is None)}
-
-
-def expand(value: str | None) -> str | None:
-    """`${NAME}` / `${NAME:-default}` in a connector option come from the environment, so one
-    app's SQL runs against different folders and servers."""
-    if value is None:
-        return None
-
-    def sub(match: re.Match) -> str:
-        name, default = match.group(1), match.group(3)
-        if name in os.environ:
-            return os.environ[name]
-        if default is None:
-            raise ValueError(f"option value '{value}' needs the environment variable {name}")
-        return default
-
-    return re.sub(r"\$\{(\w+)(:-([^}]*))?\}", sub, value)
 
 
 def used_columns(query: m.Query, alias: str, columns: tuple[str, ...]) -> list[str]:

@@ -84,9 +84,9 @@ class App:
 def take_snapshots(app: App, only_missing: bool = False) -> list[dict]:
     """Export each `[[snapshots]]` table of the app (`table`, its declaring `source` SQL file, the
     snapshot root `path`) as a new version; with `only_missing`, only where none exists yet."""
+    from streamjoin.env import expand
     from streamjoin.io import snapshots
     from streamjoin.lower import tables
-    from streamjoin.lower.tables import expand
     from streamjoin.plan import analyze
 
     app.export_paths()
