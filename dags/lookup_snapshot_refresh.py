@@ -6,8 +6,8 @@ For each app with `[[snapshots]]` in its `app.toml`: export every lookup table a
 immutable snapshot version, ask the running query to stop after its current micro-batch and
 start again from its checkpoint (a graceful restart, not a kill), then check from its status
 that it runs on the new versions. An app that is not running just gets the new versions (its
-next start loads them). Schedule: hourly (each app's `[deploy] refresh_schedule` documents its
-intent; this DAG runs them all hourly). Param `apps` limits a manual run.
+next start loads them). Schedule: hourly at half past (the apps' bounded runs start on the hour,
+so at :30 they run; each app's `[deploy] refresh_schedule` documents its intent). Param `apps` limits a manual run.
 See docs/operations.md.
 """
 
@@ -26,7 +26,7 @@ APPS = sorted(p.parent.name for p in (Path(sys.path[0]) / "include" / "apps").gl
 
 
 @dag(
-    schedule="@hourly",
+    schedule="30 * * * *",  # mid-hour: the apps' bounded runs start on the hour, so they are running now
     start_date=datetime(2026, 1, 1),
     catchup=False,
     max_active_runs=1,

@@ -26,6 +26,7 @@ from streamjoin.runtime.app import App  # noqa: E402
 
 from include.ops.spark_submit import SupervisedSparkSubmitOperator  # noqa: E402
 
+MAX_RUN_SECONDS = 3 * 3600  # the run_seconds param's ceiling (the task's timeout leaves room for it)
 APPS = sorted(p.parent.name for p in (Path(sys.path[0]) / "include" / "apps").glob("*/app.toml"))
 
 
@@ -47,7 +48,8 @@ def _alert_app_down(context) -> None:
     doc_md=__doc__,
     default_args={"retries": 1, "retry_delay": timedelta(minutes=1), "on_failure_callback": _alert_app_down},
     params={
-        "run_seconds": Param(0, type="integer", minimum=0, description="length of this bounded run in seconds (0: each app's run_minutes)"),
+        "run_seconds": Param(0, type="integer", minimum=0, maximum=MAX_RUN_SECONDS,
+                             description="length of this bounded run in seconds (0: each app's run_minutes)"),
         "apps": Param(APPS, type="array", description="which apps to run (default: all)"),
     },
 )
@@ -63,7 +65,7 @@ def streaming_join_apps():
             app_name=name,
             run_seconds="{{ params.run_seconds }}",
             driver_memory=deploy.get("driver_memory"),
-            execution_timeout=timedelta(minutes=int(deploy.get("run_minutes", 55)) + 15),
+            execution_timeout=timedelta(minutes=max(int(deploy.get("run_minutes", 55)), MAX_RUN_SECONDS // 60) + 15),
         )
         selected.override(task_id=f"selected_{name}")(name) >> run
 

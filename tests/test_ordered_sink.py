@@ -45,3 +45,38 @@ def test_a_release_replayed_after_a_crash_rewrites_its_file_instead_of_duplicati
     restarted.finish()
     assert output(tmp_path / "out") == [1, 2, 7, 9]
     assert restarted.state().rows_emitted == 4
+
+
+HOUR_US = 3_600_000_000
+
+
+class HourBuckets:
+    """The bucketed join's clock arithmetic (hour buckets), without Spark."""
+
+    unit_us = HOUR_US
+
+    def bucket_of(self, us: int) -> int:
+        return us // HOUR_US * HOUR_US
+
+
+def test_a_bucketed_release_that_crashed_is_redone_with_the_same_buckets_however_far_the_clock_moved(tmp_path):
+    written = []
+
+    class CrashOnce(OrderedSink):
+        def _write_buckets(self, rows, buckets, release):  # as a sink that commits, then dies
+            written.append((release, [b // HOUR_US for b in buckets]))
+            if len(written) == 1:
+                raise RuntimeError("crashed after the commit")
+            return 0
+
+    top = [10 * HOUR_US + 1]
+    sink = CrashOnce(tmp_path, RowWriter(str(tmp_path / "out")), ["v"], 0, HourBuckets(), lambda: top[0])
+    sink(Batch([("1970-01-01 10:00:00", 1)]), 0)
+    with pytest.raises(RuntimeError):
+        sink.settle(11 * HOUR_US)  # closes hour 10: release 0 = [10] commits, then the crash
+    top[0] = 12 * HOUR_US + 1
+    sink.settle(12 * HOUR_US + HOUR_US // 2)  # the clock moved past hour 11 meanwhile
+    sink.settle(12 * HOUR_US + HOUR_US // 2)
+    # release 0 is redone as [10] (a committing sink skips it), not as [10, 11], which it would
+    # skip too, losing hour 11; hour 11 comes as release 1
+    assert written == [(0, [10]), (0, [10]), (1, [11])]

@@ -222,3 +222,4 @@ def test_the_embedded_server_runs_as_a_command_and_serves_the_standard_variables
         s3.write_json("s3://reports/x/a.json", {"ok": 1}, server.settings)
         assert s3.read_json("s3://reports/x/a.json", server.settings) == {"ok": 1}
         assert server._process.poll() is None  # a process of its own (see EmbeddedS3)
+

@@ -127,6 +127,7 @@ class SubprocessLaunch:
         except ProcessLookupError:
             pass
         self.process.wait(timeout=60)
+        self.log.close()
 
 
 class HookLaunch:
@@ -144,6 +145,7 @@ class HookLaunch:
         try:
             self.hook.submit(RUN_APP)
         except Exception as error:  # noqa: BLE001 - the exit code says it failed; the log says why
+            log.error("spark-submit of %s failed: %s", RUN_APP, error, exc_info=True)
             self.error = error
         finally:
             self.done = True

@@ -59,6 +59,7 @@ class Manifest:
     late_rows: int = 0
     max_rowtime_us: int | None = None
     bound_us: int | None = None
+    end_seen: bool = False  # end of input was asked for: one last read of new files, then the end
     ended: bool = False  # an end-of-input bound has been staged
     flushed: bool = False  # and one more step after it, so Spark evicts its state
 
@@ -144,8 +145,13 @@ class Stager:
         if m.flushed:
             return m.steps
         ending = (self.dir / "END").exists()
-        # files that arrived before end of input was asked for are read first; none after it
-        new = [] if m.ended else self._new_files(m)
+        # end of input asked for: what has arrived is read once more (one step), then the end is
+        # staged, whatever arrives meanwhile (a live producer must not keep the end away)
+        new = [] if m.ended or (ending and m.end_seen) else self._new_files(m)
+        if ending and not m.end_seen:
+            m.end_seen = True
+            if not new:
+                m.save(self.manifest_path)
         if not new:
             return self._stage_end(m) if ending else m.steps
         table = pa.concat_tables([self._read(p) for p in new])
@@ -260,7 +266,8 @@ class Stager:
         tmp = path.with_suffix(".tmp")
         with ipc.new_file(tmp, self.staged_schema) as writer:
             # record batches of STEP_CHUNK rows: the source reads each as a partition of its own
-            writer.write_table(table.select(self.staged_schema.names).cast(self.staged_schema), max_chunksize=STEP_CHUNK)
+            table = table.select(self.staged_schema.names).cast(self.staged_schema).combine_chunks()  # not a batch per file
+            writer.write_table(table, max_chunksize=STEP_CHUNK)
         os.replace(tmp, path)
 
     def _write_late(self, late: pa.Table, step: int) -> None:

@@ -163,10 +163,18 @@ class TableSink:
         """Committed rows per hour partition."""
         return self.committer.hour_rows()
 
+    def marker_path(self, hour: str) -> str:
+        return s3.join(self.spec.path, "_complete", f"{HOUR}={hour}.json")
+
+    def marked_by_another(self, hour: str) -> bool:
+        """Has another query (app id) marked this hour already?"""
+        mark = s3.read_json(self.marker_path(hour), self.settings)
+        return mark is not None and mark.get("app_id") != self.app_id
+
     def mark_complete(self, hour: str, rows: int, extra: dict) -> str:
-        path = s3.join(self.spec.path, "_complete", f"{HOUR}={hour}.json")
+        path = self.marker_path(hour)
         s3.write_json(path, {"hour": hour, "rows": rows, "table": self.spec.path, "format": self.spec.format,
-                             "table_version": self.committer.table_version(), **extra}, self.settings)
+                             "app_id": self.app_id, "table_version": self.committer.table_version(), **extra}, self.settings)
         return path
 
 

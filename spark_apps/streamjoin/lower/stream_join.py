@@ -68,6 +68,13 @@ def sink_spec(script: m.Script, query: m.Query):
         raise Unsupported(str(error)) from None
     if spec.partitioned_by == HOUR and any(o.name == HOUR for o in query.output):
         raise Unsupported(f"sink '{relation.name}' is partitioned by '{HOUR}', which is also an output column: rename the column")
+    if spec.partitioned_by == HOUR:
+        units = {query.aggregation.bucket_unit if query.aggregation else None}
+        units |= {i.window.unit for i in query.inputs if isinstance(i.window, BucketWindow)}
+        coarse = sorted(u for u in units if u and u.upper() in ("DAY", "WEEK", "MONTH", "YEAR"))
+        if coarse:  # a day's rows carry the day's start but come when it closes: hour 00 cannot be marked at 01:00
+            raise Unsupported(f"sink '{relation.name}' marks hours complete, but the query's {coarse[0]} buckets close "
+                              "later than their hours: partition such a sink by nothing (leave out partitioned_by)")
     return spec
 
 

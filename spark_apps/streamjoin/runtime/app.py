@@ -144,22 +144,26 @@ def run_app(app: App, run_for_s: float | None = None, until_idle: bool = False, 
     from streamjoin.runtime.session import spark_session
 
     app.export_paths()
-    take_snapshots(app, only_missing=True)  # a first start needs a snapshot to load
     checkpoint = app.checkpoint
     control = Control(checkpoint)
+    _refuse_to_share(control, checkpoint)
+    if not until_idle and any((checkpoint / "sources").glob("*/END")):
+        raise ValueError(f"{checkpoint} has reached end of input (an --until-idle run): its clocks are at +infinity "
+                         "and every new row would be late; give this run a new checkpoint (CHECKPOINT_PATH)")
+    take_snapshots(app, only_missing=True)  # a first start needs a snapshot to load
     control.clear("stop")  # a request left by an earlier run is not for this one
     deadline = time.time() + run_for_s if run_for_s else None
     spark = spark or spark_session(f"streamjoin-{app.name}")
     late = checkpoint / "late"
     starts = 0
     while True:
+        restarting = control.requested("restart")
+        control.clear("restart")  # before the snapshots are taken: a later request restarts again
         script = analyze(app.query_file.read_text(), str(app.query_file))
         specs = stream_join.input_specs(script, script.final, checkpoint, late)
         lowered = stream_join.lower(spark, script, script.final, specs)  # takes the snapshots
         runner = Runner(spark, lowered, checkpoint, str(late), app.name)
         starts += 1
-        restarting = control.requested("restart")
-        control.clear("restart")
         if restarting:
             log.warning("%s: restarted from its checkpoint with new snapshots: %s", app.name,
                         ", ".join(f"{s['alias']} {s.get('version', s['taken_at'])}" for s in runner.status.snapshots))
@@ -179,6 +183,19 @@ def run_app(app: App, run_for_s: float | None = None, until_idle: bool = False, 
         return runner.stop("stopped")
 
 
+def _refuse_to_share(control: Control, checkpoint: Path) -> None:
+    """One app per checkpoint: a fresh heartbeat from another live process means it runs."""
+    beat = control.read_heartbeat()
+    if beat is None or beat.get("pid") == os.getpid() or time.time() - beat["at"] > 10:
+        return
+    try:
+        os.kill(beat["pid"], 0)
+    except (ProcessLookupError, PermissionError):
+        return
+    raise RuntimeError(f"another run (pid {beat['pid']}) is using {checkpoint}: stop it first "
+                       f"(touch {control.dir / 'stop'})")
+
+
 def _asked(control: Control, deadline: float | None) -> bool:
     return control.requested("stop") or control.requested("restart") or (deadline is not None and time.time() >= deadline)
 
@@ -187,11 +204,14 @@ class _Heartbeat:
     """Every second: the heartbeat, with since when the current micro-batch has been running."""
 
     def __init__(self, runner, control: Control):
-        self.runner, self.control, self.active_since = runner, control, None
+        self.runner, self.control, self.active_since, self.batch = runner, control, None, None
 
     def __call__(self) -> None:
         active = self.runner.query.status.get("isTriggerActive")
-        self.active_since = (self.active_since or time.time()) if active else None
+        batch = (self.runner.query.lastProgress or {}).get("batchId")
+        if not active or batch != self.batch:  # back-to-back batches are progress, not one long batch
+            self.active_since = time.time() if active else None
+        self.batch = batch
         self.control.heartbeat(self.active_since)
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import uuid
 from pathlib import Path
 
@@ -73,6 +72,8 @@ class CommittedSink(OrderedSink):
                 return
             for start in range(first, last + HOUR_US, HOUR_US):
                 hour = hour_name(start)
+                if state.next_marker_us is None and self.table.marked_by_another(hour):
+                    continue  # an earlier query's hour (a new checkpoint on an old table): keep its marker
                 self.table.mark_complete(hour, counts.get(hour, 0), {
                     "snapshots": self.snapshots,
                     "query": self.query_file,
@@ -82,12 +83,6 @@ class CommittedSink(OrderedSink):
                 self.last_marker = hour
             state.next_marker_us = last + HOUR_US
             self._save_state(state)
-
-    def _save_state(self, state) -> None:
-        """state.json alone (the carry stays as it is)."""
-        tmp = self.state_path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(state.__dict__))
-        os.replace(tmp, self.state_path)
 
     def status(self) -> dict:
         state = self.state()
@@ -103,7 +98,9 @@ def _app_id(checkpoint: Path) -> str:
     """The query's application id in the sink's commits: one per checkpoint, so a replay is
     recognised and a new checkpoint (batch ids from 0 again) is not mistaken for one."""
     path = checkpoint / "sink.json"
-    if path.exists():
+    # kept only while Spark's own checkpoint is: batch ids restart at 0 with a new one, and the
+    # old id's versions would make the sink skip them as replays
+    if path.exists() and (checkpoint / "spark" / "metadata").exists():
         return json.loads(path.read_text())["app_id"]
     app_id = f"streamjoin-{uuid.uuid4().hex[:12]}"
     path.write_text(json.dumps({"app_id": app_id}))

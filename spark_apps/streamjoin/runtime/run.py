@@ -61,6 +61,7 @@ class SinkState:
     releases: int = 0  # output files written so far (their names count up)
     next_bucket_us: int | None = None  # bucketed table-preserving join: the first bucket not yet closed
     next_marker_us: int | None = None  # S3 sink: the first hour without a completeness marker
+    pending_last_us: int | None = None  # a bucketed release being written: its last bucket (a replay redoes exactly it)
 
 
 class OrderedSink:
@@ -108,9 +109,13 @@ class OrderedSink:
         """End of input: release everything left."""
         self._release(None)
 
-    def settle(self, threshold_us: int) -> None:
-        """Release rows at or below `threshold_us` (a stateless query's clock, see Runner.settle)."""
-        self._release(threshold_us - self.order_delay_ms * 1000)
+    def settle(self, clock_us: int) -> None:
+        """Release what a stateless query's clock (see Runner.settle) makes final: buckets that end at
+        or before it; rows older than it (a row at the clock itself may still come)."""
+        if self.bucketed is not None:
+            self._release(clock_us)
+        else:
+            self._release(clock_us - 1 - self.order_delay_ms * 1000)
 
     def _release(self, threshold_us: int | None) -> None:
         if self.bucketed is not None:
@@ -157,6 +162,10 @@ class OrderedSink:
             last = b.bucket_of(max(tops))
             if threshold_us is not None and threshold_us < _END_US:
                 last = min(last, b.bucket_of(threshold_us - b.unit_us))  # buckets whose end <= the clock
+            if state.pending_last_us is not None:
+                # a release that crashed while being written: redo exactly its buckets, so that a
+                # sink that skips the replayed version skips the same rows (no bucket is lost)
+                last = state.pending_last_us
             if last < state.next_bucket_us:
                 return
             buckets = list(range(state.next_bucket_us, last + b.unit_us, b.unit_us))
@@ -165,9 +174,12 @@ class OrderedSink:
                 done, rest = table.filter(ready), table.filter(pc.invert(ready))
             else:
                 done, rest = table, None
+            state.pending_last_us = last
+            self._save_state(state)  # the plan first: a crash from here on replays this very release
             state.rows_emitted += self._write_buckets(done, buckets, state.releases)
             state.releases += 1
             state.next_bucket_us = last + b.unit_us
+            state.pending_last_us = None
             self._save(state, rest)
 
     def _write_buckets(self, rows, buckets: list[int], release: int) -> int:
@@ -179,6 +191,12 @@ class OrderedSink:
     def status(self) -> dict:
         """What the sink adds to status.json (nothing for JSON Lines output)."""
         return {}
+
+    def _save_state(self, state: SinkState) -> None:
+        """state.json alone (the carry stays as it is)."""
+        tmp = self.state_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(state.__dict__))
+        os.replace(tmp, self.state_path)
 
     def _save(self, state: SinkState, carry) -> None:
         old = state.carry
@@ -341,7 +359,7 @@ class Runner:
             return  # a step is staged but not processed yet: the next batch settles
         clocks = [s.clock_us(m) for s, m in zip(self.stagers, manifests, strict=True)]
         if clocks and None not in clocks:
-            self.sink.settle(min(clocks) - 1)  # a row at the clock itself may still come
+            self.sink.settle(min(clocks))
 
     def end_of_input(self) -> None:
         """Every clock to +infinity: flush all pending results (SEMANTICS §1)."""
@@ -378,8 +396,16 @@ class Runner:
             raise RuntimeError(f"releasing output failed: {type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}")
 
     def stop(self, final: str) -> dict:
+        # the last batch's progress event may still be releasing output: let it finish, so that
+        # a query restarted in this process never has two sinks on one checkpoint
+        last = (self.query.lastProgress or {}).get("batchId")
+        deadline = time.time() + 60
+        while last is not None and self.listener.handled < last and time.time() < deadline and self.listener.error is None:
+            time.sleep(0.05)
         self.spark.streams.removeListener(self.listener)  # before stop: no callback into a closing driver
         self.query.stop()
+        with self.sink.lock:  # a release still running (a progress event, an idle settle) ends first
+            pass
         return self.status.write(self.query, final=final)
 
     def fail(self, error: Exception) -> None:
