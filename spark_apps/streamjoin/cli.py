@@ -144,6 +144,7 @@ def _quality(args) -> int:
 
     logging.basicConfig(level=logging.WARNING, format="%(name)s: %(levelname)s: %(message)s", stream=sys.stderr)
     logging.getLogger("streamjoin").setLevel(logging.INFO)  # which alerts went out, where the verdict is
+    logging.getLogger("py4j").setLevel(logging.WARNING)  # its INFO at exit would follow the last line
     verdict = check_hour(args.app, args.hour, args.output)
     sys.stdout.write(verdict.summary())
     if verdict.passed:
