@@ -142,7 +142,8 @@ class TableSink:
     def write(self, frame, version: int, rowtime_column: str) -> int | None:
         """Write and commit one micro-batch (or release) as `version`; None if it was committed
         before (a replay), else the number of rows committed."""
-        if self.committer.committed_version() is not None and version <= self.committer.committed_version():
+        committed = self.committer.committed_version()  # one read of the table's log
+        if committed is not None and version <= committed:
             log.info("sink %s: version %d is already committed, skipped (a replayed batch)", self.spec.name, version)
             return None
         started = time.time()

@@ -55,6 +55,9 @@ class CommittedSink(OrderedSink):
             return
         with self.lock:
             state = self.state()
+            if (state.next_marker_us is not None and threshold_us is not None and threshold_us < _END_US
+                    and ((threshold_us - HOUR_US) // HOUR_US) * HOUR_US < state.next_marker_us):
+                return  # the clock has not passed the next hour's end: no need to read the table's log
             counts = self.table.hour_rows()
             first = state.next_marker_us
             if first is None:
