@@ -56,3 +56,15 @@ def read_output(out: Path) -> list[dict]:
     for part in sorted(out.glob("part-*.jsonl")):
         rows.extend(json.loads(line) for line in part.read_text().splitlines())
     return rows
+
+
+def run_in_two_parts(spark, sql: str, workdir: Path, between) -> tuple[dict, dict]:
+    """Process what is there and stop; call `between()` (change a table, add input); start again
+    from the same checkpoint and run to the end. Returns the two final statuses."""
+    runner = start(spark, sql, workdir)
+    try:
+        runner.process_available()
+    finally:
+        before = runner.stop("stopped")
+    between()
+    return before, run_to_end(start(spark, sql, workdir))  # the same checkpoint: the query resumes

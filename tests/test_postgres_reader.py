@@ -7,15 +7,15 @@ the tests fail without one (the machine runs one on 127.0.0.1:5432). Each run us
 from __future__ import annotations
 
 import datetime as dt
-import os
 import uuid
 from decimal import Decimal
 
 import pyarrow as pa
 import pytest
+from pg_helpers import PG_URL, pg_execute
 from streamjoin.io import postgres as pg
 
-URL = os.environ.get("STREAMJOIN_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
+URL = PG_URL
 UTC = dt.UTC
 
 SCHEMA = pa.schema(
@@ -38,18 +38,6 @@ SCHEMA = pa.schema(
 )
 
 
-def _execute(statements: str) -> None:
-    import psycopg2
-
-    conn = psycopg2.connect(**pg.parse_url(URL))
-    try:
-        conn.autocommit = True
-        with conn.cursor() as cur:
-            cur.execute(statements)
-    finally:
-        conn.close()
-
-
 @pytest.fixture(scope="module")
 def tables():
     """(keyed table, unkeyed empty table), created for this module and dropped after it."""
@@ -58,7 +46,7 @@ def tables():
     psycopg2.connect(**pg.parse_url(URL)).close()  # a clear failure when the server is missing
     suffix = uuid.uuid4().hex[:12]
     keyed, empty = f"sj_pg_keyed_{suffix}", f"sj_pg_empty_{suffix}"
-    _execute(
+    pg_execute(
         f"""
         CREATE TABLE {keyed} (
             id integer NOT NULL, region text NOT NULL, "Name" varchar(20), note text,
@@ -77,7 +65,7 @@ def tables():
         """
     )
     yield keyed, empty
-    _execute(f"DROP TABLE IF EXISTS {keyed}; DROP TABLE IF EXISTS {empty};")
+    pg_execute(f"DROP TABLE IF EXISTS {keyed}; DROP TABLE IF EXISTS {empty};")
 
 
 def _rows(table: pa.Table) -> dict:
@@ -224,9 +212,9 @@ def test_the_spark_source_reads_the_current_contents_on_every_execution(tables, 
     assert set(before) == {1, 3}
     assert before[1]["price"] == Decimal("12.34") and before[1]["note"] == "" and before[3]["note"] is None
     assert before[1]["ts"].replace(tzinfo=None) == dt.datetime(2024, 3, 1, 12, 34, 56, 123456)  # UTC session
-    _execute(f"UPDATE {keyed} SET price = 99.99 WHERE id = 1")
+    pg_execute(f"UPDATE {keyed} SET price = 99.99 WHERE id = 1")
     try:
         after = {r["id"]: r for r in df.collect()}
         assert after[1]["price"] == Decimal("99.99")
     finally:
-        _execute(f"UPDATE {keyed} SET price = 12.34 WHERE id = 1")
+        pg_execute(f"UPDATE {keyed} SET price = 12.34 WHERE id = 1")

@@ -8,7 +8,7 @@ import csv
 from pathlib import Path
 
 import pytest
-from runtime_helpers import read_output, run_until_idle, start, ts, write_jsonl
+from runtime_helpers import read_output, run_in_two_parts, run_until_idle, start, ts, write_jsonl
 
 BEAST_DDL = """CREATE STREAM beast_events (row_id integer not null, sensor integer, zone integer, animal_id int, weight integer)
   WITH (connector = 'files', format = 'json', path = '{dir}/events');
@@ -220,19 +220,12 @@ def test_a_restart_takes_a_new_snapshot_and_loses_or_repeats_no_stream_row(spark
     events = [{"row_id": i, "animal_id": 1, "rowtime": ts(1000 * i)} for i in range(10)]
     write_csv(tmp_path / "animals" / "animals.csv", ANIMALS)
     write_jsonl(tmp_path / "events" / "1.json", events[:5])
-    runner = start(spark, sql, tmp_path)
-    try:
-        runner.process_available()
-    finally:
-        before = runner.stop("stopped")
-    write_csv(tmp_path / "animals" / "animals.csv", [{**ANIMALS[0], "name": "ox"}, *ANIMALS[1:]])
-    write_jsonl(tmp_path / "events" / "2.json", events[5:])
-    runner = start(spark, sql, tmp_path)  # the same checkpoint: the query resumes
-    try:
-        runner.process_available()
-        runner.end_of_input()
-    finally:
-        after = runner.stop("finished")
+
+    def change_the_table_and_add_events():
+        write_csv(tmp_path / "animals" / "animals.csv", [{**ANIMALS[0], "name": "ox"}, *ANIMALS[1:]])
+        write_jsonl(tmp_path / "events" / "2.json", events[5:])
+
+    before, after = run_in_two_parts(spark, sql, tmp_path, change_the_table_and_add_events)
     rows = read_output(tmp_path / "out")
     assert sorted((r["row_id"], r["name"]) for r in rows) == [(i, "cow") for i in range(5)] + [(i, "ox") for i in range(5, 10)]
     old, new = before["snapshots"][0], after["snapshots"][0]

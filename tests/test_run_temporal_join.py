@@ -3,35 +3,22 @@ real PostgreSQL table: every micro-batch reads the table's current contents (no 
 
 from __future__ import annotations
 
-import os
 import uuid
 
 import pytest
+from pg_helpers import PG_URL, pg_execute
 from runtime_helpers import read_output, start, ts, write_jsonl
 
-URL = os.environ.get("STREAMJOIN_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
-
-
-def execute(sql: str) -> None:
-    import psycopg2
-    from streamjoin.io import postgres
-
-    conn = psycopg2.connect(**postgres.parse_url(URL))
-    try:
-        conn.autocommit = True
-        with conn.cursor() as cur:
-            cur.execute(sql)
-    finally:
-        conn.close()
+URL = PG_URL
 
 
 @pytest.fixture
 def products():
     name = f"sj_products_{uuid.uuid4().hex[:10]}"
-    execute(f"CREATE TABLE {name} (id INT PRIMARY KEY, product_name VARCHAR(32), price INT);"
+    pg_execute(f"CREATE TABLE {name} (id INT PRIMARY KEY, product_name VARCHAR(32), price INT);"
             f"INSERT INTO {name} VALUES (1, 'widget', 10), (2, 'gadget', 20);")
     yield name
-    execute(f"DROP TABLE IF EXISTS {name}")
+    pg_execute(f"DROP TABLE IF EXISTS {name}")
 
 
 def sql(directory, table: str, join: str = "JOIN", ddl_key: str = "") -> str:
@@ -55,7 +42,7 @@ def test_rows_processed_after_an_update_see_the_new_price_and_earlier_rows_keep_
     runner = start(spark, sql(tmp_path, products, "LEFT JOIN"), tmp_path)
     try:
         runner.process_available()
-        execute(f"UPDATE {products} SET price = 99 WHERE id = 1")
+        pg_execute(f"UPDATE {products} SET price = 99 WHERE id = 1")
         write_jsonl(tmp_path / "sales" / "2.json", [sale(3, 1), sale(4, 3)])
         runner.process_available()
         runner.end_of_input()
@@ -83,21 +70,21 @@ def test_a_temporal_join_on_a_table_without_a_primary_key_is_rejected(spark, tmp
     from streamjoin.errors import Unsupported
 
     name = f"sj_nokey_{uuid.uuid4().hex[:10]}"
-    execute(f"CREATE TABLE {name} (id INT, product_name VARCHAR(32), price INT)")
+    pg_execute(f"CREATE TABLE {name} (id INT, product_name VARCHAR(32), price INT)")
     try:
         with pytest.raises(Unsupported, match="has no primary key in PostgreSQL"):
             start(spark, sql(tmp_path, name), tmp_path)
     finally:
-        execute(f"DROP TABLE {name}")
+        pg_execute(f"DROP TABLE {name}")
 
 
 def test_a_temporal_join_must_cover_the_catalogs_primary_key(spark, tmp_path):
     from streamjoin.errors import Unsupported
 
     name = f"sj_twokey_{uuid.uuid4().hex[:10]}"
-    execute(f"CREATE TABLE {name} (id INT, region INT, product_name VARCHAR(32), price INT, PRIMARY KEY (id, region))")
+    pg_execute(f"CREATE TABLE {name} (id INT, region INT, product_name VARCHAR(32), price INT, PRIMARY KEY (id, region))")
     try:
         with pytest.raises(Unsupported, match=r"must cover its primary key \(id, region\)"):
             start(spark, sql(tmp_path, name), tmp_path)
     finally:
-        execute(f"DROP TABLE {name}")
+        pg_execute(f"DROP TABLE {name}")

@@ -9,17 +9,16 @@ test_run_temporal_join.py.
 from __future__ import annotations
 
 import csv
-import os
 import uuid
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from runtime_helpers import read_output, start, ts, write_jsonl
+from pg_helpers import PG_URL, pg_execute
+from runtime_helpers import read_output, run_in_two_parts, start, ts, write_jsonl
 from streamjoin.cli import main
 from streamjoin.io import s3, snapshots
 
-PG_URL = os.environ.get("STREAMJOIN_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
 SCHEMA = pa.schema([("animal_id", pa.int32()), ("name", pa.string())])
 
 
@@ -33,19 +32,6 @@ def write_csv(path: Path, rows: list[dict]) -> None:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
-
-
-def pg_execute(sql: str) -> None:
-    import psycopg2
-    from streamjoin.io import postgres
-
-    conn = psycopg2.connect(**postgres.parse_url(PG_URL))
-    try:
-        conn.autocommit = True
-        with conn.cursor() as cur:
-            cur.execute(sql)
-    finally:
-        conn.close()
 
 
 def test_each_export_writes_a_new_immutable_version_and_moves_the_pointer(s3_prefix):
@@ -188,19 +174,12 @@ def test_a_restarted_query_loads_the_new_snapshot_version(spark, s3_prefix, tmp_
     sql = STREAM_SQL.format(dir=tmp_path, root=root)
     events = [{"row_id": i, "animal_id": 1 + i % 2, "rowtime": ts(1000 * i)} for i in range(10)]
     write_jsonl(tmp_path / "events" / "1.json", events[:5])
-    runner = start(spark, sql, tmp_path)
-    try:
-        runner.process_available()
-    finally:
-        before = runner.stop("stopped")
-    snapshots.export(animals("ox", "puffer", "cat"), root, "test")  # the snapshot moves forward
-    write_jsonl(tmp_path / "events" / "2.json", events[5:])
-    runner = start(spark, sql, tmp_path)  # the same checkpoint: the query resumes
-    try:
-        runner.process_available()
-        runner.end_of_input()
-    finally:
-        after = runner.stop("finished")
+
+    def move_the_snapshot_forward_and_add_events():
+        snapshots.export(animals("ox", "puffer", "cat"), root, "test")
+        write_jsonl(tmp_path / "events" / "2.json", events[5:])
+
+    before, after = run_in_two_parts(spark, sql, tmp_path, move_the_snapshot_forward_and_add_events)
     rows = read_output(tmp_path / "out")
     old, new = {1: "cow", 2: "fugu"}, {1: "ox", 2: "puffer"}
     assert sorted((r["row_id"], r["name"]) for r in rows) == [
