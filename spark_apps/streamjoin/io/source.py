@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
-from streamjoin.io.staging import InputSpec, Stager
+from streamjoin.io.staging import STEP_CHUNK, InputSpec, Stager
 
 
 class _Step(InputPartition):
@@ -15,9 +15,13 @@ class _Step(InputPartition):
         self.path, self.first, self.last = path, first, last
 
 
+SEQUENCE = "__seq"  # with option sequence=true: each row's position in its input (SEMANTICS §2)
+
+
 class StagedStreamReader(DataSourceStreamReader):
-    def __init__(self, spec: InputSpec):
+    def __init__(self, spec: InputSpec, sequence: bool = False):
         self.stager = Stager(spec)
+        self.sequence = sequence
 
     def initialOffset(self) -> dict:
         return {"steps": 0}
@@ -44,7 +48,16 @@ class StagedStreamReader(DataSourceStreamReader):
         with ipc.open_file(partition.path) as reader:
             last = reader.num_record_batches if partition.last is None else partition.last
             for i in range(partition.first, last):
-                yield reader.get_batch(i)
+                batch = reader.get_batch(i)
+                if self.sequence:
+                    import pyarrow as pa
+
+                    # step number, then row within the step: the order the stager read the rows in
+                    step = int(partition.path.rsplit("/", 1)[-1].split(".")[0])
+                    first = (step << 32) + i * STEP_CHUNK
+                    seq = pa.array(range(first, first + batch.num_rows), pa.int64())
+                    batch = pa.RecordBatch.from_arrays([*batch.columns, seq], names=[*batch.schema.names, SEQUENCE])
+                yield batch
 
     def commit(self, end: dict) -> None:
         """Staged steps stay: a restart from an older checkpoint offset reads them again."""
@@ -60,10 +73,18 @@ class StagedSource(DataSource):
     def schema(self):
         from pyspark.sql.pandas.types import from_arrow_schema
 
-        return from_arrow_schema(Stager(self._spec()).staged_schema)
+        import pyarrow as pa
+
+        schema = Stager(self._spec()).staged_schema
+        if self._sequence():
+            schema = schema.append(pa.field(SEQUENCE, pa.int64()))
+        return from_arrow_schema(schema)
 
     def streamReader(self, schema):
-        return StagedStreamReader(self._spec())
+        return StagedStreamReader(self._spec(), self._sequence())
+
+    def _sequence(self) -> bool:
+        return self.options.get("sequence", "false") == "true"
 
     def _spec(self) -> InputSpec:
         return InputSpec.from_json(self.options["spec"])

@@ -22,6 +22,7 @@ from streamjoin.io.staging import BOUND, InputSpec
 from streamjoin.io.types import arrow_schema
 from streamjoin.lower.tables import expand
 from streamjoin.plan import model as m
+from streamjoin.plan import operators
 from streamjoin.plan.windows import BucketWindow, RangeWindow
 
 ROWTIME_COLUMN = "__rowtime"
@@ -39,6 +40,8 @@ class Lowered:
     snapshots: list = field(default_factory=list)  # streamjoin.lower.tables.Snapshot, one per table input
     bucketed: object = None  # streamjoin.lower.bucketed.BucketedJoin when the last join preserves a table
     sink: object = None  # streamjoin.io.table_sink.SinkSpec for INSERT INTO an S3 sink; None: JSON Lines
+    custom: bool = False  # the frame comes from streamjoin's operator (meta rows, holds; streamjoin.operator)
+    emit: str = "FINAL"
 
 
 _TABLE_JOINS = (m.SNAPSHOT, m.TEMPORAL, m.TABLE_TABLE)
@@ -81,6 +84,22 @@ def sink_spec(script: m.Script, query: m.Query):
 def _check_query(script: m.Script, query: m.Query, top: bool) -> None:
     relations = {r.name: r for r in script.relations}
     views = {q.name: q for q in script.queries}
+    if operators.uses_custom(query):
+        from streamjoin.lower import custom_join
+
+        if not top:
+            raise Unsupported("a view whose join needs streamjoin's own operator is not supported by `run` yet")
+        custom_join.check(script, query)
+        for i in query.inputs:
+            relation = relations[i.relation]
+            connector = (relation.option("connector") or "files").lower()
+            if connector not in _STREAM_CONNECTORS:
+                raise Unsupported(f"input '{i.alias}': connector '{connector}' is not supported for streams yet (use 'files' or 's3')")
+            if not relation.option("path"):
+                raise Unsupported(f"stream '{relation.name}' needs WITH (path = '...') to be read")
+        if sink_spec(script, query) is not None:
+            raise Unsupported("a join on streamjoin's own operator writes to --output (JSON Lines) in `run` yet, not to an S3 sink")
+        return
     if query.emit != "FINAL":
         raise Unsupported(f"EMIT {query.emit} is not supported by `run` yet; EMIT FINAL is")
     streams = [i for i in query.inputs if i.kind == m.STREAM]
@@ -223,9 +242,16 @@ def lower(spark, script: m.Script, query: m.Query, specs: list[InputSpec], check
     check_runnable(script, query)
     if checkpoint is None:
         checkpoint = Path(specs[0].state_dir).parent.parent
+    columns = [c.name for c in query.output]
+    if operators.uses_custom(query):
+        from streamjoin.lower.custom_join import OP, lower_custom
+
+        frame = lower_custom(spark, script, query, {s.alias: s for s in specs}, flat, spark_sql)
+        if query.emit == "CHANGES":
+            columns.insert(0, OP)
+        return Lowered(frame, specs, columns, 0, sink=sink_spec(script, query), custom=True, emit=query.emit)
     lowering = _Lowering(spark, script, {s.alias: s for s in specs}, checkpoint)
     frame, bucketed = lowering.query_frame(query, "", top=True)
-    columns = [c.name for c in query.output]
     return Lowered(frame, specs, columns, order_delay(query), lowering.snapshots, bucketed, sink_spec(script, query))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from streamjoin.plan import model as m
+from streamjoin.plan import operators
 
 _EMIT = {
     "FINAL": "FINAL: rows leave once final, in non-descending rowtime order, when the join clock passes them",
@@ -48,6 +49,7 @@ def _query(q: m.Query) -> str:
             lines.append(f"      filter before loading: {f}")
     for n, j in enumerate(q.joins, 1):
         lines.extend(_join(n, j))
+        lines.extend(f"    {line}" for line in operators.describe(q, j))
     if q.where:
         lines.append(f"  where (after the join): {q.where}")
     if q.aggregation:

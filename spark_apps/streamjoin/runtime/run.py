@@ -62,6 +62,7 @@ class SinkState:
     next_bucket_us: int | None = None  # bucketed table-preserving join: the first bucket not yet closed
     next_marker_us: int | None = None  # S3 sink: the first hour without a completeness marker
     pending_last_us: int | None = None  # a bucketed release being written: its last bucket (a replay redoes exactly it)
+    groups: dict | None = None  # custom operator: group -> [hold (us) or None, rows held] (streamjoin.operator)
 
 
 class OrderedSink:
@@ -77,8 +78,12 @@ class OrderedSink:
     """
 
     def __init__(self, checkpoint: Path, writer: RowWriter, columns: list[str], order_delay_ms: int,
-                 bucketed=None, input_top_us=None):
+                 bucketed=None, input_top_us=None, custom: bool = False, emit: str = "FINAL"):
         self.writer, self.columns, self.order_delay_ms = writer, columns, order_delay_ms
+        # streamjoin's operator: its meta rows carry each group's hold (the lowest rowtime it may
+        # still emit); FINAL output is released up to the clock and below every hold. EAGER and
+        # CHANGES are not ordered (SEMANTICS §6): their rows leave with the batch that made them.
+        self.custom, self.emit = custom, emit
         self.bucketed = bucketed  # streamjoin.lower.bucketed.BucketedJoin, or None
         self.input_top_us = input_top_us  # () -> the latest rowtime (or bound) any input has delivered
         self.dir = checkpoint / "output"
@@ -95,14 +100,39 @@ class OrderedSink:
             state = self.state()
             if batch_id <= state.last_batch:
                 return  # already in the carry (a replay after a crash)
+            if self.custom:
+                new = self._take_meta(state, new)
             tables = [t for t in (self._load(state.carry), new) if t is not None and t.num_rows]
             state.last_batch = batch_id
             self._save(state, pa.concat_tables(tables) if tables else None)
+        if self.custom and self.emit != "FINAL":
+            self._release(None)
+
+    def _take_meta(self, state: SinkState, table):
+        """Record the operator's meta rows (the latest per group wins) and return the data rows."""
+        meta = pc.fill_null(table.column("__meta"), False)
+        groups = dict(state.groups or {})
+        rows = table.filter(meta).select(["__group", "__rowtime", "__state"])
+        holds = pc.cast(rows.column("__rowtime"), pa.int64()).to_pylist()
+        for group, hold, held in zip(rows.column("__group").to_pylist(), holds, rows.column("__state").to_pylist(), strict=True):
+            if hold is None and not held:
+                groups.pop(group, None)
+            else:
+                groups[group] = [hold, held]
+        state.groups = groups
+        return table.filter(pc.invert(meta)).drop_columns(["__meta", "__group", "__state"])
 
     def release(self, watermark: str | None) -> None:
         if not watermark:
             return
         at = dt.datetime.fromisoformat(watermark.replace("Z", "+00:00"))
+        if self.custom:
+            if self.emit != "FINAL":
+                return self._release(None)
+            # the operator's watermark is the clock - 1 ms: every instant up to it is complete
+            threshold = int(at.timestamp() * 1_000_000) + 999
+            holds = [h for h, _ in (self.state().groups or {}).values() if h is not None]
+            return self._release(min([threshold, *holds]))
         self._release(int(at.timestamp() * 1_000_000) - self.order_delay_ms * 1000)
 
     def finish(self) -> None:
@@ -189,8 +219,10 @@ class OrderedSink:
         return len(result)
 
     def status(self) -> dict:
-        """What the sink adds to status.json (nothing for JSON Lines output)."""
-        return {}
+        """What the sink adds to status.json: the rows streamjoin's operator holds (its state)."""
+        if not self.custom:
+            return {}
+        return {"operator_state_rows": sum(held for _, held in (self.state().groups or {}).values())}
 
     def _save_state(self, state: SinkState) -> None:
         """state.json alone (the carry stays as it is)."""
@@ -257,7 +289,9 @@ class Status:
             "rows_emitted": self.sink.state().rows_emitted,
             **self.sink.status(),
             "late_rows": sum(v["late_rows"] for v in inputs.values()),
-            "state_rows": sum(op.get("numRowsTotal", 0) for op in progress.get("stateOperators", [])),
+            # Spark's state rows, or for streamjoin's operator the join rows it holds
+            "state_rows": self.sink.status().get("operator_state_rows",
+                                                 sum(op.get("numRowsTotal", 0) for op in progress.get("stateOperators", []))),
             "last_batch_ms": (progress.get("durationMs") or {}).get("triggerExecution"),
             "watermark": (progress.get("eventTime") or {}).get("watermark"),
             "updated_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
@@ -305,7 +339,8 @@ class Runner:
             self.sink = CommittedSink(checkpoint, lowered, self.input_top_us, query_file)
         else:
             self.sink = OrderedSink(
-                checkpoint, RowWriter(output), lowered.columns, lowered.order_delay_ms, lowered.bucketed, self.input_top_us
+                checkpoint, RowWriter(output), lowered.columns, lowered.order_delay_ms, lowered.bucketed, self.input_top_us,
+                lowered.custom, lowered.emit,
             )
         self.status = Status(checkpoint, self.stagers, self.sink, query_file, lowered.snapshots)
         self.listener = _ProgressListener(self.status, self.sink)

@@ -1,0 +1,152 @@
+"""The custom join operator on Spark 4's `transformWithStateInPandas` (RocksDB state store,
+event-time timers).
+
+Both inputs arrive as one union (`sj_side`, `sj_t` in us, `sj_seq`, the columns of both sides), grouped
+by the group key. Per group, one ValueState holds the pickled `GroupJoin`
+(`streamjoin.operator.engine`). Rows are buffered when they arrive and processed when an
+event-time timer fires at their instant, i.e. once the join clock has passed it: Spark's
+watermark here is the clock less 1 ms (so a row at the clock is not late to Spark), and a timer
+at T fires when that watermark reaches T, when every row of instant T has arrived.
+
+Each call yields the group's output rows plus one meta row (`__meta`): the group's hold (the
+lowest rowtime it may still emit) and the rows it holds, which the sink uses to release FINAL
+output in order and the status to report the operator's state.
+
+No TTL: Spark's state TTL counts processing time, and a row must stay as long as it is present
+in event time (a stalled input must not silently empty the windows). State is dropped by the
+event-time timers instead, when rows leave their windows.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import pickle
+
+from pyspark.sql.streaming.stateful_processor import StatefulProcessor
+
+from streamjoin.operator.engine import INF, Condition, Spec, new_group
+
+META = "__meta"
+OUT_META = ("__rowtime", "__op", META, "__group", "__state")
+
+
+class JoinProcessor(StatefulProcessor):
+    def __init__(self, spec: Spec, columns: list[tuple[int, str, str, str]], end_ms: int):
+        """columns: (side, flat name, column name, Spark type name) of each input column."""
+        self.spec, self.columns, self.end_ms = spec, columns, end_ms
+
+    def init(self, handle) -> None:
+        from pyspark.sql.types import BinaryType, StructField, StructType
+
+        self.handle = handle
+        self.state = handle.getValueState("group", StructType([StructField("blob", BinaryType())]))
+        self.cond = Condition(self.spec)
+        self.by_side = [[c for c in self.columns if c[0] == side] for side in (0, 1)]
+        self.timestamps = {c[1] for c in self.columns if c[3].startswith("timestamp")}
+        self.integral = {c[1] for c in self.columns if c[3] in ("bigint", "int", "smallint", "tinyint")}
+
+    def handleInputRows(self, key, rows, timerValues):
+        group = self._load()
+        for pdf in rows:
+            pdf = pdf[~pdf["sj_bound"].fillna(False).astype(bool)]
+            if pdf.empty:
+                continue
+            sides = pdf["sj_side"].tolist()
+            times = pdf["sj_t"].tolist()  # us
+            seqs = pdf["sj_seq"].tolist()
+            records = {side: pdf[[c[1] for c in self.by_side[side]]].to_dict("records") for side in (0, 1)}
+            for n, side in enumerate(sides):
+                row = records[side][n]
+                values = {c[2]: _clean(row[c[1]], c[1] in self.timestamps, c[1] in self.integral) for c in self.by_side[side]}
+                group.add(int(side), int(times[n]), int(seqs[n]), values)
+        yield from self._step(key, group, timerValues)
+
+    def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):
+        yield from self._step(key, self._load(), timerValues)
+
+    def close(self) -> None:
+        pass
+
+    def _load(self):
+        if self.state.exists():
+            return pickle.loads(self.state.get()[0])
+        group = new_group(self.spec)
+        group.timer_ms, group.reported = None, None
+        return group
+
+    def _step(self, key, group, timerValues):
+        import pandas as pd
+
+        watermark = timerValues.getCurrentWatermarkInMs()
+        limit = INF if watermark >= self.end_ms else (watermark * 1000 + 999 if watermark >= 0 else -INF)
+        out = group.advance(limit, self.cond) if limit != -INF else []
+        wake = group.wakeup()
+        if wake == INF and group.size():
+            wake = self.end_ms * 1000  # rows that leave only at end of input (ROWS windows)
+        if wake != INF:
+            ms = max(int(wake // 1000), watermark + 1)
+            if ms != group.timer_ms:
+                self.handle.registerTimer(ms)
+                group.timer_ms = ms
+        hold = group.hold()
+        report = (None if hold == INF else int(hold), group.size())
+        if group.size() == 0 and not group.buffer and wake == INF:
+            self.state.clear()
+        else:
+            self.state.update((pickle.dumps(group, protocol=pickle.HIGHEST_PROTOCOL),))
+        if not out and report == group.reported:
+            return
+        if report != group.reported and self.state.exists():
+            group.reported = report
+            self.state.update((pickle.dumps(group, protocol=pickle.HIGHEST_PROTOCOL),))
+        data = {c[1]: [] for c in self.columns}
+        rowtimes, ops, meta = [], [], []
+        for o in out:
+            for side, values in ((0, o.left), (1, o.right)):
+                for c in self.by_side[side]:
+                    data[c[1]].append(None if values is None else values.get(c[2]))
+            rowtimes.append(o.rowtime_us)
+            ops.append(o.op)
+            meta.append(False)
+        # the meta row: hold and held rows of this group (the sink keeps the latest per group)
+        for c in self.columns:
+            data[c[1]].append(None)
+        rowtimes.append(report[0])
+        ops.append(None)
+        meta.append(True)
+        frame = {}
+        for c in self.columns:
+            values = data[c[1]]
+            frame[c[1]] = pd.to_datetime(values) if c[1] in self.timestamps else pd.Series(values, dtype=object)
+        frame["__rowtime"] = pd.to_datetime(pd.Series(rowtimes, dtype="Int64"), unit="us")
+        frame["__op"] = pd.Series(ops, dtype=object)
+        frame[META] = pd.Series(meta, dtype=bool)
+        frame["__group"] = pd.Series([repr(tuple(key))] * len(meta), dtype=object)
+        frame["__state"] = pd.Series([report[1]] * len(meta), dtype="int64")
+        yield pd.DataFrame(frame)
+
+
+def _clean(value, timestamp: bool, integral: bool = False):
+    if value is None:
+        return None
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if integral and isinstance(value, float):  # pandas widens an int column with NULLs to float
+        return int(value)
+    if timestamp:
+        try:
+            import pandas as pd
+
+            if pd.isna(value):
+                return None
+        except (TypeError, ValueError):
+            pass
+        if hasattr(value, "to_pydatetime"):
+            value = value.to_pydatetime()
+        if isinstance(value, dt.datetime) and value.tzinfo is not None:
+            value = value.astimezone(dt.UTC).replace(tzinfo=None)
+        return value
+    if hasattr(value, "item"):  # numpy scalars -> Python
+        return value.item()
+    return value
