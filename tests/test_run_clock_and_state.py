@@ -97,3 +97,34 @@ def test_run_without_until_idle_stops_cleanly_on_sigterm(tmp_path):
     assert proc.returncode == 0, err[-2000:]
     assert json.loads(status_file.read_text())["state"] == "stopped"
     assert err.strip().splitlines()[-1].startswith("streamjoin: stopped:")
+
+
+CUSTOM = """CREATE STREAM a (k INT, x INT) WITH (connector = 'files', format = 'json', path = '{a}');
+CREATE STREAM b (k INT, y INT) WITH (connector = 'files', format = 'json', path = '{b}');
+SELECT STREAM ROWTIME, a.k, a.x, b.y FROM a OVER ({wa}) AS a
+  FULL JOIN b OVER ({wb}) AS b ON a.k = b.k EMIT CHANGES;
+"""
+
+
+def test_the_custom_operator_state_stops_growing_on_a_long_input(spark, tmp_path):
+    # ROWS (per key) on one side and RANGE on the other: both run on streamjoin's operator
+    a, b = tmp_path / "a", tmp_path / "b"
+    sql = CUSTOM.format(a=a, b=b, wa="PARTITION BY k ROWS 2 PRECEDING", wb="RANGE INTERVAL '1' SECOND PRECEDING")
+    runner = start(spark, sql, tmp_path / "run")
+    state, emitted = [], []
+    try:
+        for step in range(14):  # 14 steps of 2 s, 20 rows per input per step, 5 keys
+            base = step * 2_000
+            write_jsonl(a / f"{step:03d}.json", [{"rowtime": ts(base + i * 100), "k": i % 5, "x": i} for i in range(20)])
+            write_jsonl(b / f"{step:03d}.json", [{"rowtime": ts(base + i * 100), "k": i % 5, "y": i} for i in range(20)])
+            runner.process_available()
+            snap = runner.status.write(runner.query)
+            state.append(snap["state_rows"])
+            emitted.append(snap["rows_emitted"])
+    finally:
+        runner.stop("stopped")
+    # a holds 3 rows per key (15), b about one second of rows (~10-30), plus the last step's
+    # buffered rows: bounded, and later steps never hold more than early ones
+    assert state[3] > 0 and emitted[-1] > emitted[3] > 0
+    assert max(state[7:]) <= max(state[2:7])
+    assert max(state) < 120

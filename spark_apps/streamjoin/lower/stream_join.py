@@ -51,6 +51,7 @@ def check_runnable(script: m.Script, query: m.Query) -> None:
     """Raise Unsupported for what this runtime does not run yet, naming it."""
     if query.kind != m.STREAM:
         raise Unsupported("`run` runs streaming queries (SELECT STREAM over streams)")
+    query = _changelog(script, query)
     _check_query(script, query, top=True)
     sink_spec(script, query)
 
@@ -208,6 +209,8 @@ def input_specs(script: m.Script, query: m.Query, checkpoint: Path, late_root: P
     """The stream inputs to stage: the query's own and, under `view.alias`, its views' inputs."""
     relations = {r.name: r for r in script.relations}
     views = {q.name: q for q in script.queries}
+    if not prefix:
+        query = _changelog(script, query)
     specs = []
     for i in query.inputs:
         r = relations[i.relation]
@@ -240,6 +243,7 @@ def input_specs(script: m.Script, query: m.Query, checkpoint: Path, late_root: P
 
 def lower(spark, script: m.Script, query: m.Query, specs: list[InputSpec], checkpoint: Path | None = None) -> Lowered:
     check_runnable(script, query)
+    query = _changelog(script, query)
     if checkpoint is None:
         checkpoint = Path(specs[0].state_dir).parent.parent
     columns = [c.name for c in query.output]
@@ -253,6 +257,13 @@ def lower(spark, script: m.Script, query: m.Query, specs: list[InputSpec], check
     lowering = _Lowering(spark, script, {s.alias: s for s in specs}, checkpoint)
     frame, bucketed = lowering.query_frame(query, "", top=True)
     return Lowered(frame, specs, columns, order_delay(query), lowering.snapshots, bucketed, sink_spec(script, query))
+
+
+def _changelog(script: m.Script, query: m.Query) -> m.Query:
+    """A stream joined with a `SELECT TABLE` view over a stream runs as a changelog join."""
+    from streamjoin.lower.custom_join import changelog_query
+
+    return changelog_query(script, query)
 
 
 class _Lowering:

@@ -21,6 +21,7 @@ SNAPSHOT = "stream-table snapshot join"
 BUCKETED = "bucketed table-preserving join"
 TEMPORAL = "process-time temporal join"
 TABLE_TABLE = "table-table join"
+CHANGELOG = "stream-table changelog join"  # a SELECT TABLE view over a stream, joined as it changes (Lenses)
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,8 @@ stream-stream join where it gives SEMANTICS.md's answer, streamjoin's own statef
 
 from __future__ import annotations
 
+import os
+
 import sqlglot
 from sqlglot import exp
 
@@ -16,11 +18,16 @@ _STREAM_STREAM = (m.STREAM_STREAM_WINDOW, m.INTERVAL)
 
 
 def custom_reason(query: m.Query, join: m.Join) -> str | None:
-    """Why `join` needs the custom operator, or None when Spark's join (or a table join) runs it."""
+    """Why `join` needs the custom operator, or None when Spark's join (or a table join) runs it.
+
+    STREAMJOIN_JOIN_OPERATOR=custom sends two-stream RANGE joins to the custom operator too (to
+    measure it against the native join, bench/custom_operator_throughput.py)."""
     if join.kind == m.ASOF:
         return "Spark has no ASOF join"
     if join.kind == m.WINDOW_TVF:
         return "a window join pairs rows per window and drops the window when it closes"
+    if join.kind == m.CHANGELOG:
+        return "the table changes by key while the query runs: a later table row meets the stream rows still waiting for one"
     if join.kind not in _STREAM_STREAM:
         return None
     rows = [a for a in (*join.left_inputs, join.right) if isinstance(query.input(a).window, RowsWindow)]
@@ -28,6 +35,8 @@ def custom_reason(query: m.Query, join: m.Join) -> str | None:
         return f"ROWS windows ({', '.join(rows)}) count rows, which Spark's join cannot"
     if query.emit != "FINAL":
         return f"EMIT {query.emit}: Spark's join emits NULL-extended rows only once they are final"
+    if os.environ.get("STREAMJOIN_JOIN_OPERATOR", "").lower() == "custom" and len(query.inputs) == 2:
+        return "STREAMJOIN_JOIN_OPERATOR=custom"
     return None
 
 
@@ -54,7 +63,7 @@ def group_keys(query: m.Query, join: m.Join) -> tuple[tuple[str, str], ...]:
 
 def describe(query: m.Query, join: m.Join) -> list[str]:
     """explain's lines about the operator of one join."""
-    if join.kind not in (*_STREAM_STREAM, m.ASOF, m.WINDOW_TVF):
+    if join.kind not in (*_STREAM_STREAM, m.ASOF, m.WINDOW_TVF, m.CHANGELOG):
         return []
     reason = custom_reason(query, join)
     if reason is None:
