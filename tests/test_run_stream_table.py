@@ -248,3 +248,39 @@ RIGHT JOIN beast_events e ON e.animal_id = a.animal_id;"""
     assert [(r["row_id"], r["name"], r["family"]) for r in rows] == [
         (e["row_id"], *family.get(e["animal_id"], (None, None))) for e in EVENTS
     ]
+
+
+ASOF_DDL = """CREATE STREAM stock_prices (stock_name VARCHAR, stock_time TIMESTAMP, price INT)
+  WITH (connector = 'files', format = 'json', path = '{dir}/sp', rowtime = 'stock_time');
+CREATE TABLE market_data (stock_name VARCHAR, market_time TIMESTAMP, sentiment DOUBLE)
+  WITH (connector = 'files', format = 'json', path = '{dir}/md.json');
+"""
+DAY = "2024-09-24 "
+
+
+def asof_table(spark, tmp_path, join: str, op: str, emit: str = "") -> list[tuple]:
+    prices = [{"stock_name": n, "stock_time": DAY + t, "price": p} for n, t, p in (
+        ("TSLA", "09:30:00", 250), ("TSLA", "10:30:00", 252), ("GOOG", "09:30:00", 1400), ("TSLA", "11:00:00", 255))]
+    market = [{"stock_name": n, "market_time": DAY + t, "sentiment": s} for n, t, s in (
+        ("TSLA", "09:00:00", 0.7), ("TSLA", "10:00:00", 0.8), ("TSLA", "11:00:00", 0.9), ("TSLA", "11:00:00", 0.95))]
+    write_jsonl(tmp_path / "sp" / "p.json", prices)
+    write_jsonl(tmp_path / "md.json", market)
+    sql = ASOF_DDL.format(dir=tmp_path) + f"""SELECT STREAM sp.stock_name, sp.stock_time, sp.price, md.sentiment
+FROM stock_prices sp {join} market_data md ON sp.stock_name = md.stock_name AND md.market_time {op} sp.stock_time {emit};"""
+    rows, _ = run_until_idle(spark, sql, tmp_path / "run")
+    return [tuple(r.values()) for r in rows]
+
+
+def test_a_stream_asof_join_against_a_table_takes_the_nearest_preceding_table_row(spark, tmp_path):
+    # 11:00 has two table rows with the same market_time: the later one (0.95) wins the tie
+    assert asof_table(spark, tmp_path, "ASOF JOIN", "<=") == [
+        ("TSLA", DAY + "09:30:00.000", 250, 0.7), ("TSLA", DAY + "10:30:00.000", 252, 0.8),
+        ("TSLA", DAY + "11:00:00.000", 255, 0.95),
+    ]
+
+
+def test_a_stream_asof_left_join_against_a_table_keeps_unmatched_rows_and_can_look_ahead(spark, tmp_path):
+    assert sorted(asof_table(spark, tmp_path, "ASOF LEFT JOIN", ">", "EMIT CHANGES"), key=repr) == [
+        ("+I", "GOOG", DAY + "09:30:00.000", 1400, None), ("+I", "TSLA", DAY + "09:30:00.000", 250, 0.8),
+        ("+I", "TSLA", DAY + "10:30:00.000", 252, 0.95), ("+I", "TSLA", DAY + "11:00:00.000", 255, None),
+    ]

@@ -71,9 +71,8 @@ class StagedSource(DataSource):
         return "streamjoin_staged"
 
     def schema(self):
-        from pyspark.sql.pandas.types import from_arrow_schema
-
         import pyarrow as pa
+        from pyspark.sql.pandas.types import from_arrow_schema
 
         schema = Stager(self._spec()).staged_schema
         if self._sequence():

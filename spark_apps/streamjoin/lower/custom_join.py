@@ -154,7 +154,7 @@ def lower_custom(spark, script: m.Script, query: m.Query, specs: dict[str, Input
 
             fields += [(side, flat(alias, c), c, TimestampType()) for c in ("window_start", "window_end")]
     key_types = []
-    for n, pair in enumerate(group_keys):
+    for pair in group_keys:
         types = [frames[side][2].selectExpr(_local(pair[side], aliases[side], frames[side][1])).schema[0].dataType
                  for side in (0, 1)]
         key_types.append(types[0].simpleString() if types[0] == types[1] else
@@ -217,50 +217,3 @@ def _local(expression: str, alias: str, spec: InputSpec) -> str:
     return tree.sql(dialect="spark")
 
 
-
-def changelog_query(script: m.Script, query: m.Query) -> m.Query:
-    """Lenses' stream-table join where the table is a `SELECT TABLE` view over a stream (a
-    compacted topic): the query as a changelog join of the two underlying streams, or the query
-    itself when it is not one. The stream side may be a pass-through view (`SELECT STREAM *`)."""
-    import dataclasses
-
-    if len(query.joins) != 1 or len(query.inputs) != 2 or query.aggregation is not None:
-        return query
-    join = query.joins[0]
-    relations = {r.name: r for r in script.relations}
-    views = {q.name: q for q in script.queries}
-    table_alias, stream_alias = (join.right, join.left_inputs[0]) if join.join_type != "RIGHT" else (join.left_inputs[0], join.right)
-    table, stream = query.input(table_alias), query.input(stream_alias)
-
-    def source(item: m.Input, kind: str) -> m.Relation | None:
-        relation = relations[item.relation]
-        if not relation.view:
-            return relation if kind == m.STREAM and relation.kind == m.STREAM else None
-        view = views[relation.name]
-        passthrough = (not view.joins and view.aggregation is None and not view.where and len(view.inputs) == 1
-                       and all(o.expression == f"{view.inputs[0].alias}.{o.name}" for o in view.output))
-        under = relations.get(view.inputs[0].relation)
-        if view.kind != kind or not passthrough or under is None or under.view or under.kind != m.STREAM:
-            return None
-        return under
-
-    table_stream, stream_stream = source(table, m.TABLE), source(stream, m.STREAM)
-    if table.kind != m.TABLE or table_stream is None or stream_stream is None or join.kind != m.SNAPSHOT:
-        return query
-    if join.join_type not in ("INNER", "LEFT", "RIGHT"):
-        return query
-    from streamjoin.plan.windows import CURRENT_ROW
-
-    new_stream = dataclasses.replace(stream, relation=stream_stream.name, kind=m.STREAM, rowtime=stream_stream.rowtime,
-                                     window=CURRENT_ROW, columns=stream_stream.column_names())
-    new_table = dataclasses.replace(table, relation=table_stream.name, kind=m.STREAM, rowtime=table_stream.rowtime,
-                                    window=CURRENT_ROW, columns=table_stream.column_names(), pushed_filters=())
-    # the stream is the left input of the operator, whatever side it was written on
-    flipped = join.join_type == "RIGHT"
-    keys = tuple((b, a) for a, b in join.condition.keys) if flipped else join.condition.keys
-    new_join = dataclasses.replace(join, kind=m.CHANGELOG, join_type="LEFT" if flipped else join.join_type,
-                                   right=table_alias, left_inputs=(stream_alias,),
-                                   condition=dataclasses.replace(join.condition, keys=keys))
-    residual = join.condition.residual + table.pushed_filters
-    new_join = dataclasses.replace(new_join, condition=dataclasses.replace(new_join.condition, residual=residual))
-    return dataclasses.replace(query, inputs=(new_stream, new_table), joins=(new_join,))

@@ -44,7 +44,7 @@ class Lowered:
     emit: str = "FINAL"
 
 
-_TABLE_JOINS = (m.SNAPSHOT, m.TEMPORAL, m.TABLE_TABLE)
+_TABLE_JOINS = (m.SNAPSHOT, m.TEMPORAL, m.TABLE_TABLE, m.ASOF_TABLE)
 
 
 def check_runnable(script: m.Script, query: m.Query) -> None:
@@ -101,8 +101,8 @@ def _check_query(script: m.Script, query: m.Query, top: bool) -> None:
         if sink_spec(script, query) is not None:
             raise Unsupported("a join on streamjoin's own operator writes to --output (JSON Lines) in `run` yet, not to an S3 sink")
         return
-    if query.emit != "FINAL":
-        raise Unsupported(f"EMIT {query.emit} is not supported by `run` yet; EMIT FINAL is")
+    if query.emit != "FINAL" and (not top or query.aggregation is not None or any(j.kind == m.BUCKETED for j in query.joins)):
+        raise Unsupported(f"EMIT {query.emit} of an aggregation, a bucketed join or a view is not supported by `run` yet; EMIT FINAL is")
     streams = [i for i in query.inputs if i.kind == m.STREAM]
     for i in query.inputs:
         relation = relations[i.relation]
@@ -256,14 +256,19 @@ def lower(spark, script: m.Script, query: m.Query, specs: list[InputSpec], check
         return Lowered(frame, specs, columns, 0, sink=sink_spec(script, query), custom=True, emit=query.emit)
     lowering = _Lowering(spark, script, {s.alias: s for s in specs}, checkpoint)
     frame, bucketed = lowering.query_frame(query, "", top=True)
+    if query.emit == "CHANGES":  # stream-table joins decide each row at once: a changelog of inserts
+        from pyspark.sql import functions as F
+
+        from streamjoin.lower.custom_join import OP
+
+        frame = frame.select(F.lit("+I").alias(OP), "*")
+        columns.insert(0, OP)
     return Lowered(frame, specs, columns, order_delay(query), lowering.snapshots, bucketed, sink_spec(script, query))
 
 
 def _changelog(script: m.Script, query: m.Query) -> m.Query:
     """A stream joined with a `SELECT TABLE` view over a stream runs as a changelog join."""
-    from streamjoin.lower.custom_join import changelog_query
-
-    return changelog_query(script, query)
+    return operators.changelog_query(script, query)
 
 
 class _Lowering:
@@ -290,6 +295,11 @@ class _Lowering:
             keys = [e for pair in join.condition.keys for e in pair]
             guard = _not_bound(stream_sides, [_rowtime_of(query, a) for a in stream_sides], [spark_sql(k) for k in keys])
             condition = " AND ".join(p for p in (join_condition(join, query, stream_sides), guard) if p)
+            if join.kind == m.ASOF_TABLE:
+                from streamjoin.lower.asof_table import asof_lookup
+
+                joined = asof_lookup(joined, frames[join.right], query, join)
+                continue
             joined = joined.join(frames[join.right], F.expr(condition), _SPARK_JOIN[join.join_type])
             if join.kind not in _TABLE_JOINS and join is not query.joins[-1]:
                 joined = _one_event_time(joined, query, [a for a in sides if a in streams])

@@ -55,6 +55,7 @@ def used_columns(query: m.Query, alias: str, columns: tuple[str, ...]) -> list[s
     texts += [query.where] if query.where else []
     for j in query.joins:
         texts += [e for pair in j.condition.keys for e in pair] + list(j.condition.residual)
+        texts += [j.condition.asof[0], j.condition.asof[2]] if j.condition.asof else []
     if query.aggregation:
         texts += list(query.aggregation.keys)
     used = set()

@@ -118,8 +118,10 @@ class JoinProcessor(StatefulProcessor):
         frame = {}
         for c in self.columns:
             values = data[c[1]]
-            frame[c[1]] = pd.to_datetime(values) if c[1] in self.timestamps else pd.Series(values, dtype=object)
-        frame["__rowtime"] = pd.to_datetime(pd.Series(rowtimes, dtype="Int64"), unit="us")
+            frame[c[1]] = pd.to_datetime(values, cache=False) if c[1] in self.timestamps else pd.Series(values, dtype=object)
+        # float microseconds are exact to 2^53 (year 2255); cache=False: pandas' cached path fails on masked arrays
+        frame["__rowtime"] = pd.to_datetime(pd.Series([math.nan if v is None else v for v in rowtimes], dtype="float64"),
+                                            unit="us", cache=False)
         frame["__op"] = pd.Series(ops, dtype=object)
         frame[META] = pd.Series(meta, dtype=bool)
         frame["__group"] = pd.Series([repr(tuple(key))] * len(meta), dtype=object)

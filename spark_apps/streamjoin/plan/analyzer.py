@@ -636,6 +636,10 @@ class _QueryAnalysis:
                 self.where.fail("ASOF JOIN needs at least one equality between the two sides", join, "ON a.k = b.k AND b.t <= a.t")
             if join_type not in ("INNER", "LEFT"):
                 self.where.fail(f"ASOF {join_type} JOIN is not supported", join, "use ASOF JOIN or ASOF LEFT JOIN")
+            if not right.is_stream:
+                if not left_stream or len(left_items) != 1:
+                    self.where.fail("an ASOF join against a table looks up one stream's rows", join, "FROM stream s ASOF JOIN table t ON ...")
+                return m.ASOF_TABLE
             return m.ASOF
         if right.time_window or any(i.time_window for i in left_items):
             return self.check_window_join(join, left_items, right, condition)

@@ -15,7 +15,8 @@ _EMIT = {
 
 
 def explain_text(script: m.Script) -> str:
-    blocks = [_relations(script)] + [_query(q) for q in script.queries]
+    # a stream joined with a SELECT TABLE view over a stream runs as a changelog join
+    blocks = [_relations(script)] + [_query(operators.changelog_query(script, q) if q.name == "query" else q) for q in script.queries]
     return "\n\n".join(b for b in blocks if b) + "\n"
 
 
@@ -69,6 +70,8 @@ def _input_detail(i: m.Input) -> str:
         tw = i.time_window
         slide = f", slide {tw.slide_ms} ms" if tw.function == "HOP" else ""
         return f" [{tw.function} on {tw.column}, size {tw.size_ms} ms{slide}]"
+    if i.window_source == "changelog":
+        return f", rowtime {i.rowtime} [a table as its changelog: the latest row per key, updated while the query runs]"
     source = {"OVER": "", "WITHIN": " (from WITHIN)", "interval condition": " (from the interval condition)", "default": " (no OVER)"}
     return f", rowtime {i.rowtime}, window {i.window.describe()}{source.get(i.window_source, '')}"
 

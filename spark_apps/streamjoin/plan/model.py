@@ -17,6 +17,7 @@ STREAM_STREAM_WINDOW = "stream-stream window join"
 INTERVAL = "interval join"
 WINDOW_TVF = "window join"
 ASOF = "ASOF join"
+ASOF_TABLE = "stream-table ASOF join"  # per stream row, the nearest row of a table snapshot
 SNAPSHOT = "stream-table snapshot join"
 BUCKETED = "bucketed table-preserving join"
 TEMPORAL = "process-time temporal join"

@@ -63,6 +63,8 @@ def group_keys(query: m.Query, join: m.Join) -> tuple[tuple[str, str], ...]:
 
 def describe(query: m.Query, join: m.Join) -> list[str]:
     """explain's lines about the operator of one join."""
+    if join.kind == m.ASOF_TABLE:
+        return ["operator: a stateless lookup of each stream row's nearest row in the broadcast snapshot"]
     if join.kind not in (*_STREAM_STREAM, m.ASOF, m.WINDOW_TVF, m.CHANGELOG):
         return []
     reason = custom_reason(query, join)
@@ -81,3 +83,58 @@ def _column(expression: str) -> str | None:
 
     tree = sqlglot.parse_one(expression, read=StreamJoin)
     return tree.name if isinstance(tree, exp.Column) else None
+
+
+def changelog_query(script: m.Script, query: m.Query) -> m.Query:
+    """Lenses' stream-table join where the table is a `SELECT TABLE` view over a stream (a
+    compacted topic): the query as a changelog join of the two underlying streams, or the query
+    itself when it is not one. The stream side may be a pass-through view (`SELECT STREAM *`)."""
+    import dataclasses
+
+    if len(query.joins) != 1 or len(query.inputs) != 2 or query.aggregation is not None:
+        return query
+    join = query.joins[0]
+    relations = {r.name: r for r in script.relations}
+    views = {q.name: q for q in script.queries}
+    table_alias, stream_alias = (join.right, join.left_inputs[0]) if join.join_type != "RIGHT" else (join.left_inputs[0], join.right)
+    table, stream = query.input(table_alias), query.input(stream_alias)
+
+    def source(item: m.Input, kind: str) -> m.Relation | None:
+        relation = relations[item.relation]
+        if not relation.view:
+            return relation if kind == m.STREAM and relation.kind == m.STREAM else None
+        view = views[relation.name]
+        passthrough = (not view.joins and view.aggregation is None and not view.where and len(view.inputs) == 1
+                       and all(o.expression == f"{view.inputs[0].alias}.{o.name}" for o in view.output))
+        under = relations.get(view.inputs[0].relation)
+        if view.kind != kind or not passthrough or under is None or under.view or under.kind != m.STREAM:
+            return None
+        return under
+
+    table_stream, stream_stream = source(table, m.TABLE), source(stream, m.STREAM)
+    if table.kind != m.TABLE or table_stream is None or stream_stream is None or join.kind != m.SNAPSHOT:
+        return query
+    if join.join_type not in ("INNER", "LEFT", "RIGHT"):
+        return query
+    from streamjoin.plan.windows import CURRENT_ROW
+
+    new_stream = dataclasses.replace(stream, relation=stream_stream.name, kind=m.STREAM, rowtime=stream_stream.rowtime,
+                                     window=CURRENT_ROW, columns=stream_stream.column_names())
+    new_table = dataclasses.replace(table, relation=table_stream.name, kind=m.STREAM, rowtime=table_stream.rowtime,
+                                    window=CURRENT_ROW, window_source="changelog", columns=table_stream.column_names(),
+                                    pushed_filters=())
+    # the stream is the left input of the operator, whatever side it was written on
+    flipped = join.join_type == "RIGHT"
+    keys = tuple((b, a) for a, b in join.condition.keys) if flipped else join.condition.keys
+    key = "_key" if "_key" in table_stream.column_names() else "the join keys"
+    state = (
+        f"'{table_alias}': the latest row per key ({key}) of its changelog stream, for the whole run (a compacted topic)",
+        f"'{stream_alias}' rows that found no table row: they wait for one until end of input "
+        "(FINAL: NULL-extended then; EAGER and CHANGES: NULL-extended at once)",
+    )
+    new_join = dataclasses.replace(join, kind=m.CHANGELOG, join_type="LEFT" if flipped else join.join_type,
+                                   right=table_alias, left_inputs=(stream_alias,), state=state,
+                                   condition=dataclasses.replace(join.condition, keys=keys))
+    residual = join.condition.residual + table.pushed_filters
+    new_join = dataclasses.replace(new_join, condition=dataclasses.replace(new_join.condition, residual=residual))
+    return dataclasses.replace(query, inputs=(new_stream, new_table), joins=(new_join,))

@@ -18,6 +18,11 @@ def describe_state(kind: str, join_type: str, left_items, right, condition: m.Co
             "rows of both inputs, per window and key, until the join clock passes window_end; "
             "then the window's pairs are final and its state is dropped",
         )
+    if kind == m.ASOF_TABLE:
+        return (
+            f"the snapshot of '{right.alias}', read once at query start, per key sorted by the ordering value; "
+            "no stream state: each stream row takes its nearest table row and is passed on",
+        )
     if kind == m.ASOF:
         return (
             f"rows of '{right.alias}' per key ({', '.join(r for _, r in condition.keys)}), "

@@ -1,0 +1,102 @@
+"""`stream ASOF [LEFT] JOIN table` (SEMANTICS §8 against a §7 snapshot): each stream row takes
+the one table row with equal keys whose ordering value is nearest on the allowed side (ties: the
+later table row). Stateless: the snapshot is indexed once on the driver (per key, sorted by the
+ordering value) and shipped with the function that looks each micro-batch's rows up
+(`mapInArrow`), so a stream row is final the moment it is read."""
+
+from __future__ import annotations
+
+import bisect
+
+from streamjoin.errors import Unsupported
+from streamjoin.plan import model as m
+
+
+def asof_lookup(stream_frame, table_frame, query: m.Query, join: m.Join):
+    from pyspark.sql.types import StructType
+
+    from streamjoin.lower.custom_join import _python
+    from streamjoin.lower.stream_join import bound_column
+
+    if join.condition.residual:
+        raise Unsupported("an ASOF join takes equality keys and one inequality; filter other conditions in WHERE")
+    left_alias, right_alias = join.left_inputs[-1], join.right
+    keys = [(_python(a), _python(b)) for a, b in join.condition.keys]
+    lhs, op, rhs = join.condition.asof  # left OP right
+    index = _index(table_frame.toArrow().to_pylist(), right_alias, [b for _, b in keys], _python(rhs))
+    stream_names = stream_frame.columns
+    table_names = table_frame.columns
+    schema = StructType(stream_frame.schema.fields + table_frame.schema.fields)
+    outer = join.join_type == "LEFT"
+    left_keys, left_value = [a for a, _ in keys], _python(lhs)
+    bound = bound_column(left_alias)
+
+    def lookup(batches):
+        import pyarrow as pa
+        from sqlglot.executor.env import ENV
+
+        key_fns = [eval(f"lambda scope: {k}", dict(ENV)) for k in left_keys]
+        value_fn = eval(f"lambda scope: {left_value}", dict(ENV))
+        arrow_schema = None
+        for batch in batches:
+            out = []
+            for row in batch.to_pylist():
+                if row.get(bound):
+                    out.append({**row, **dict.fromkeys(table_names)})
+                    continue
+                scope = {left_alias: _unflat(row, left_alias)}
+                key = tuple(f(scope) for f in key_fns)
+                value = value_fn(scope)
+                match = None if None in key or value is None else _nearest(index.get(key), value, op)
+                if match is None and not outer:
+                    continue
+                out.append({**row, **(match if match is not None else dict.fromkeys(table_names))})
+            if arrow_schema is None:
+                from pyspark.sql.pandas.types import to_arrow_schema
+
+                arrow_schema = to_arrow_schema(schema, timezone="UTC")
+            yield pa.RecordBatch.from_pylist([{n: r.get(n) for n in (*stream_names, *table_names)} for r in out], schema=arrow_schema)
+
+    return stream_frame.mapInArrow(lookup, schema)
+
+
+def _unflat(row: dict, alias: str) -> dict:
+    prefix = f"{alias}__"
+    return {k[len(prefix):]: v for k, v in row.items() if k.startswith(prefix)}
+
+
+def _index(rows: list[dict], alias: str, key_code: list[str], value_code: str) -> dict:
+    """key tuple -> (sorted ordering values, rows in the same order); table order breaks ties."""
+    from sqlglot.executor.env import ENV
+
+    key_fns = [eval(f"lambda scope: {k}", dict(ENV)) for k in key_code]
+    value_fn = eval(f"lambda scope: {value_code}", dict(ENV))
+    groups: dict = {}
+    for position, row in enumerate(rows):
+        scope = {alias: _unflat(row, alias)}
+        key = tuple(f(scope) for f in key_fns)
+        value = value_fn(scope)
+        if None in key or value is None:
+            continue  # a NULL key or ordering value matches nothing
+        groups.setdefault(key, []).append((value, position, row))
+    index = {}
+    for key, entries in groups.items():
+        entries.sort(key=lambda e: (e[0], e[1]))
+        index[key] = ([e[0] for e in entries], [e[2] for e in entries])
+    return index
+
+
+def _nearest(entry, value, op: str):
+    """`value OP table value`: the table row nearest to `value` on the allowed side; among equal
+    ordering values the last one (the later table row)."""
+    if entry is None:
+        return None
+    values, rows = entry
+    if op in (">=", ">"):  # table value <= (or <) the stream's: the largest such
+        i = (bisect.bisect_right(values, value) if op == ">=" else bisect.bisect_left(values, value)) - 1
+        return rows[i] if i >= 0 else None
+    i = bisect.bisect_left(values, value) if op == "<=" else bisect.bisect_right(values, value)
+    if i >= len(values):
+        return None
+    last = bisect.bisect_right(values, values[i]) - 1  # ties: the later table row
+    return rows[last]
