@@ -81,6 +81,21 @@ class Condition:
                 return False
         return self.residual is None or self.residual(scope) is True
 
+    def key_of(self, side: int, values: dict):
+        """The row's join-key values (its index key in a group), or None when one is NULL (such a
+        row matches nothing). CROSS and key-less joins: ()."""
+        if self.spec.join_type == "CROSS" or not self.keys:
+            return ()
+        scope = {(self.spec.left, self.spec.right)[side].alias: values}
+        key = tuple(pair[side](scope) for pair in self.keys)
+        return None if None in key else tuple(_hashable(v) for v in key)
+
+    def residual_ok(self, left: dict, right: dict) -> bool:
+        """The condition for two rows whose keys are already equal."""
+        if self.residual is None or self.spec.join_type == "CROSS":
+            return True
+        return self.residual({self.spec.left.alias: left, self.spec.right.alias: right}) is True
+
 
 @dataclass
 class Output:
@@ -104,6 +119,7 @@ class Entry:
     eager: bool = False  # its NULL-extended row was emitted early (EAGER, CHANGES)
     active: bool = False
     gone: bool = False
+    key: tuple | None = ()  # the join-key values (None: a NULL key, matches nothing)
 
 
 @dataclass
@@ -157,7 +173,7 @@ class GroupJoin:
 class WindowJoin(GroupJoin):
     """RANGE / ROWS windows on both inputs (§3, §4), any join type, any emission mode (§6)."""
 
-    present: list = field(default_factory=lambda: [{}, {}])  # side -> {id: Entry} (active)
+    present: list = field(default_factory=lambda: [{}, {}])  # side -> {join key: {id: Entry}} (active)
     waiting: list = field(default_factory=list)  # heap (start, id, Entry): lagged rows not started
     ends: list = field(default_factory=list)  # heap (end, id, Entry): RANGE rows' last instants
     rows: list = field(default_factory=lambda: [{}, {}])  # side -> {partition: [Entry, ...]} (ROWS)
@@ -185,6 +201,7 @@ class WindowJoin(GroupJoin):
                 t, side, seq, values = ready[i]
                 i += 1
                 e = self.arrive(side, t, seq, values, out)
+                e.key = cond.key_of(side, values)
                 if e.start == now:
                     self.activate(e, now, cond, out)
                     started.append(e)
@@ -198,7 +215,7 @@ class WindowJoin(GroupJoin):
                 self.leave(e, out)
         if limit == INF:  # end of input: what is still present leaves
             for side in (0, 1):
-                for e in list(self.present[side].values()):
+                for e in [e for by_id in self.present[side].values() for e in by_id.values()]:
                     self.leave(e, out)
             for _, _, e in self.waiting:
                 self.leave(e, out)
@@ -225,18 +242,23 @@ class WindowJoin(GroupJoin):
         return e
 
     def activate(self, e: Entry, now: int, cond, out) -> None:
-        for other in list(self.present[1 - e.side].values()):
-            left, right = (e, other) if e.side == 0 else (other, e)
-            if cond(left.values, right.values):
-                self.pair(left, right, now, out)
+        if e.key is not None:
+            for other in list(self.present[1 - e.side].get(e.key, {}).values()):
+                left, right = (e, other) if e.side == 0 else (other, e)
+                if cond.residual_ok(left.values, right.values):
+                    self.pair(left, right, now, out)
         e.active = True
-        self.present[e.side][id(e)] = e
+        self.present[e.side].setdefault(e.key, {})[id(e)] = e
 
     def leave(self, e: Entry, out) -> None:
         if e.gone:
             return
         e.gone = True
-        self.present[e.side].pop(id(e), None)
+        by_id = self.present[e.side].get(e.key)
+        if by_id is not None:
+            by_id.pop(id(e), None)
+            if not by_id:
+                del self.present[e.side][e.key]
         if self.spec.preserves(e.side) and not e.matched and not e.eager:
             out.append(self.null_row(e, int(e.start)))
 
@@ -247,82 +269,101 @@ class WindowJoin(GroupJoin):
         if self.spec.emit != "FINAL":
             return INF
         starts = [e.start for side in (0, 1) if self.spec.preserves(side)
-                  for e in self.present[side].values() if not e.matched]
+                  for by_id in self.present[side].values() for e in by_id.values() if not e.matched]
         starts += [e.start for _, _, e in self.waiting if self.spec.preserves(e.side) and not e.gone]
         return min(starts, default=INF)
 
     def size(self) -> int:
-        return len(self.buffer) + sum(len(p) for p in self.present) + len(self.waiting)
+        return len(self.buffer) + sum(len(by_id) for p in self.present for by_id in p.values()) + len(self.waiting)
 
     def __getstate__(self):
         # RANGE rows sit in `ends` too and ROWS rows in `rows`: pickle keeps shared Entry objects
         # shared, so `id()` keys are rebuilt on load
         state = dict(self.__dict__)
-        state["present"] = [list(p.values()) for p in self.present]
+        state["present"] = [[e for by_id in p.values() for e in by_id.values()] for p in self.present]
         return state
 
     def __setstate__(self, state):
-        state["present"] = [{id(e): e for e in p} for p in state["present"]]
+        present = [{}, {}]
+        for side, entries in enumerate(state["present"]):
+            for e in entries:
+                present[side].setdefault(e.key, {})[id(e)] = e
+        state["present"] = present
         self.__dict__.update(state)
 
 
 @dataclass
 class AsofJoin(GroupJoin):
-    """`left ASOF [LEFT] JOIN right ON keys AND right.rowtime OP left.rowtime` (§8); the group
-    key holds the equality keys. Ties at the nearest rowtime: the latest arrival."""
+    """`left ASOF [LEFT] JOIN right ON keys AND right.rowtime OP left.rowtime` (§8), per join key.
+    Ties at the nearest rowtime: the latest arrival."""
 
-    last: Entry | None = None  # <=, <: the latest right row so far
-    waiting_left: list = field(default_factory=list)  # >=, >: left rows without a candidate yet
+    last: dict = field(default_factory=dict)  # <=, <: key -> the latest right row so far
+    waiting_left: dict = field(default_factory=dict)  # >=, >: key -> left rows without a candidate yet
 
     def run(self, ready, limit, cond, out) -> None:
         spec, op = self.spec, self.spec.asof_op
         instants = sorted({r[0] for r in ready})
         i = 0
         for now in instants:
-            before = self.last
             rights, lefts = [], []
             while i < len(ready) and ready[i][0] == now:
                 t, side, seq, values = ready[i]
                 i += 1
-                (lefts if side == 0 else rights).append(Entry(side, t, seq, values))
+                e = Entry(side, t, seq, values, start=t, key=cond.key_of(side, values))
+                (lefts if side == 0 else rights).append(e)
             if op in ("<=", "<"):
-                if rights:
-                    self.last = rights[-1]
-                best = self.last if op == "<=" else before
+                before = {}
+                for r in rights:
+                    if r.key is not None:
+                        before.setdefault(r.key, self.last.get(r.key))
+                        self.last[r.key] = r
                 for e in lefts:
-                    if best is not None and cond(e.values, best.values):
+                    best = None
+                    if e.key is not None:
+                        best = self.last.get(e.key) if op == "<=" or e.key not in before else before[e.key]
+                    if best is not None:
                         out.append(Output(INSERT, now, e.values, best.values))
                     elif spec.join_type == "LEFT":
                         out.append(self.null_row(e, now))
                 continue
-            self.waiting_left.extend(lefts)
-            if rights:
-                best = rights[-1]
+            for e in lefts:
+                self.waiting_left.setdefault(e.key, []).append(e)
+            latest = {}
+            for r in rights:
+                if r.key is not None:
+                    latest[r.key] = r  # ties at this instant: the last arrival
+            for key, best in latest.items():
                 still = []
-                for e in self.waiting_left:
-                    if (e.t <= now if op == ">=" else e.t < now) and cond(e.values, best.values):
+                for e in self.waiting_left.get(key, []):
+                    if e.t <= now if op == ">=" else e.t < now:
                         self.pair(e, best, now, out)
                     else:
                         still.append(e)
-                self.waiting_left = still
+                if still:
+                    self.waiting_left[key] = still
+                else:
+                    self.waiting_left.pop(key, None)
             if spec.emit != "FINAL" and spec.join_type == "LEFT":
-                for e in self.waiting_left:
-                    if not e.eager:
-                        e.eager, e.start = True, e.t
+                for e in lefts:
+                    if not e.matched and not e.eager:
+                        e.eager = True
                         out.append(self.null_row(e, e.t))
+            if spec.join_type != "LEFT":  # inner: a NULL key never finds a candidate
+                self.waiting_left.pop(None, None)
         if limit == INF:
-            for e in self.waiting_left:
-                if spec.join_type == "LEFT" and not e.eager:
-                    out.append(self.null_row(e, e.t))
-            self.waiting_left = []
+            for rows in self.waiting_left.values():
+                for e in rows:
+                    if spec.join_type == "LEFT" and not e.eager:
+                        out.append(self.null_row(e, e.t))
+            self.waiting_left = {}
 
     def hold(self) -> float:
         if self.spec.emit != "FINAL" or self.spec.join_type != "LEFT":
             return INF
-        return min((e.t for e in self.waiting_left), default=INF)
+        return min((e.t for rows in self.waiting_left.values() for e in rows), default=INF)
 
     def size(self) -> int:
-        return len(self.buffer) + len(self.waiting_left) + (self.last is not None)
+        return len(self.buffer) + sum(len(rows) for rows in self.waiting_left.values()) + len(self.last)
 
 
 @dataclass
@@ -340,12 +381,17 @@ class WindowFunctionJoin(GroupJoin):
                 cols = (left_cols, right_cols)[side]
                 row = dict(values)
                 row[cols[0]], row[cols[1]] = _timestamp(start), _timestamp(start + size)
-                self.windows.setdefault(start, ([], []))[side].append(Entry(side, t, seq, row))
+                e = Entry(side, t, seq, row, key=cond.key_of(side, row))
+                self.windows.setdefault(start, ([], []))[side].append(e)
         for start in sorted(s for s in self.windows if s + size - 1 <= limit):
             lefts, rights = self.windows.pop(start)
+            by_key: dict = {}
+            for r in rights:
+                if r.key is not None:
+                    by_key.setdefault(r.key, []).append(r)
             for e in lefts:
-                for r in rights:
-                    if cond(e.values, r.values):
+                for r in by_key.get(e.key, ()) if e.key is not None else ():
+                    if cond.residual_ok(e.values, r.values):
                         self.pair(e, r, max(e.t, r.t), out)
             for e in (*lefts, *rights):
                 if self.spec.preserves(e.side) and not e.matched:
@@ -369,8 +415,9 @@ class ChangelogJoin(GroupJoin):
     `pending_us`, or to the end of input) and is matched by the first table row that arrives for
     it, so under EAGER it appears twice: NULL-extended, then matched (Lenses)."""
 
-    table: dict = field(default_factory=dict)  # table key -> Entry (the latest row per key)
-    pending: list = field(default_factory=list)  # stream rows that found no table row yet
+    table: dict = field(default_factory=dict)  # join key -> {table key: Entry} (the latest row per table key)
+    where: dict = field(default_factory=dict)  # table key -> its row's join key
+    pending: dict = field(default_factory=dict)  # join key -> stream rows that found no table row yet
 
     def run(self, ready, limit, cond, out) -> None:
         spec = self.spec
@@ -382,22 +429,34 @@ class ChangelogJoin(GroupJoin):
             while i < len(ready) and ready[i][0] == now:
                 t, side, seq, values = ready[i]
                 i += 1
-                e = Entry(side, t, seq, values, start=t)
+                e = Entry(side, t, seq, values, start=t, key=cond.key_of(side, values))
                 if side == 1:
-                    self.table[tuple(_hashable(values.get(c)) for c in spec.table_key)] = e
+                    tkey = tuple(_hashable(values.get(c)) for c in spec.table_key)
+                    old = self.where.pop(tkey, ())
+                    if old != () and old in self.table:  # the row moves off its old join key
+                        self.table[old].pop(tkey, None)
+                        if not self.table[old]:
+                            del self.table[old]
+                    if e.key is None:
+                        continue
+                    self.table.setdefault(e.key, {})[tkey] = e
+                    self.where[tkey] = e.key
                     still = []
-                    for s in self.pending:
-                        if cond(s.values, e.values):
-                            self.pair(s, e, now, out)
+                    for w in self.pending.get(e.key, []):
+                        if cond.residual_ok(w.values, e.values):
+                            self.pair(w, e, now, out)
                         else:
-                            still.append(s)
-                    self.pending = still
+                            still.append(w)
+                    if still:
+                        self.pending[e.key] = still
+                    else:
+                        self.pending.pop(e.key, None)
                     continue
-                matches = [r for r in self.table.values() if cond(e.values, r.values)]
+                matches = [r for r in self.table.get(e.key, {}).values() if cond.residual_ok(e.values, r.values)] if e.key is not None else []
                 for r in matches:
                     self.pair(e, r, now, out)
                 if not matches:
-                    self.pending.append(e)
+                    self.pending.setdefault(e.key, []).append(e)
                     arrived.append(e)
             if spec.emit != "FINAL" and spec.join_type == "LEFT":
                 for e in arrived:
@@ -408,25 +467,29 @@ class ChangelogJoin(GroupJoin):
 
     def expire(self, before: float, out) -> None:
         """Stream rows that waited long enough (arrived before `before`) stop waiting."""
-        still = []
-        for e in self.pending:
-            if e.t < before or before == INF:
-                if self.spec.join_type == "LEFT" and not e.eager:
-                    out.append(self.null_row(e, e.t))
+        for key in list(self.pending):
+            still = []
+            for e in self.pending[key]:
+                if e.t < before or before == INF or key is None:
+                    if self.spec.join_type == "LEFT" and not e.eager:
+                        out.append(self.null_row(e, e.t))
+                else:
+                    still.append(e)
+            if still:
+                self.pending[key] = still
             else:
-                still.append(e)
-        self.pending = still
+                del self.pending[key]
 
     def next_change(self) -> float:
-        return min((e.t + self.spec.pending_us + 1 for e in self.pending), default=INF)
+        return min((e.t + self.spec.pending_us + 1 for rows in self.pending.values() for e in rows), default=INF)
 
     def hold(self) -> float:
         if self.spec.emit != "FINAL" or self.spec.join_type != "LEFT":
             return INF
-        return min((e.t for e in self.pending), default=INF)
+        return min((e.t for rows in self.pending.values() for e in rows), default=INF)
 
     def size(self) -> int:
-        return len(self.buffer) + len(self.table) + len(self.pending)
+        return len(self.buffer) + len(self.where) + sum(len(rows) for rows in self.pending.values())
 
 
 ENGINES = {"window": WindowJoin, "asof": AsofJoin, "tvf": WindowFunctionJoin, "changelog": ChangelogJoin}

@@ -69,8 +69,9 @@ class JoinProcessor(StatefulProcessor):
         pass
 
     def _load(self):
-        if self.state.exists():
-            return pickle.loads(self.state.get()[0])
+        stored = self.state.get()
+        if stored is not None:
+            return pickle.loads(stored[0])
         group = new_group(self.spec)
         group.timer_ms, group.reported = None, None
         return group
@@ -91,15 +92,14 @@ class JoinProcessor(StatefulProcessor):
                 group.timer_ms = ms
         hold = group.hold()
         report = (None if hold == INF else int(hold), group.size())
+        changed = report != group.reported
+        group.reported = report
         if group.size() == 0 and not group.buffer and wake == INF:
             self.state.clear()
         else:
             self.state.update((pickle.dumps(group, protocol=pickle.HIGHEST_PROTOCOL),))
-        if not out and report == group.reported:
+        if not out and not changed:
             return
-        if report != group.reported and self.state.exists():
-            group.reported = report
-            self.state.update((pickle.dumps(group, protocol=pickle.HIGHEST_PROTOCOL),))
         data = {c[1]: [] for c in self.columns}
         rowtimes, ops, meta = [], [], []
         for o in out:
