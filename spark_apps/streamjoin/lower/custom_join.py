@@ -21,7 +21,7 @@ from streamjoin.io.staging import BOUND, END_OF_INPUT, InputSpec
 from streamjoin.operator.engine import Side, Spec
 from streamjoin.plan import model as m
 from streamjoin.plan import operators
-from streamjoin.plan.windows import RangeWindow, RowsWindow
+from streamjoin.plan.windows import BucketWindow, RangeWindow, RowsWindow
 
 OP = "op"  # the changelog's column (EMIT CHANGES): +I or -D
 GROUPS = int(os.environ.get("STREAMJOIN_OPERATOR_GROUPS", "32"))  # hash buckets of the join keys
@@ -45,6 +45,10 @@ def check(script: m.Script, query: m.Query) -> None:
             raise Unsupported(f"input '{i.alias}': {i.time_window.function} must window the stream's rowtime ({relation.rowtime})")
     if query.aggregation is not None:
         raise Unsupported("an aggregation over a join that needs streamjoin's operator is not supported by `run` yet")
+    for i in query.inputs:
+        if isinstance(i.window, BucketWindow):
+            raise Unsupported(f"input '{i.alias}': a bucket window (ORDER BY FLOOR(ROWTIME TO ...)) joined with another stream "
+                              "runs on Spark's join under EMIT FINAL only; use TUMBLE(...) window joins")
     if join.kind == m.ASOF:
         left, op, right = join.condition.asof
         lrt = f"{join.left_inputs[0]}.{query.input(join.left_inputs[0]).rowtime}"
@@ -124,11 +128,8 @@ def spec_for(query: m.Query) -> Spec:
 
 
 def _table_key(query: m.Query, join: m.Join) -> tuple[str, ...]:
-    """What identifies a row of a changelog table: `_key` (a topic's key), else the join keys."""
-    table = query.input(join.right)
-    if "_key" in table.columns:
-        return ("_key",)
-    return tuple(c for c in (_plain(b).split(".")[-1] for _, b in join.condition.keys) if c in table.columns)
+    """What identifies a row of a changelog table: `_key` (a topic's key); () = its join-key values."""
+    return ("_key",) if "_key" in query.input(join.right).columns else ()
 
 
 def lower_custom(spark, script: m.Script, query: m.Query, specs: dict[str, InputSpec], flat, spark_sql):

@@ -327,6 +327,11 @@ class AsofJoin(GroupJoin):
                         out.append(self.null_row(e, now))
                 continue
             for e in lefts:
+                if e.key is None:  # a NULL key never finds a candidate: decided at once
+                    if spec.join_type == "LEFT":
+                        e.eager = True
+                        out.append(self.null_row(e, e.t))
+                    continue
                 self.waiting_left.setdefault(e.key, []).append(e)
             latest = {}
             for r in rights:
@@ -348,8 +353,6 @@ class AsofJoin(GroupJoin):
                     if not e.matched and not e.eager:
                         e.eager = True
                         out.append(self.null_row(e, e.t))
-            if spec.join_type != "LEFT":  # inner: a NULL key never finds a candidate
-                self.waiting_left.pop(None, None)
         if limit == INF:
             for rows in self.waiting_left.values():
                 for e in rows:
@@ -426,12 +429,16 @@ class ChangelogJoin(GroupJoin):
         for now in instants:
             self.expire(now - spec.pending_us, out)
             arrived = []
-            while i < len(ready) and ready[i][0] == now:
-                t, side, seq, values = ready[i]
-                i += 1
+            j = i
+            while j < len(ready) and ready[j][0] == now:
+                j += 1
+            # the instant's table rows first: a stream row meets the table as of its instant
+            instant = sorted(ready[i:j], key=lambda r: -r[1])
+            i = j
+            for t, side, seq, values in instant:
                 e = Entry(side, t, seq, values, start=t, key=cond.key_of(side, values))
                 if side == 1:
-                    tkey = tuple(_hashable(values.get(c)) for c in spec.table_key)
+                    tkey = tuple(_hashable(values.get(c)) for c in spec.table_key) if spec.table_key else e.key
                     old = self.where.pop(tkey, ())
                     if old != () and old in self.table:  # the row moves off its old join key
                         self.table[old].pop(tkey, None)

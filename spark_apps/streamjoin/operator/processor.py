@@ -149,6 +149,8 @@ def _clean(value, timestamp: bool, integral: bool = False):
         if isinstance(value, dt.datetime) and value.tzinfo is not None:
             value = value.astimezone(dt.UTC).replace(tzinfo=None)
         return value
+    if hasattr(value, "tolist") and getattr(value, "ndim", 0):  # arrays (numpy) -> lists
+        return value.tolist()
     if hasattr(value, "item"):  # numpy scalars -> Python
         return value.item()
     return value

@@ -52,6 +52,8 @@ def group_keys(query: m.Query, join: m.Join) -> tuple[tuple[str, str], ...]:
     keys = tuple((a, b) for a, b in join.condition.keys if not (_column(a) == "window_start" and _column(b) == "window_start"))
     if join.join_type == "CROSS":
         return ()
+    if join.kind == m.CHANGELOG and "_key" in query.input(join.right).columns and "_key" not in {_column(b) for _, b in keys}:
+        return ()  # a table row may change its join key: its old version must be in the same group
     for n, alias in enumerate((join.left_inputs[-1], join.right)):
         window = query.input(alias).window
         if isinstance(window, RowsWindow):
