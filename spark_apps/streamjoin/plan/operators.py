@@ -75,6 +75,8 @@ def describe(query: m.Query, join: m.Join) -> list[str]:
     keys = group_keys(query, join)
     if keys:
         groups = "groups: by the join keys " + ", ".join(f"{a} = {b}" for a, b in keys) + " (parallel)"
+    elif join.kind == m.CHANGELOG:
+        groups = "groups: ONE group: a table row keyed by _key may change its join key, so it runs on one task"
     else:
         groups = "groups: ONE group: the join is one ordered sequence (no key partitions every window), so it runs on one task"
     return [f"operator: {CUSTOM}", f"    why: {reason}", f"    {groups}"]
