@@ -17,8 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.parquet as pq
+from stream_join_throughput import generate  # the same inputs as the native-vs-hand-written bench
 
 RANGE = """CREATE STREAM a (k INT, v INT, rowtime TIMESTAMP) WITH (connector = 'files', format = 'parquet', path = '{a}');
 CREATE STREAM b (k INT, v INT, rowtime TIMESTAMP) WITH (connector = 'files', format = 'parquet', path = '{b}');
@@ -30,25 +29,6 @@ CREATE STREAM b (k INT, v INT, rowtime TIMESTAMP) WITH (connector = 'files', for
 SELECT STREAM ROWTIME, a.k, a.v AS av, b.v AS bv
 FROM a ASOF LEFT JOIN b ON a.k = b.k AND b.rowtime <= a.rowtime;
 """
-
-
-def generate(root: Path, name: str, rows: int, files: int, keys: int, seed: int) -> Path:
-    import numpy as np
-
-    rng = np.random.default_rng(seed)
-    out = root / name
-    out.mkdir(parents=True)
-    per_file = rows // files
-    for i in range(files):
-        start = i * per_file
-        rowtime_us = (1_700_000_000_000 + np.arange(start, start + per_file)) * 1000  # one row per ms
-        table = pa.table({
-            "k": pa.array(rng.integers(0, keys, per_file), pa.int32()),
-            "v": pa.array(rng.integers(0, 1000, per_file), pa.int32()),
-            "rowtime": pa.array(rowtime_us, pa.timestamp("us", tz="UTC")),
-        })
-        pq.write_table(table, out / f"part-{i:04d}.parquet")
-    return out
 
 
 def run(spark, sql: str, work: Path, custom: bool) -> tuple[float, int, dict]:
@@ -80,8 +60,8 @@ def main() -> None:
 
     root = Path(tempfile.mkdtemp(prefix="streamjoin-bench-"))
     try:
-        a = generate(root, "a", args.rows, args.files, args.keys, 1)
-        b = generate(root, "b", args.rows, args.files, args.keys, 2)
+        a = generate(root, "a", args.rows, args.files, 1, args.keys)
+        b = generate(root, "b", args.rows, args.files, 2, args.keys)
         spark = spark_session("streamjoin-bench")
         total = 2 * args.rows
         native_s, native_rows, _ = run(spark, RANGE.format(a=a, b=b), root / "native", custom=False)

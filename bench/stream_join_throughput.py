@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 
-def generate(root: Path, name: str, rows: int, files: int, seed: int) -> Path:
+def generate(root: Path, name: str, rows: int, files: int, seed: int, keys: int = 100_000) -> Path:
     import numpy as np
 
     rng = np.random.default_rng(seed)
@@ -33,7 +33,7 @@ def generate(root: Path, name: str, rows: int, files: int, seed: int) -> Path:
         rowtime_us = (1_700_000_000_000 + np.arange(start, start + per_file)) * 1000  # one row per ms
         table = pa.table(
             {
-                "k": pa.array(rng.integers(0, 100_000, per_file), pa.int32()),
+                "k": pa.array(rng.integers(0, keys, per_file), pa.int32()),
                 "v": pa.array(rng.integers(0, 1000, per_file), pa.int32()),
                 "rowtime": pa.array(rowtime_us, pa.timestamp("us", tz="UTC")),
             }
