@@ -26,7 +26,7 @@ SHAPE_COUNT = 12
 
 def random_shape(rng: random.Random):
     """Windows as (size s, lag s) per input; steps as (join type, condition, left input).
-    Only the last join of a chain may be outer (the runtime rejects the rest)."""
+    Only the last join may be outer here; random_cut_shape makes chains with outer joins before it."""
     n = 3 if rng.random() < 0.35 else 2
     windows = []
     for _ in range(n):
@@ -41,7 +41,26 @@ def random_shape(rng: random.Random):
     return windows, steps
 
 
+def random_cut_shape(rng: random.Random):
+    """3 or 4 inputs where a join before the last is outer: `run` cuts such a chain into one
+    Spark query per part (docs/runtime.md, "Outer joins inside a chain")."""
+    n = 4 if rng.random() < 0.3 else 3
+    windows, _ = random_shape(rng)
+    windows = [windows[i] if i < len(windows) else (rng.randint(0, 4), 0) for i in range(n)]
+    steps = []
+    for i in range(1, n):
+        join_type = rng.choice(["INNER", "LEFT", "RIGHT", "FULL", "CROSS"])
+        condition = "cross" if join_type == "CROSS" else rng.choice(["key", "key+theta", "theta"])
+        steps.append((join_type, condition, rng.randrange(i)))
+    if not any(t in ("LEFT", "RIGHT", "FULL") for t, _, _ in steps[:-1]):
+        cut = rng.randrange(n - 2)
+        steps[cut] = (rng.choice(["LEFT", "RIGHT", "FULL"]), rng.choice(["key", "key+theta"]), steps[cut][2])
+    return windows, steps
+
+
+CUT_SHAPE_COUNT = 4
 SHAPES = [random_shape(random.Random(SEED * 1000 + i)) for i in range(SHAPE_COUNT)]
+SHAPES += [random_cut_shape(random.Random(SEED * 2000 + i)) for i in range(CUT_SHAPE_COUNT)]
 
 
 def window_sql(size: int, lag: int) -> str:
@@ -108,7 +127,12 @@ def expected(windows, steps, streams) -> dict:
     return out
 
 
-@pytest.mark.parametrize("shape", range(SHAPE_COUNT), ids=[f"{SHAPES[i][1]}-{SHAPES[i][0]}" for i in range(SHAPE_COUNT)])
+def shape_id(windows, steps) -> str:
+    joins = "-".join(f"{t}.{c}.s{left}" for t, c, left in steps)
+    return f"{joins}_windows" + "_".join(f"{size}.{lag}" for size, lag in windows)
+
+
+@pytest.mark.parametrize("shape", range(len(SHAPES)), ids=[shape_id(*s) for s in SHAPES])
 def test_engine_output_equals_the_reference_for_generated_streams(spark, tmp_path, shape):
     windows, steps = SHAPES[shape]
     rng = random.Random(SEED * 100 + shape)

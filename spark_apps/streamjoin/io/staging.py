@@ -250,7 +250,7 @@ class Stager:
         if pc.any(pc.is_null(rt)).as_py():
             raise ValueError(f"input {self.spec.alias}: a row has no rowtime ({self.spec.rowtime})")
         if clock_us is None:
-            late_mask = pa.array([False] * rows.num_rows)
+            late_mask = pa.array([False] * rows.num_rows, pa.bool_())
         else:
             late_mask = pc.less(pc.cast(rt, pa.int64()), clock_us)
         return rows.filter(pc.invert(late_mask)), rows.filter(late_mask), bounds

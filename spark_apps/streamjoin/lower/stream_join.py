@@ -42,6 +42,11 @@ class Lowered:
     sink: object = None  # streamjoin.io.table_sink.SinkSpec for INSERT INTO an S3 sink; None: JSON Lines
     custom: bool = False  # the frame comes from streamjoin's operator (meta rows, holds; streamjoin.operator)
     emit: str = "FINAL"
+    # a chain cut after outer joins (split_points): the queries before this one, in order; each
+    # writes its rows, in rowtime order and with rowtime bounds, to `stage_output` as parquet
+    upstream: list = field(default_factory=list)
+    stage_output: str | None = None
+    stage_spec: InputSpec | None = None  # how the next part reads `stage_output`
 
 
 _TABLE_JOINS = (m.SNAPSHOT, m.TEMPORAL, m.TABLE_TABLE, m.ASOF_TABLE)
@@ -146,14 +151,8 @@ def _check_query(script: m.Script, query: m.Query, top: bool) -> None:
                 raise Unsupported("a bucketed table-preserving join runs as `stream OVER (bucket) RIGHT JOIN table` in `run`")
             if not isinstance(query.input(j.left_inputs[-1]).window, BucketWindow):
                 raise Unsupported("the stream of a bucketed table-preserving join must be its last input before the table")
-    outer = [j for j in query.joins[:-1] if j.join_type in ("LEFT", "RIGHT", "FULL") and j.kind not in _TABLE_JOINS]
-    for j in outer:
-        # Spark's watermark for the next join runs ahead of the NULL-extended rows this join
-        # emits late, so the next join would miss their matches (seen in the differential test).
-        raise Unsupported(
-            f"a {j.join_type} JOIN followed by another join is not supported by `run` yet; "
-            "only the last join of a chain may be an outer join"
-        )
+    if split_points(query):
+        _check_stages(script, query, top)
     if query.aggregation is not None:
         agg = query.aggregation
         if agg.bucket is None:
@@ -176,6 +175,56 @@ def _check_query(script: m.Script, query: m.Query, top: bool) -> None:
 
 
 _STREAM_CONNECTORS = ("files", "s3")
+
+
+def split_points(query: m.Query) -> list[int]:
+    """The joins after which the chain is cut into another Spark query: every outer
+    stream-stream join that another join follows. Spark's next join would run its watermark
+    ahead of the NULL-extended rows such a join emits late (and miss their matches), so its
+    output is released in rowtime order, with rowtime bounds, as the input of the next query
+    (docs/runtime.md, "Outer joins inside a chain")."""
+    return [
+        n for n, j in enumerate(query.joins[:-1])
+        if j.join_type in ("LEFT", "RIGHT", "FULL") and j.kind not in (*_TABLE_JOINS, m.BUCKETED)
+    ]
+
+
+def _check_stages(script: m.Script, query: m.Query, top: bool) -> None:
+    first = query.joins[split_points(query)[0]]
+    where = f"a {first.join_type} JOIN followed by another join"
+    if not top:
+        raise Unsupported(f"{where} inside a view is not supported by `run` yet; put the chain in the final query")
+    if any(j.kind == m.BUCKETED for j in query.joins):
+        raise Unsupported(f"{where} and a bucketed table-preserving join in one query are not supported by `run` yet")
+    if sink_spec(script, query) is not None:
+        raise Unsupported(f"{where} writes to --output (JSON Lines) in `run` yet, not to an S3 sink")
+    streams = [i.alias for i in query.inputs if i.kind == m.STREAM]
+    for n in split_points(query):
+        before = [a for a in streams if a in (*query.joins[n].left_inputs, query.joins[n].right)]
+        for j in query.joins[n + 1:]:
+            if j.right in streams and _start_bounds(j, before, query) is None:
+                raise Unsupported(
+                    f"{where}: the later join with '{j.right}' needs a time bound (windows or a time range) "
+                    f"between '{j.right}' and each of {', '.join(repr(a) for a in before)}"
+                )
+
+
+def _start_bounds(join: m.Join, before: list[str], query: m.Query) -> tuple[int, int] | None:
+    """(L, H) with `L <= right.rowtime - start <= H` for every match of `join`, where `start` is
+    the output rowtime (latest presence start) of a row of the inputs `before`: what lets
+    Spark drop state between an intermediate stream and `join.right`. None if an input of
+    `before` has no two-sided time bound with the right input."""
+    lows, highs = [], []
+    for alias in before:
+        mine = [b for b in join.condition.time_bounds if b.left == alias and b.right == join.right]
+        low = max((b.low_ms for b in mine if b.low_ms is not None), default=None)
+        high = min((b.high_ms for b in mine if b.high_ms is not None), default=None)
+        if low is None or high is None:
+            return None
+        lag = _lag(query.input(alias))
+        lows.append(low - lag)
+        highs.append(high - lag)
+    return min(lows), max(highs)
 
 
 def _check_stream_path(relation: m.Relation, connector: str, path: str) -> None:
@@ -255,6 +304,8 @@ def lower(spark, script: m.Script, query: m.Query, specs: list[InputSpec], check
             columns.insert(0, OP)
         return Lowered(frame, specs, columns, 0, sink=sink_spec(script, query), custom=True, emit=query.emit)
     lowering = _Lowering(spark, script, {s.alias: s for s in specs}, checkpoint)
+    if split_points(query):
+        return lowering.stages(query, specs)
     frame, bucketed = lowering.query_frame(query, "", top=True)
     if query.emit == "CHANGES":  # stream-table joins decide each row at once: a changelog of inserts
         from pyspark.sql import functions as F
@@ -280,29 +331,81 @@ class _Lowering:
 
     def query_frame(self, query: m.Query, prefix: str, top: bool = False):
         """(streaming frame of output columns + __rowtime, BucketedJoin or None)."""
+        frames = {i.alias: self.input_frame(query, i, prefix) for i in query.inputs}
+        joined, bucketed_join = self.join_chain(query, frames, frames[query.inputs[0].alias], query.joins)
+        return self.finish(query, frames, joined, bucketed_join)
+
+    def join_chain(self, query: m.Query, frames: dict, joined, joins, before: tuple[str, ...] = ()):
+        """Join `joins` onto `joined`; `before`: the stream inputs an intermediate stream (the
+        output of an earlier query of a cut chain) brings, NULL for its NULL-extended rows."""
         from pyspark.sql import functions as F
 
-        frames = {i.alias: self.input_frame(query, i, prefix) for i in query.inputs}
         streams = [i.alias for i in query.inputs if i.kind == m.STREAM]
-        joined = frames[query.inputs[0].alias]
-        bucketed_join = None
-        for join in query.joins:
+        for join in joins:
             if join.kind == m.BUCKETED:
-                bucketed_join = join
-                break
+                return joined, join
             sides = [*join.left_inputs, join.right]
             stream_sides = [a for a in sides if a in streams]
             keys = [e for pair in join.condition.keys for e in pair]
             guard = _not_bound(stream_sides, [_rowtime_of(query, a) for a in stream_sides], [spark_sql(k) for k in keys])
-            condition = " AND ".join(p for p in (join_condition(join, query, stream_sides), guard) if p)
+            condition = " AND ".join(p for p in (join_condition(join, query, stream_sides, before), guard) if p)
             if join.kind == m.ASOF_TABLE:
                 from streamjoin.lower.asof_table import asof_lookup
 
                 joined = asof_lookup(joined, frames[join.right], query, join)
                 continue
             joined = joined.join(frames[join.right], F.expr(condition), _SPARK_JOIN[join.join_type])
-            if join.kind not in _TABLE_JOINS and join is not query.joins[-1]:
+            if join.kind not in _TABLE_JOINS and join is not joins[-1]:
                 joined = _one_event_time(joined, query, [a for a in sides if a in streams])
+        return joined, None
+
+    def stages(self, query: m.Query, specs: list[InputSpec]) -> Lowered:
+        """A chain cut after its outer joins (split_points) as one Spark query per part: each part
+        but the last writes its rows (all input columns, flat, and the rowtime of §4) in rowtime
+        order to a folder that the next part reads as a stream, through the same staging as any
+        input (its bounds are the clock of the part that writes it)."""
+        from pyspark.sql import functions as F
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        frames = {i.alias: self.input_frame(query, i, "") for i in query.inputs}
+        streams = [i.alias for i in query.inputs if i.kind == m.STREAM]
+        late_root = Path(specs[0].late_dir).parent
+        upstream, start, before, joined = [], 0, (), frames[query.inputs[0].alias]
+        delay = order_delay(query)  # every part: how far behind its watermark its rows are final
+        for cut in split_points(query):
+            joins = query.joins[start:cut + 1]
+            joined, _ = self.join_chain(query, frames, joined, joins, before)
+            aliases = [a for a in streams if a in (*joins[-1].left_inputs, joins[-1].right)]
+            rows = joined.where(F.expr(_not_bound(aliases, [_rowtime_of(query, a) for a in aliases])))
+            rows = rows.withColumn(ROWTIME_COLUMN, F.expr(output_rowtime(query, aliases)))
+            internal = {bound_column(a) for a in aliases} | {flat(a, ZERO) for a in aliases} | {START}
+            rows = rows.select(*[c for c in rows.columns if c not in internal])
+            part = len(upstream)
+            folder = self.checkpoint / "stages" / str(part)
+            mine = [s for s in specs if _belongs(s.alias, query, joins, start == 0)] + [u.stage_spec for u in upstream[-1:]]
+            spec = InputSpec(
+                alias=f"__part{part}",
+                path=str(folder / "rows"),
+                format="parquet",
+                schema=to_arrow_schema(rows.schema, timezone="UTC"),
+                rowtime=ROWTIME_COLUMN,
+                lateness_ms=0,  # written in rowtime order, below the bounds it writes
+                state_dir=str(self.checkpoint / "sources" / f"__part{part}"),
+                late_dir=str(late_root / f"__part{part}"),
+            )
+            upstream.append(Lowered(rows, mine, list(rows.columns), delay, stage_output=spec.path, stage_spec=spec))
+            before, start = tuple(aliases), cut + 1
+            joined = _intermediate_frame(self.spark, spec, before)
+        joins = query.joins[start:]
+        joined, _ = self.join_chain(query, frames, joined, joins, before)
+        frame, _ = self.finish(query, frames, joined, None)
+        mine = [s for s in specs if _belongs(s.alias, query, joins, False)] + [upstream[-1].stage_spec]
+        return Lowered(frame, mine, [c.name for c in query.output], delay, self.snapshots, upstream=upstream)
+
+    def finish(self, query: m.Query, frames: dict, joined, bucketed_join):
+        from pyspark.sql import functions as F
+
+        streams = [i.alias for i in query.inputs if i.kind == m.STREAM]
         if query.where and bucketed_join is None:
             joined = joined.where(F.expr(_or_bound(spark_sql(query.where), streams)))
         joined = joined.where(F.expr(_not_bound(streams, [_rowtime_of(query, a) for a in streams])))
@@ -388,6 +491,37 @@ class _Lowering:
         return frame.drop(ROWTIME_COLUMN).toArrow()
 
 
+START = "__start"  # an intermediate stream's rowtime: the output rowtime of the part that wrote it
+
+
+def _belongs(key: str, query: m.Query, joins, first: bool) -> bool:
+    """Whether the staged input `key` (an alias, or `view.alias` for a view's input) is read by
+    the part of a cut chain made of `joins` (and, for the first part, the first input)."""
+    aliases = [j.right for j in joins] + ([query.inputs[0].alias] if first else [])
+    for alias in aliases:
+        relation = query.input(alias).relation
+        if key == alias or key.startswith(f"{relation}."):
+            return True
+    return False
+
+
+def _intermediate_frame(spark, spec: InputSpec, aliases: tuple[str, ...]):
+    """The rows an earlier part of a cut chain wrote, as the joined frame they were: flat
+    columns, plus each input's bound flag and zero column (the part's own rowtime is START,
+    the event time: the inputs' rowtimes are plain timestamps here)."""
+    from pyspark.sql import functions as F
+
+    df = spark.readStream.format("streamjoin_staged").option("spec", spec.to_json()).load()
+    df = df.withWatermark(ROWTIME_COLUMN, f"{spec.lateness_ms} milliseconds")
+    carried = [F.col(c) for c in df.columns if c not in (BOUND, ROWTIME_COLUMN)]
+    return df.select(
+        *carried,
+        F.col(ROWTIME_COLUMN).alias(START),
+        *[F.col(BOUND).alias(bound_column(a)) for a in aliases],
+        *[(F.unix_micros(F.col(ROWTIME_COLUMN)) * 0).alias(flat(a, ZERO)) for a in aliases],
+    )
+
+
 def _one_event_time(joined, query: m.Query, aliases: list[str]):
     """Spark allows one event-time column per stream: a joined frame that feeds another join
     keeps the first input's rowtime as its event time; the others become plain timestamps."""
@@ -452,8 +586,9 @@ def _rowtime_of(query: m.Query, alias: str) -> str:
     return _q(flat(alias, query.input(alias).rowtime))
 
 
-def join_condition(join: m.Join, query: m.Query, sides: list[str]) -> str | None:
-    """`sides`: the stream inputs of the join (their bound rows pass residual filters)."""
+def join_condition(join: m.Join, query: m.Query, sides: list[str], before: tuple[str, ...] = ()) -> str | None:
+    """`sides`: the stream inputs of the join (their bound rows pass residual filters).
+    `before`: the inputs of an intermediate stream on the left (a cut chain, see `stages`)."""
     c = join.condition
     parts = [f"{spark_sql(a)} = {spark_sql(b)}" for a, b in c.keys]
     if not parts and join.kind in _TABLE_JOINS:
@@ -462,10 +597,20 @@ def join_condition(join: m.Join, query: m.Query, sides: list[str]) -> str | None
         parts.append(f"{_q(flat(join.left_inputs[0], ZERO))} = {_q(flat(join.right, ZERO))}")
     for b in c.time_bounds:
         right, left = _rowtime_of(query, b.right), _rowtime_of(query, b.left)
+        bound = []
         if b.low_ms is not None:
-            parts.append(f"{right} >= {left} + INTERVAL {b.low_ms} MILLISECONDS")
+            bound.append(f"{right} >= {left} + INTERVAL {b.low_ms} MILLISECONDS")
         if b.high_ms is not None:
-            parts.append(f"{right} <= {left} + INTERVAL {b.high_ms} MILLISECONDS")
+            bound.append(f"{right} <= {left} + INTERVAL {b.high_ms} MILLISECONDS")
+        if b.left in before and b.origin != "condition" and bound:
+            # co-presence (§4) counts the non-null rows only: a NULL-extended input has no window
+            bound = [f"({left} IS NULL OR ({' AND '.join(bound)}))"]
+        parts.extend(bound)
+    if before and join.right in [i.alias for i in query.inputs if i.kind == m.STREAM]:
+        low, high = _start_bounds(join, list(before), query)  # implied by the bounds above, on the event time
+        right = _rowtime_of(query, join.right)
+        parts.append(f"{right} >= {_q(START)} + INTERVAL {low} MILLISECONDS")
+        parts.append(f"{right} <= {_q(START)} + INTERVAL {high} MILLISECONDS")
     parts.extend(_or_bound(spark_sql(r), sides) for r in c.residual)
     return " AND ".join(parts) if parts else None
 

@@ -17,6 +17,7 @@ import signal
 import sys
 import threading
 import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,6 +64,7 @@ class SinkState:
     next_marker_us: int | None = None  # S3 sink: the first hour without a completeness marker
     pending_last_us: int | None = None  # a bucketed release being written: its last bucket (a replay redoes exactly it)
     groups: dict | None = None  # custom operator: group -> [hold (us) or None, rows held] (streamjoin.operator)
+    bound_us: int | None = None  # a part of a cut chain (StageSink): the last rowtime bound written
 
 
 class OrderedSink:
@@ -153,20 +155,25 @@ class OrderedSink:
         with self.lock:
             state = self.state()
             table = self._load(state.carry)
-            if table is None or not table.num_rows:
-                return
-            if threshold_us is None:
-                done, rest = table, None
-            else:
-                ready = pc.less_equal(pc.cast(table.column(ROWTIME_COLUMN), pa.int64()), threshold_us)
-                done, rest = table.filter(ready), table.filter(pc.invert(ready))
-            if not done.num_rows:
-                return
-            rows = done.sort_by([(ROWTIME_COLUMN, "ascending")]).select(self.columns).to_pylist()
-            self.writer.write(f"part-{state.releases:08d}", rows)  # names sort in emission order
-            state.releases += 1
-            state.rows_emitted += len(rows)
-            self._save(state, rest)
+            done, rest = None, None
+            if table is not None and table.num_rows:
+                if threshold_us is None:
+                    done = table
+                else:
+                    ready = pc.less_equal(pc.cast(table.column(ROWTIME_COLUMN), pa.int64()), threshold_us)
+                    done, rest = table.filter(ready), table.filter(pc.invert(ready))
+            if self._write(state, done, threshold_us):
+                self._save(state, rest)
+
+    def _write(self, state: SinkState, done, threshold_us: int | None) -> bool:
+        """Write the released rows `done` (all rows up to `threshold_us`); False: nothing to do."""
+        if done is None or not done.num_rows:
+            return False
+        rows = done.sort_by([(ROWTIME_COLUMN, "ascending")]).select(self.columns).to_pylist()
+        self.writer.write(f"part-{state.releases:08d}", rows)  # names sort in emission order
+        state.releases += 1
+        state.rows_emitted += len(rows)
+        return True
 
     def _release_buckets(self, threshold_us: int | None) -> None:
         """Close every bucket whose end the clock has passed (at end of input: up to the bucket of
@@ -250,12 +257,55 @@ class OrderedSink:
             return reader.read_all()
 
 
+class StageSink(OrderedSink):
+    """The sink of a part of a cut chain (stream_join.split_points) but the last: its rows, in
+    rowtime order, are the next part's input. Each release is one parquet file in the folder the
+    next part reads (the same staging as any input), ending with a rowtime bound at the release
+    threshold: no later row of this part can be older, so the next part's clock advances with
+    this part's, rows or not."""
+
+    def __init__(self, checkpoint: Path, spec, columns: list[str], order_delay_ms: int):
+        super().__init__(checkpoint, None, columns, order_delay_ms)
+        self.spec = spec
+        self.folder = Path(spec.path)
+        self.folder.mkdir(parents=True, exist_ok=True)
+
+    def _write(self, state: SinkState, done, threshold_us: int | None) -> bool:
+        import pyarrow.parquet as pq
+
+        from streamjoin.io.staging import BOUND
+
+        rows = done.sort_by([(ROWTIME_COLUMN, "ascending")]).select(self.columns) if done is not None else None
+        rows = rows if rows is not None and rows.num_rows else None
+        bound = threshold_us if threshold_us is not None and (state.bound_us is None or threshold_us > state.bound_us) else None
+        if rows is None and bound is None:
+            return False
+        schema = pa.schema([*self.spec.schema, pa.field(BOUND, pa.bool_())])
+        parts = []
+        if rows is not None:
+            parts.append(rows.append_column(BOUND, pa.array([False] * rows.num_rows)).cast(schema))
+        if bound is not None:
+            values = {f.name: pa.nulls(1, f.type) for f in schema}
+            values[ROWTIME_COLUMN] = pa.array([bound], pa.int64()).cast(schema.field(ROWTIME_COLUMN).type)
+            values[BOUND] = pa.array([True])
+            parts.append(pa.table(values, schema=schema))
+        name = f"part-{state.releases:08d}.parquet"  # a replayed release rewrites the same file
+        tmp = self.folder / f".{name}.tmp"  # the stager skips dot files
+        pq.write_table(pa.concat_tables(parts), tmp)
+        os.replace(tmp, self.folder / name)
+        state.releases += 1
+        state.rows_emitted += rows.num_rows if rows is not None else 0
+        state.bound_us = bound if bound is not None else state.bound_us
+        return True
+
+
 class Status:
     """The query's status file (checkpoint/status.json) and a one-line progress summary."""
 
-    def __init__(self, checkpoint: Path, stagers: list[Stager], sink: OrderedSink, query_file: str, snapshots=()):
+    def __init__(self, checkpoint: Path, stagers: list[Stager], sink: OrderedSink, query_file: str, snapshots=(), upstream=()):
         self.path = checkpoint / "status.json"
         self.stagers, self.sink, self.query_file = stagers, sink, query_file
+        self.upstream = upstream  # the Runners of the earlier parts of a cut chain: their state counts too
         self.snapshots = [s.identity() for s in snapshots]
         self.started_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         self.error: str | None = None
@@ -290,8 +340,8 @@ class Status:
             **self.sink.status(),
             "late_rows": sum(v["late_rows"] for v in inputs.values()),
             # Spark's state rows, or for streamjoin's operator the join rows it holds
-            "state_rows": self.sink.status().get("operator_state_rows",
-                                                 sum(op.get("numRowsTotal", 0) for op in progress.get("stateOperators", []))),
+            "state_rows": self.sink.status().get("operator_state_rows", _state_rows(progress))
+            + sum(_state_rows(r.query.lastProgress or {}) for r in self.upstream),
             "last_batch_ms": (progress.get("durationMs") or {}).get("triggerExecution"),
             "watermark": (progress.get("eventTime") or {}).get("watermark"),
             "updated_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
@@ -319,6 +369,10 @@ class Status:
         )
 
 
+def _state_rows(progress: dict) -> int:
+    return sum(op.get("numRowsTotal", 0) for op in progress.get("stateOperators", []))
+
+
 def _iso(us: int | None) -> str | None:
     if us is None:
         return None
@@ -329,11 +383,19 @@ class Runner:
     """One running query: start it, feed it, end its input, stop it. `run_query` drives it for
     the CLI; tests drive it step by step."""
 
-    def __init__(self, spark, lowered: Lowered, checkpoint: Path, output: str, query_file: str = "<sql>"):
+    def __init__(self, spark, lowered: Lowered, checkpoint: Path, output: str, query_file: str = "<sql>", quiet: bool = False):
         checkpoint.mkdir(parents=True, exist_ok=True)
         self.spark = spark
+        # a chain cut after its outer joins (stream_join.split_points): one query per earlier
+        # part, each feeding the next; this Runner is the last part and drives them all
+        self.upstream = [
+            Runner(spark, part, checkpoint / "stages" / str(n), "", query_file, quiet=True)
+            for n, part in enumerate(lowered.upstream)
+        ]
         self.stagers = [Stager(spec) for spec in lowered.inputs]
-        if lowered.sink is not None:
+        if lowered.stage_output is not None:
+            self.sink = StageSink(checkpoint, lowered.stage_spec, lowered.columns, lowered.order_delay_ms)
+        elif lowered.sink is not None:
             from streamjoin.runtime.committed import CommittedSink
 
             self.sink = CommittedSink(checkpoint, lowered, self.input_top_us, query_file)
@@ -342,11 +404,14 @@ class Runner:
                 checkpoint, RowWriter(output), lowered.columns, lowered.order_delay_ms, lowered.bucketed, self.input_top_us,
                 lowered.custom, lowered.emit,
             )
-        self.status = Status(checkpoint, self.stagers, self.sink, query_file, lowered.snapshots)
-        self.listener = _ProgressListener(self.status, self.sink)
+        user = [s for r in [*self.upstream, self] for s in r.stagers if s.spec.alias not in _part_aliases(lowered)]
+        self.status = Status(checkpoint, user, self.sink, query_file, lowered.snapshots, self.upstream)
+        self.name = f"streamjoin-{uuid.uuid4().hex[:12]}"  # the listener hears every query of the session
+        self.listener = _ProgressListener(self.status, self.sink, self.name, quiet)
         spark.streams.addListener(self.listener)
         self.query = (
             lowered.frame.writeStream.foreachBatch(self.sink)
+            .queryName(self.name)
             .option("checkpointLocation", str(checkpoint / "spark"))
             .trigger(processingTime="500 milliseconds")
             .start()
@@ -367,6 +432,8 @@ class Runner:
 
     def process_available(self) -> None:
         """Ingest and process everything the inputs hold now."""
+        for part in self.upstream:
+            part.process_available()
         self.query.processAllAvailable()
         self._raise_if_failed()
         # progress events reach the listener asynchronously: wait until it has released the
@@ -398,6 +465,8 @@ class Runner:
 
     def end_of_input(self) -> None:
         """Every clock to +infinity: flush all pending results (SEMANTICS §1)."""
+        for part in self.upstream:  # each part's rows are all written before the next part ends
+            part.end_of_input()
         for s in self.stagers:
             (s.dir / "END").touch()
         deadline = time.time() + 600
@@ -414,23 +483,31 @@ class Runner:
         stop = threading.Event()
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: stop.set())
-        while not stop.is_set() and self.query.isActive and self.listener.error is None:
+        while not stop.is_set() and all(r.query.isActive and r.listener.error is None for r in self._parts()):
             if until is not None and until():
                 break
             if tick is not None:
                 tick()
             stop.wait(1.0)
         self._raise_if_failed()
-        while self.query.isActive and self.query.status.get("isTriggerActive"):
-            time.sleep(0.1)  # let the current micro-batch finish
+        for r in self._parts():
+            while r.query.isActive and r.query.status.get("isTriggerActive"):
+                time.sleep(0.1)  # let the current micro-batch finish
+
+    def _parts(self) -> list[Runner]:
+        return [*self.upstream, self]
 
     def _raise_if_failed(self) -> None:
+        for part in self.upstream:
+            part._raise_if_failed()
         _raise_if_failed(self.query)
         if self.listener.error is not None:
             error = self.listener.error
             raise RuntimeError(f"releasing output failed: {type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}")
 
     def stop(self, final: str) -> dict:
+        for part in self.upstream:
+            part.stop(final)
         # the last batch's progress event may still be releasing output: let it finish, so that
         # a query restarted in this process never has two sinks on one checkpoint
         last = (self.query.lastProgress or {}).get("batchId")
@@ -466,6 +543,11 @@ def run_query(spark, lowered: Lowered, checkpoint: Path, output: str, until_idle
     return runner.stop("finished" if until_idle else "stopped")
 
 
+def _part_aliases(lowered: Lowered) -> set[str]:
+    """The staged inputs that are earlier parts of a cut chain, not the user's streams."""
+    return {part.stage_spec.alias for part in lowered.upstream}
+
+
 def _steps(offset) -> int:
     """The staged-step count of a source offset in a progress report (a dict or JSON text)."""
     if isinstance(offset, str):
@@ -485,8 +567,8 @@ def _progress_listener_base():
 class _ProgressListener(_progress_listener_base()):
     """After every micro-batch: refresh the status file, print the progress line."""
 
-    def __init__(self, status: Status, sink: OrderedSink):
-        self.status, self.sink = status, sink
+    def __init__(self, status: Status, sink: OrderedSink, name: str, quiet: bool = False):
+        self.status, self.sink, self.name, self.quiet = status, sink, name, quiet
         self.query = None
         self.settle = None  # Runner.settle, once the query runs
         self.error: Exception | None = None
@@ -496,10 +578,14 @@ class _ProgressListener(_progress_listener_base()):
         pass
 
     def onQueryProgress(self, event):
+        if event.progress.name != self.name:
+            return  # another query's (a part of a cut chain, a test's)
         try:
             self.sink.release((event.progress.eventTime or {}).get("watermark"))
             if self.query is not None:
-                print(self.status.line(self.status.write(self.query)), file=sys.stderr, flush=True)
+                snap = self.status.write(self.query)
+                if not self.quiet:
+                    print(self.status.line(snap), file=sys.stderr, flush=True)
         except Exception as error:  # Spark would only log it: the runner raises it instead
             log.debug("release failed", exc_info=True)
             self.error = error
@@ -507,6 +593,8 @@ class _ProgressListener(_progress_listener_base()):
             self.handled = max(self.handled, event.progress.batchId)
 
     def onQueryIdle(self, event):
+        if self.query is None or str(event.id) != str(self.query.id):
+            return
         try:
             if self.settle is not None:
                 self.settle()
