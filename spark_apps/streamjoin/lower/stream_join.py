@@ -178,15 +178,8 @@ _STREAM_CONNECTORS = ("files", "s3")
 
 
 def split_points(query: m.Query) -> list[int]:
-    """The joins after which the chain is cut into another Spark query: every outer
-    stream-stream join that another join follows. Spark's next join would run its watermark
-    ahead of the NULL-extended rows such a join emits late (and miss their matches), so its
-    output is released in rowtime order, with rowtime bounds, as the input of the next query
-    (docs/runtime.md, "Outer joins inside a chain")."""
-    return [
-        n for n, j in enumerate(query.joins[:-1])
-        if j.join_type in ("LEFT", "RIGHT", "FULL") and j.kind not in (*_TABLE_JOINS, m.BUCKETED)
-    ]
+    """The joins after which the chain is cut into another Spark query (operators.cuts)."""
+    return operators.cuts(query)
 
 
 def _check_stages(script: m.Script, query: m.Query, top: bool) -> None:

@@ -63,6 +63,15 @@ def group_keys(query: m.Query, join: m.Join) -> tuple[tuple[str, str], ...]:
     return keys
 
 
+def cuts(query: m.Query) -> list[int]:
+    """The joins after which `run` cuts the chain into another Spark query: every outer
+    stream-stream join that another join follows. Spark's next join would run its watermark
+    ahead of the NULL-extended rows such a join emits late (and miss their matches), so its
+    output is released in rowtime order, with rowtime bounds, as the next query's input
+    (docs/runtime.md, "Outer joins inside a chain")."""
+    return [n for n, j in enumerate(query.joins[:-1]) if j.join_type in ("LEFT", "RIGHT", "FULL") and j.kind in _STREAM_STREAM]
+
+
 def describe(query: m.Query, join: m.Join) -> list[str]:
     """explain's lines about the operator of one join."""
     if join.kind == m.ASOF_TABLE:
@@ -71,7 +80,11 @@ def describe(query: m.Query, join: m.Join) -> list[str]:
         return []
     reason = custom_reason(query, join)
     if reason is None:
-        return [f"operator: {NATIVE} (time-range condition from the windows; state dropped by the watermark)"]
+        lines = [f"operator: {NATIVE} (time-range condition from the windows; state dropped by the watermark)"]
+        if query.joins.index(join) in cuts(query):
+            lines.append("    then: the chain is cut here; this join's rows, released in rowtime order, are the "
+                         "input of the next Spark query (an outer join followed by another join)")
+        return lines
     keys = group_keys(query, join)
     if keys:
         groups = "groups: by the join keys " + ", ".join(f"{a} = {b}" for a, b in keys) + " (parallel)"
