@@ -2,7 +2,10 @@
 the same join written by hand in PySpark (Spark's file source, watermarks, time-range join), in
 one run, on the same parquet files. Prints input rows/s for both and their ratio.
 
-    .venv/bin/python bench/stream_join_throughput.py [--rows 1000000] [--files 10]
+    .venv/bin/python bench/stream_join_throughput.py [--rows 1000000] [--files 10] [--rounds 2]
+
+Each round runs both jobs on fresh checkpoints; the order alternates between rounds, since the
+first job in a session pays for a cold JVM (class loading, JIT).
 
 The hand-written job processes what is there and stops (no end-of-input flush, no ordering
 stage, output only counted); the compiled query also orders and writes its output and
@@ -49,7 +52,7 @@ FROM a OVER (RANGE INTERVAL '1' SECOND PRECEDING) JOIN b OVER (RANGE INTERVAL '1
 """
 
 
-def compiled(spark, a: Path, b: Path, work: Path) -> tuple[float, int]:
+def compiled(spark, a: Path, b: Path, work: Path) -> tuple[float, float, int]:
     from streamjoin.lower import stream_join
     from streamjoin.plan import analyze
     from streamjoin.runtime.run import Runner
@@ -93,6 +96,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000, help="rows per input")
     parser.add_argument("--files", type=int, default=10)
+    parser.add_argument("--rounds", type=int, default=2,
+                        help="rounds of both jobs; the order alternates (the first job of a session runs on a cold JVM)")
     args = parser.parse_args()
     from streamjoin.runtime.session import spark_session
 
@@ -101,14 +106,25 @@ def main() -> None:
         a = generate(root, "a", args.rows, args.files, 1)
         b = generate(root, "b", args.rows, args.files, 2)
         spark = spark_session("streamjoin-bench")
-        hand_s, hand_rows = by_hand(spark, a, b, root / "hand")
-        processed_s, ours_s, ours_rows = compiled(spark, a, b, root / "ours")
         total = 2 * args.rows
         print(f"inputs: 2 x {args.rows} rows in {args.files} parquet files each; RANGE 1 SECOND both sides, key over 100k values")
-        print(f"hand-written PySpark:            {hand_s:8.1f} s  {total / hand_s:12,.0f} input rows/s  ({hand_rows} output rows)")
-        print(f"compiled query, input processed: {processed_s:8.1f} s  {total / processed_s:12,.0f} input rows/s")
-        print(f"compiled query, with end flush:  {ours_s:8.1f} s  {total / ours_s:12,.0f} input rows/s  ({ours_rows} output rows)")
-        print(f"compiled / hand-written throughput: {hand_s / processed_s:.2f} (input processed), {hand_s / ours_s:.2f} (with end flush)")
+        ratios = []
+        for n in range(args.rounds):
+            work = root / f"round{n}"
+            jobs = [("hand", lambda w=work: by_hand(spark, a, b, w / "hand")), ("ours", lambda w=work: compiled(spark, a, b, w / "ours"))]
+            results = {name: job() for name, job in (jobs if n % 2 == 0 else jobs[::-1])}
+            hand_s, hand_rows = results["hand"]
+            processed_s, ours_s, ours_rows = results["ours"]
+            first = "hand-written" if n % 2 == 0 else "compiled"
+            print(f"round {n + 1} ({first} first):")
+            print(f"  hand-written PySpark:            {hand_s:8.1f} s  {total / hand_s:12,.0f} input rows/s  ({hand_rows} output rows)")
+            print(f"  compiled query, input processed: {processed_s:8.1f} s  {total / processed_s:12,.0f} input rows/s")
+            print(f"  compiled query, with end flush:  {ours_s:8.1f} s  {total / ours_s:12,.0f} input rows/s  ({ours_rows} output rows)")
+            print(f"  compiled / hand-written throughput: {hand_s / processed_s:.2f} (input processed), {hand_s / ours_s:.2f} (with end flush)")
+            ratios.append((hand_s / processed_s, hand_s / ours_s))
+        if len(ratios) > 1:
+            mean = [sum(r[i] for r in ratios) / len(ratios) for i in (0, 1)]
+            print(f"mean over {len(ratios)} rounds: {mean[0]:.2f} (input processed), {mean[1]:.2f} (with end flush)")
         spark.stop()
     finally:
         shutil.rmtree(root, ignore_errors=True)

@@ -436,12 +436,13 @@ class Runner:
             part.process_available()
         self.query.processAllAvailable()
         self._raise_if_failed()
-        # progress events reach the listener asynchronously: wait until it has released the
-        # output of the last batch, so what is final is written when this returns
-        last = (self.query.lastProgress or {}).get("batchId")
-        deadline = time.time() + 60
-        while last is not None and self.listener.handled < last and time.time() < deadline:
-            time.sleep(0.05)
+        # The listener releases after every batch, but asynchronously, and a restarted query's
+        # first batch may never reach it: release here by the last batch's watermark too, so what
+        # is final is written when this returns (a release is idempotent, under the sink's lock).
+        recent = self.query.recentProgress
+        if recent:
+            self.sink.release((recent[-1].get("eventTime") or {}).get("watermark"))
+            self.status.write(self.query)
         self._raise_if_failed()
         self.settle()
 
@@ -511,7 +512,7 @@ class Runner:
         # the last batch's progress event may still be releasing output: let it finish, so that
         # a query restarted in this process never has two sinks on one checkpoint
         last = (self.query.lastProgress or {}).get("batchId")
-        deadline = time.time() + 60
+        deadline = time.time() + 5  # a missed release is not lost: the rows stay in the carry
         while last is not None and self.listener.handled < last and time.time() < deadline and self.listener.error is None:
             time.sleep(0.05)
         self.spark.streams.removeListener(self.listener)  # before stop: no callback into a closing driver
