@@ -126,6 +126,24 @@ def test_a_chain_cut_twice_runs_three_queries(spark, tmp_path):
     assert sorted(status["inputs"]) == ["o", "p", "r", "s"]
 
 
+def test_a_cut_chain_joins_a_table_after_the_cut_and_reports_its_snapshot(spark, tmp_path):
+    write_inputs(tmp_path)
+    (tmp_path / "items").mkdir()
+    (tmp_path / "items" / "items.csv").write_text("item,price\npen,2\nink,7\n")
+    sql = chain_sql(tmp_path).replace(
+        "SELECT STREAM ROWTIME, o.id, o.item, p.amount, s.carrier",
+        f"CREATE TABLE items (item VARCHAR PRIMARY KEY, price INT) WITH (connector = 'files', format = 'csv', path = '{tmp_path / 'items'}');\n"
+        "SELECT STREAM ROWTIME, o.id, p.amount, s.carrier, i.price",
+    ).rstrip().rstrip(";") + "\nJOIN items AS i ON i.item = o.item;"
+    runner = start(spark, sql, tmp_path / "run")
+    status = run_to_end(runner)
+    assert read_output(tmp_path / "run" / "out") == [  # order 3's pad is not in the table
+        {"rowtime": ts(40_000), "id": 1, "amount": 5, "carrier": "ups", "price": 2},
+        {"rowtime": ts(50_000), "id": 2, "amount": None, "carrier": "dhl", "price": 7},
+    ]
+    assert [s["rows"] for s in status["snapshots"]] == [2]
+
+
 def rejected(sql: str) -> str:
     script = analyze(sql)
     with pytest.raises(Unsupported) as caught:

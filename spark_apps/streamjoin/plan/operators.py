@@ -65,11 +65,16 @@ def group_keys(query: m.Query, join: m.Join) -> tuple[tuple[str, str], ...]:
 
 def cuts(query: m.Query) -> list[int]:
     """The joins after which `run` cuts the chain into another Spark query: every outer
-    stream-stream join that another join follows. Spark's next join would run its watermark
-    ahead of the NULL-extended rows such a join emits late (and miss their matches), so its
-    output is released in rowtime order, with rowtime bounds, as the next query's input
-    (docs/runtime.md, "Outer joins inside a chain")."""
-    return [n for n, j in enumerate(query.joins[:-1]) if j.join_type in ("LEFT", "RIGHT", "FULL") and j.kind in _STREAM_STREAM]
+    stream-stream join that a later stream-stream join follows. Spark's later join would run its
+    watermark ahead of the NULL-extended rows such a join emits late (and miss their matches),
+    so its output is released in rowtime order, with rowtime bounds, as the next query's input
+    (docs/runtime.md, "Outer joins inside a chain"). A stream-table join keeps no state: late
+    rows meet the snapshot like any other."""
+    return [
+        n for n, j in enumerate(query.joins)
+        if j.join_type in ("LEFT", "RIGHT", "FULL") and j.kind in _STREAM_STREAM
+        and any(later.kind in _STREAM_STREAM for later in query.joins[n + 1:])
+    ]
 
 
 def describe(query: m.Query, join: m.Join) -> list[str]:
