@@ -80,3 +80,35 @@ def test_a_bucketed_release_that_crashed_is_redone_with_the_same_buckets_however
     # release 0 is redone as [10] (a committing sink skips it), not as [10, 11], which it would
     # skip too, losing hour 11; hour 11 comes as release 1
     assert written == [(0, [10]), (0, [10]), (1, [11])]
+
+
+def test_a_cut_chain_part_redoes_a_crashed_release_with_its_own_threshold(tmp_path, monkeypatch):
+    """The next part may have read the crashed release's file: the replay must write the same
+    rows under the same name (not more rows from a later threshold), and the rest comes next."""
+    import pyarrow.parquet as pq
+    from streamjoin.io.staging import InputSpec
+    from streamjoin.runtime.run import StageSink
+
+    schema = pa.schema([pa.field("v", pa.int64()), pa.field("__rowtime", pa.timestamp("us", tz="UTC"))])
+    spec = InputSpec("__part0", str(tmp_path / "rows"), "parquet", schema, "__rowtime", 0, str(tmp_path / "st"), str(tmp_path / "late"))
+    sink = StageSink(tmp_path / "ck", spec, ["v", "__rowtime"], 0)
+    sink(Batch([("2024-01-01 00:00:02", 2), ("2024-01-01 00:00:01", 1), ("2024-01-01 00:00:09", 9)]), 0)
+
+    def crash(*_):
+        raise OSError("killed before the release was recorded")
+
+    monkeypatch.setattr(StageSink, "_save", crash)
+    with pytest.raises(OSError):
+        sink.release("2024-01-01T00:00:05.000Z")
+    monkeypatch.undo()
+
+    def read(name):
+        table = pq.read_table(tmp_path / "rows" / name).to_pylist()
+        return [r["v"] for r in table if not r["_bound"]], [r["__rowtime"].second for r in table if r["_bound"]]
+
+    assert read("part-00000000.parquet") == ([1, 2], [5])  # written, not recorded (the next part may have read it)
+    sink.release("2024-01-01T00:00:10.000Z")  # after the restart, a later clock
+    assert read("part-00000000.parquet") == ([1, 2], [5])  # redone exactly, not with 9
+    sink.release("2024-01-01T00:00:10.000Z")
+    assert read("part-00000001.parquet") == ([9], [10])
+    assert sorted(p.name for p in (tmp_path / "rows").iterdir()) == ["part-00000000.parquet", "part-00000001.parquet"]

@@ -65,6 +65,7 @@ class SinkState:
     pending_last_us: int | None = None  # a bucketed release being written: its last bucket (a replay redoes exactly it)
     groups: dict | None = None  # custom operator: group -> [hold (us) or None, rows held] (streamjoin.operator)
     bound_us: int | None = None  # a part of a cut chain (StageSink): the last rowtime bound written
+    pending_stage_us: int | None = None  # a StageSink release being written: its threshold (a replay redoes exactly it)
 
 
 class OrderedSink:
@@ -270,6 +271,15 @@ class StageSink(OrderedSink):
         self.folder = Path(spec.path)
         self.folder.mkdir(parents=True, exist_ok=True)
 
+    def _release(self, threshold_us: int | None) -> None:
+        pending = self.state().pending_stage_us
+        if pending is not None:
+            # a release that crashed between writing its file and recording it: the next part may
+            # have read that file already, so it is redone with exactly its threshold (same rows,
+            # same name); a later threshold waits for the next release
+            threshold_us = None if pending >= _END_US else pending
+        super()._release(threshold_us)
+
     def _write(self, state: SinkState, done, threshold_us: int | None) -> bool:
         import pyarrow.parquet as pq
 
@@ -290,12 +300,15 @@ class StageSink(OrderedSink):
             values[BOUND] = pa.array([True])
             parts.append(pa.table(values, schema=schema))
         name = f"part-{state.releases:08d}.parquet"  # a replayed release rewrites the same file
+        state.pending_stage_us = _END_US if threshold_us is None else threshold_us
+        self._save_state(state)  # the plan first: a crash from here on replays this very release
         tmp = self.folder / f".{name}.tmp"  # the stager skips dot files
         pq.write_table(pa.concat_tables(parts), tmp)
         os.replace(tmp, self.folder / name)
         state.releases += 1
         state.rows_emitted += rows.num_rows if rows is not None else 0
         state.bound_us = bound if bound is not None else state.bound_us
+        state.pending_stage_us = None
         return True
 
 
