@@ -25,18 +25,24 @@ def output(directory) -> list[int]:
     return [json.loads(line)["v"] for p in sorted(directory.glob("part-*.jsonl")) for line in p.read_text().splitlines()]
 
 
-def test_a_release_replayed_after_a_crash_rewrites_its_file_instead_of_duplicating_rows(tmp_path, monkeypatch):
-    sink = OrderedSink(tmp_path / "ck", RowWriter(str(tmp_path / "out")), ["v"], 0)
+def crash_between_write_and_record(sink, monkeypatch) -> None:
+    """Batch 0 holds rowtimes 1, 2 and 9 s; the release at a 5 s clock writes 1 and 2, then the
+    process dies before the release is recorded."""
     sink(Batch([("2024-01-01 00:00:02", 2), ("2024-01-01 00:00:01", 1), ("2024-01-01 00:00:09", 9)]), 0)
 
     def crash(*_):
         raise OSError("killed before the release was recorded")
 
-    monkeypatch.setattr(OrderedSink, "_save", crash)
+    monkeypatch.setattr(type(sink), "_save", crash)
     with pytest.raises(OSError):
         sink.release("2024-01-01T00:00:05.000Z")
-    assert output(tmp_path / "out") == [1, 2]  # written, not recorded
     monkeypatch.undo()
+
+
+def test_a_release_replayed_after_a_crash_rewrites_its_file_instead_of_duplicating_rows(tmp_path, monkeypatch):
+    sink = OrderedSink(tmp_path / "ck", RowWriter(str(tmp_path / "out")), ["v"], 0)
+    crash_between_write_and_record(sink, monkeypatch)
+    assert output(tmp_path / "out") == [1, 2]  # written, not recorded
 
     restarted = OrderedSink(tmp_path / "ck", RowWriter(str(tmp_path / "out")), ["v"], 0)
     restarted(Batch([("2024-01-01 00:00:02", 2), ("2024-01-01 00:00:01", 1), ("2024-01-01 00:00:09", 9)]), 0)  # replay: ignored
@@ -92,15 +98,7 @@ def test_a_cut_chain_part_redoes_a_crashed_release_with_its_own_threshold(tmp_pa
     schema = pa.schema([pa.field("v", pa.int64()), pa.field("__rowtime", pa.timestamp("us", tz="UTC"))])
     spec = InputSpec("__part0", str(tmp_path / "rows"), "parquet", schema, "__rowtime", 0, str(tmp_path / "st"), str(tmp_path / "late"))
     sink = StageSink(tmp_path / "ck", spec, ["v", "__rowtime"], 0)
-    sink(Batch([("2024-01-01 00:00:02", 2), ("2024-01-01 00:00:01", 1), ("2024-01-01 00:00:09", 9)]), 0)
-
-    def crash(*_):
-        raise OSError("killed before the release was recorded")
-
-    monkeypatch.setattr(StageSink, "_save", crash)
-    with pytest.raises(OSError):
-        sink.release("2024-01-01T00:00:05.000Z")
-    monkeypatch.undo()
+    crash_between_write_and_record(sink, monkeypatch)
 
     def read(name):
         table = pq.read_table(tmp_path / "rows" / name).to_pylist()

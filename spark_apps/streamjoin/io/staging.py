@@ -256,10 +256,7 @@ class Stager:
         return rows.filter(pc.invert(late_mask)), rows.filter(late_mask), bounds
 
     def _bound_row(self, rowtime_us: int) -> pa.Table:
-        values = {f.name: pa.nulls(1, f.type) for f in self.staged_schema}
-        values[self.spec.rowtime] = pa.array([rowtime_us], pa.int64()).cast(_TS)
-        values[BOUND] = pa.array([True])
-        return pa.table(values, schema=self.staged_schema)
+        return bound_row(self.staged_schema, self.spec.rowtime, rowtime_us)
 
     def _write_step(self, table: pa.Table, step: int) -> None:
         path = self.step_path(step)
@@ -279,6 +276,14 @@ class Stager:
         tmp = path.with_suffix(".tmp")
         tmp.write_text("".join(lines))
         os.replace(tmp, path)
+
+
+def bound_row(schema: pa.Schema, rowtime: str, rowtime_us: int) -> pa.Table:
+    """A rowtime bound as one row of a staged schema: NULLs, the bound, the marker set."""
+    values = {f.name: pa.nulls(1, f.type) for f in schema}
+    values[rowtime] = pa.array([rowtime_us], pa.int64()).cast(_TS)
+    values[BOUND] = pa.array([True])
+    return pa.table(values, schema=schema)
 
 
 def staged_schema(schema: pa.Schema) -> pa.Schema:

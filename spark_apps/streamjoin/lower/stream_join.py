@@ -42,7 +42,7 @@ class Lowered:
     sink: object = None  # streamjoin.io.table_sink.SinkSpec for INSERT INTO an S3 sink; None: JSON Lines
     custom: bool = False  # the frame comes from streamjoin's operator (meta rows, holds; streamjoin.operator)
     emit: str = "FINAL"
-    # a chain cut after outer joins (split_points): the queries before this one, in order; each
+    # a chain cut after outer joins (operators.cuts): the queries before this one, in order; each
     # writes its rows, in rowtime order and with rowtime bounds, to `stage_output` as parquet
     upstream: list = field(default_factory=list)
     stage_output: str | None = None
@@ -151,7 +151,7 @@ def _check_query(script: m.Script, query: m.Query, top: bool) -> None:
                 raise Unsupported("a bucketed table-preserving join runs as `stream OVER (bucket) RIGHT JOIN table` in `run`")
             if not isinstance(query.input(j.left_inputs[-1]).window, BucketWindow):
                 raise Unsupported("the stream of a bucketed table-preserving join must be its last input before the table")
-    if split_points(query):
+    if operators.cuts(query):
         _check_stages(script, query, top)
     if query.aggregation is not None:
         agg = query.aggregation
@@ -177,13 +177,8 @@ def _check_query(script: m.Script, query: m.Query, top: bool) -> None:
 _STREAM_CONNECTORS = ("files", "s3")
 
 
-def split_points(query: m.Query) -> list[int]:
-    """The joins after which the chain is cut into another Spark query (operators.cuts)."""
-    return operators.cuts(query)
-
-
 def _check_stages(script: m.Script, query: m.Query, top: bool) -> None:
-    first = query.joins[split_points(query)[0]]
+    first = query.joins[operators.cuts(query)[0]]
     where = f"a {first.join_type} JOIN followed by another join"
     if not top:
         raise Unsupported(f"{where} inside a view is not supported by `run` yet; put the chain in the final query")
@@ -192,7 +187,7 @@ def _check_stages(script: m.Script, query: m.Query, top: bool) -> None:
     if sink_spec(script, query) is not None:
         raise Unsupported(f"{where} writes to --output (JSON Lines) in `run` yet, not to an S3 sink")
     streams = [i.alias for i in query.inputs if i.kind == m.STREAM]
-    for n in split_points(query):
+    for n in operators.cuts(query):
         before = [a for a in streams if a in (*query.joins[n].left_inputs, query.joins[n].right)]
         for j in query.joins[n + 1:]:
             if j.right in streams and _start_bounds(j, before, query) is None:
@@ -297,7 +292,7 @@ def lower(spark, script: m.Script, query: m.Query, specs: list[InputSpec], check
             columns.insert(0, OP)
         return Lowered(frame, specs, columns, 0, sink=sink_spec(script, query), custom=True, emit=query.emit)
     lowering = _Lowering(spark, script, {s.alias: s for s in specs}, checkpoint)
-    if split_points(query):
+    if operators.cuts(query):
         return lowering.stages(query, specs)
     frame, bucketed = lowering.query_frame(query, "", top=True)
     if query.emit == "CHANGES":  # stream-table joins decide each row at once: a changelog of inserts
@@ -353,7 +348,7 @@ class _Lowering:
         return joined, None
 
     def stages(self, query: m.Query, specs: list[InputSpec]) -> Lowered:
-        """A chain cut after its outer joins (split_points) as one Spark query per part: each part
+        """A chain cut after its outer joins (operators.cuts) as one Spark query per part: each part
         but the last writes its rows (all input columns, flat, and the rowtime of §4) in rowtime
         order to a folder that the next part reads as a stream, through the same staging as any
         input (its bounds are the clock of the part that writes it)."""
@@ -365,7 +360,7 @@ class _Lowering:
         late_root = Path(specs[0].late_dir).parent
         upstream, start, before, joined = [], 0, (), frames[query.inputs[0].alias]
         delay = order_delay(query)  # every part: how far behind its watermark its rows are final
-        for cut in split_points(query):
+        for cut in operators.cuts(query):
             joins = query.joins[start:cut + 1]
             joined, _ = self.join_chain(query, frames, joined, joins, before)
             aliases = [a for a in streams if a in (*joins[-1].left_inputs, joins[-1].right)]

@@ -259,7 +259,7 @@ class OrderedSink:
 
 
 class StageSink(OrderedSink):
-    """The sink of a part of a cut chain (stream_join.split_points) but the last: its rows, in
+    """The sink of a part of a cut chain (plan.operators.cuts) but the last: its rows, in
     rowtime order, are the next part's input. Each release is one parquet file in the folder the
     next part reads (the same staging as any input), ending with a rowtime bound at the release
     threshold: no later row of this part can be older, so the next part's clock advances with
@@ -283,22 +283,19 @@ class StageSink(OrderedSink):
     def _write(self, state: SinkState, done, threshold_us: int | None) -> bool:
         import pyarrow.parquet as pq
 
-        from streamjoin.io.staging import BOUND
+        from streamjoin.io.staging import BOUND, bound_row, staged_schema
 
         rows = done.sort_by([(ROWTIME_COLUMN, "ascending")]).select(self.columns) if done is not None else None
         rows = rows if rows is not None and rows.num_rows else None
         bound = threshold_us if threshold_us is not None and (state.bound_us is None or threshold_us > state.bound_us) else None
         if rows is None and bound is None:
             return False
-        schema = pa.schema([*self.spec.schema, pa.field(BOUND, pa.bool_())])
+        schema = staged_schema(self.spec.schema)
         parts = []
         if rows is not None:
             parts.append(rows.append_column(BOUND, pa.array([False] * rows.num_rows)).cast(schema))
         if bound is not None:
-            values = {f.name: pa.nulls(1, f.type) for f in schema}
-            values[ROWTIME_COLUMN] = pa.array([bound], pa.int64()).cast(schema.field(ROWTIME_COLUMN).type)
-            values[BOUND] = pa.array([True])
-            parts.append(pa.table(values, schema=schema))
+            parts.append(bound_row(schema, ROWTIME_COLUMN, bound))
         name = f"part-{state.releases:08d}.parquet"  # a replayed release rewrites the same file
         state.pending_stage_us = _END_US if threshold_us is None else threshold_us
         self._save_state(state)  # the plan first: a crash from here on replays this very release
@@ -399,7 +396,7 @@ class Runner:
     def __init__(self, spark, lowered: Lowered, checkpoint: Path, output: str, query_file: str = "<sql>", quiet: bool = False):
         checkpoint.mkdir(parents=True, exist_ok=True)
         self.spark = spark
-        # a chain cut after its outer joins (stream_join.split_points): one query per earlier
+        # a chain cut after its outer joins (plan.operators.cuts): one query per earlier
         # part, each feeding the next; this Runner is the last part and drives them all
         self.upstream = [
             Runner(spark, part, checkpoint / "stages" / str(n), "", query_file, quiet=True)
@@ -417,7 +414,8 @@ class Runner:
                 checkpoint, RowWriter(output), lowered.columns, lowered.order_delay_ms, lowered.bucketed, self.input_top_us,
                 lowered.custom, lowered.emit,
             )
-        user = [s for r in [*self.upstream, self] for s in r.stagers if s.spec.alias not in _part_aliases(lowered)]
+        parts = {part.stage_spec.alias for part in lowered.upstream}  # staged inputs that are not the user's
+        user = [s for r in [*self.upstream, self] for s in r.stagers if s.spec.alias not in parts]
         self.status = Status(checkpoint, user, self.sink, query_file, lowered.snapshots, self.upstream)
         self.name = f"streamjoin-{uuid.uuid4().hex[:12]}"  # the listener hears every query of the session
         self.listener = _ProgressListener(self.status, self.sink, self.name, quiet)
@@ -555,11 +553,6 @@ def run_query(spark, lowered: Lowered, checkpoint: Path, output: str, until_idle
         runner.fail(error)
         raise
     return runner.stop("finished" if until_idle else "stopped")
-
-
-def _part_aliases(lowered: Lowered) -> set[str]:
-    """The staged inputs that are earlier parts of a cut chain, not the user's streams."""
-    return {part.stage_spec.alias for part in lowered.upstream}
 
 
 def _steps(offset) -> int:
