@@ -16,7 +16,7 @@ from sqlglot import exp
 
 from streamjoin.dialect import StreamJoin
 from streamjoin.errors import Unsupported
-from streamjoin.io.source import SEQUENCE
+from streamjoin.io.source import SEQUENCE, staged_stream
 from streamjoin.io.staging import BOUND, END_OF_INPUT, InputSpec
 from streamjoin.operator.engine import Side, Spec
 from streamjoin.plan import model as m
@@ -148,7 +148,7 @@ def lower_custom(spark, script: m.Script, query: m.Query, specs: dict[str, Input
     for side, alias in enumerate(aliases):
         s = specs[alias]
         df = (
-            spark.readStream.format("streamjoin_staged").option("spec", s.to_json()).option("sequence", "true").load()
+            staged_stream(spark, s, sequence=True)
             .withWatermark(s.rowtime, f"{s.lateness_ms + 1} milliseconds")
         )
         frames.append((alias, s, df))

@@ -396,7 +396,8 @@ class _Lowering:
         streams = [i.alias for i in query.inputs if i.kind == m.STREAM]
         if query.where and bucketed_join is None:
             joined = joined.where(F.expr(_or_bound(spark_sql(query.where), streams)))
-        joined = joined.where(F.expr(_not_bound(streams, [_rowtime_of(query, a) for a in streams])))
+        if not _inner_only(query):  # an inner join's own guard keeps bound rows out
+            joined = joined.where(F.expr(_not_bound(streams, [_rowtime_of(query, a) for a in streams])))
         if bucketed_join is not None:
             from streamjoin.lower.bucketed import BucketedJoin
 
@@ -499,7 +500,9 @@ def _intermediate_frame(spark, spec: InputSpec, aliases: tuple[str, ...]):
     the event time: the inputs' rowtimes are plain timestamps here)."""
     from pyspark.sql import functions as F
 
-    df = spark.readStream.format("streamjoin_staged").option("spec", spec.to_json()).load()
+    from streamjoin.io.source import staged_stream
+
+    df = staged_stream(spark, spec)
     df = df.withWatermark(ROWTIME_COLUMN, f"{spec.lateness_ms} milliseconds")
     carried = [F.col(c) for c in df.columns if c not in (BOUND, ROWTIME_COLUMN)]
     return df.select(
@@ -524,7 +527,9 @@ def _one_event_time(joined, query: m.Query, aliases: list[str]):
 def _input_frame(spark, spec: InputSpec, alias: str):
     from pyspark.sql import functions as F
 
-    df = spark.readStream.format("streamjoin_staged").option("spec", spec.to_json()).load()
+    from streamjoin.io.source import staged_stream
+
+    df = staged_stream(spark, spec)
     # Bound rows must reach the watermark operator, and Spark pushes any filter on them below
     # it. So they go through: no join condition accepts them, and they leave after the joins.
     df = df.withWatermark(spec.rowtime, f"{spec.lateness_ms} milliseconds")
@@ -561,6 +566,13 @@ def _not_bound(aliases, rowtimes, keys=()) -> str:
     if not flags + anchors:
         return "true"
     return f"({' + '.join(flags + anchors)}) = 0"
+
+
+def _inner_only(query: m.Query) -> bool:
+    """Every join inner (and on Spark's join), so no output row holds a bound row: each join's
+    condition has the `_not_bound` guard, and only an outer join emits a row it did not match.
+    (Spark would move a filter after them into the last join's condition, checked per pair.)"""
+    return all(j.join_type in ("INNER", "CROSS") and j.kind not in (m.ASOF_TABLE, m.BUCKETED) for j in query.joins)
 
 
 def _or_bound(predicate: str, aliases) -> str:
