@@ -26,17 +26,17 @@ def write_jsonl(path: Path, rows: list[dict]) -> None:
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
-def start(spark, sql: str, workdir: Path) -> Runner:
+def start(spark, sql: str, workdir: Path, until_idle: bool = False) -> Runner:
     script = analyze(sql)
     query = script.final
     checkpoint, output = workdir / "checkpoint", workdir / "out"
     specs = stream_join.input_specs(script, query, checkpoint, output / "late")
     lowered = stream_join.lower(spark, script, query, specs)
-    return Runner(spark, lowered, checkpoint, str(output), "test.sql")
+    return Runner(spark, lowered, checkpoint, str(output), "test.sql", until_idle=until_idle)
 
 
 def run_until_idle(spark, sql: str, workdir: Path) -> tuple[list[dict], dict]:
-    status = run_to_end(start(spark, sql, workdir))
+    status = run_to_end(start(spark, sql, workdir, until_idle=True))
     return read_output(workdir / "out"), status
 
 

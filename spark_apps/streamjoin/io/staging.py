@@ -44,6 +44,7 @@ from streamjoin.io import s3
 BOUND = "_bound"
 # End of input: every clock goes to +infinity (SEMANTICS §1). A far instant Spark can hold.
 END_OF_INPUT = datetime(9000, 1, 1, tzinfo=UTC)
+END_US = int(END_OF_INPUT.timestamp() * 1_000_000)
 _TS = pa.timestamp("us", tz="UTC")
 _FORMATS = ("json", "csv", "parquet")
 STEP_CHUNK = 65_536  # rows per record batch of a staged step (one Spark partition each)
@@ -59,13 +60,14 @@ class Manifest:
     late_rows: int = 0
     max_rowtime_us: int | None = None
     bound_us: int | None = None
-    end_seen: bool = False  # end of input was asked for: one last read of new files, then the end
-    ended: bool = False  # an end-of-input bound has been staged
-    flushed: bool = False  # and one more step after it, so Spark evicts its state
+    ended: bool = False  # the end-of-input bound has been staged
 
     @classmethod
     def load(cls, path: Path) -> Manifest:
-        return cls(**json.loads(path.read_text())) if path.exists() else cls()
+        if not path.exists():
+            return cls()
+        # manifests before 2026-11-23 also hold end_seen and flushed (a separate flush step)
+        return cls(**{k: v for k, v in json.loads(path.read_text()).items() if k in cls.__dataclass_fields__})
 
     def save(self, path: Path) -> None:
         tmp = path.with_suffix(".tmp")
@@ -140,21 +142,21 @@ class Stager:
         return max(candidates) if candidates else None
 
     def advance(self) -> int:
-        """Stage what is new; return the number of staged steps (the source's offset)."""
+        """Stage what is new; return the number of staged steps (the source's offset).
+
+        End of input (an `END` file in the input's state folder): what has arrived is read once
+        more, and that step ends with a bound at +infinity (SEMANTICS §1); nothing is read after
+        it, whatever arrives meanwhile (a live producer must not keep the end away). Spark then
+        runs one more batch by itself (a no-data batch: the watermark moved), which flushes every
+        pending result; a query without state has none."""
         m = self.manifest()
-        if m.flushed:
+        if m.ended:
             return m.steps
         ending = (self.dir / "END").exists()
-        # end of input asked for: what has arrived is read once more (one step), then the end is
-        # staged, whatever arrives meanwhile (a live producer must not keep the end away)
-        new = [] if m.ended or (ending and m.end_seen) else self._new_files(m)
-        if ending and not m.end_seen:
-            m.end_seen = True
-            if not new:
-                m.save(self.manifest_path)
-        if not new:
-            return self._stage_end(m) if ending else m.steps
-        table = pa.concat_tables([self._read(p) for p in new])
+        new = self._new_files(m)
+        if not new and not ending:
+            return m.steps
+        table = pa.concat_tables([self._read(p) for p in new]) if new else self.staged_schema.empty_table()
         on_time, late, bounds = self._split(table, self.clock_us(m))
         if late.num_rows:
             self._write_late(late, m.steps)
@@ -164,6 +166,9 @@ class Stager:
             m.bound_us = bound_us
             # Spark's watermark is (max event time - lateness): carry the bound as a row it sees
             staged = pa.concat_tables([staged, self._bound_row(bound_us + self.spec.lateness_ms * 1000)])
+        if ending:
+            m.ended, m.bound_us = True, END_US
+            staged = pa.concat_tables([staged, self._bound_row(END_US)])
         self._write_step(staged, m.steps)
         rowtimes = on_time.column(self.spec.rowtime)
         if on_time.num_rows:
@@ -174,18 +179,6 @@ class Stager:
         m.steps += 1
         m.rows += on_time.num_rows
         m.late_rows += late.num_rows
-        m.save(self.manifest_path)
-        return m.steps
-
-    def _stage_end(self, m: Manifest) -> int:
-        """End of input: a bound at +infinity, then the same bound once more, so that Spark runs
-        one more batch with the new watermark and flushes every pending result."""
-        end_us = int(END_OF_INPUT.timestamp() * 1_000_000)
-        self._write_step(self._bound_row(end_us), m.steps)
-        if m.ended:
-            m.flushed = True
-        m.ended, m.bound_us = True, end_us
-        m.steps += 1
         m.save(self.manifest_path)
         return m.steps
 

@@ -162,14 +162,13 @@ def run_app(app: App, run_for_s: float | None = None, until_idle: bool = False, 
         script = analyze(app.query_file.read_text(), str(app.query_file))
         specs = stream_join.input_specs(script, script.final, checkpoint, late)
         lowered = stream_join.lower(spark, script, script.final, specs)  # takes the snapshots
-        runner = Runner(spark, lowered, checkpoint, str(late), app.name)
+        runner = Runner(spark, lowered, checkpoint, str(late), app.name, until_idle=until_idle)
         starts += 1
         if restarting:
             log.warning("%s: restarted from its checkpoint with new snapshots: %s", app.name,
                         ", ".join(f"{s['alias']} {s.get('version', s['taken_at'])}" for s in runner.status.snapshots))
         try:
             if until_idle:
-                runner.process_available()
                 runner.end_of_input()
                 return runner.stop("finished")
             runner.wait_for_signal(until=lambda: _asked(control, deadline), tick=_Heartbeat(runner, control))

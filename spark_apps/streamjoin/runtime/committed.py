@@ -14,9 +14,10 @@ import json
 import uuid
 from pathlib import Path
 
+from streamjoin.io.staging import END_US
 from streamjoin.io.table_sink import HOUR, HOUR_US, TableSink, hour_name, hour_start_us
 from streamjoin.lower.stream_join import ROWTIME_COLUMN
-from streamjoin.runtime.run import _END_US, OrderedSink, _iso
+from streamjoin.runtime.run import OrderedSink, _iso
 
 
 class CommittedSink(OrderedSink):
@@ -55,7 +56,7 @@ class CommittedSink(OrderedSink):
             return
         with self.lock:
             state = self.state()
-            if (state.next_marker_us is not None and threshold_us is not None and threshold_us < _END_US
+            if (state.next_marker_us is not None and threshold_us is not None and threshold_us < END_US
                     and ((threshold_us - HOUR_US) // HOUR_US) * HOUR_US < state.next_marker_us):
                 return  # the clock has not passed the next hour's end: no need to read the table's log
             counts = self.table.hour_rows()
@@ -69,7 +70,7 @@ class CommittedSink(OrderedSink):
             if not tops:
                 return
             last = (max(tops) // HOUR_US) * HOUR_US
-            if threshold_us is not None and threshold_us < _END_US:
+            if threshold_us is not None and threshold_us < END_US:
                 last = min(last, ((threshold_us - HOUR_US) // HOUR_US) * HOUR_US)
             if last < first:
                 return
@@ -80,7 +81,7 @@ class CommittedSink(OrderedSink):
                 self.table.mark_complete(hour, counts.get(hour, 0), {
                     "snapshots": self.snapshots,
                     "query": self.query_file,
-                    "clock": _iso(threshold_us) if threshold_us is not None and threshold_us < _END_US else "end of input",
+                    "clock": _iso(threshold_us) if threshold_us is not None and threshold_us < END_US else "end of input",
                     "completed_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
                 })
                 self.last_marker = hour

@@ -25,12 +25,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 
-from streamjoin.io.staging import END_OF_INPUT, Stager
+from streamjoin.io.staging import END_US, Stager
 from streamjoin.lower.stream_join import ROWTIME_COLUMN, Lowered
 from streamjoin.runtime.output import format_rows
 
 log = logging.getLogger("streamjoin.run")
-_END_US = int(END_OF_INPUT.timestamp() * 1_000_000)
 
 
 class RowWriter:
@@ -198,7 +197,7 @@ class OrderedSink:
             if not tops:
                 return
             last = b.bucket_of(max(tops))
-            if threshold_us is not None and threshold_us < _END_US:
+            if threshold_us is not None and threshold_us < END_US:
                 last = min(last, b.bucket_of(threshold_us - b.unit_us))  # buckets whose end <= the clock
             if state.pending_last_us is not None:
                 # a release that crashed while being written: redo exactly its buckets, so that a
@@ -277,7 +276,7 @@ class StageSink(OrderedSink):
             # a release that crashed between writing its file and recording it: the next part may
             # have read that file already, so it is redone with exactly its threshold (same rows,
             # same name); a later threshold waits for the next release
-            threshold_us = None if pending >= _END_US else pending
+            threshold_us = None if pending >= END_US else pending
         super()._release(threshold_us)
 
     def _write(self, state: SinkState, done, threshold_us: int | None) -> bool:
@@ -297,7 +296,7 @@ class StageSink(OrderedSink):
         if bound is not None:
             parts.append(bound_row(schema, ROWTIME_COLUMN, bound))
         name = f"part-{state.releases:08d}.parquet"  # a replayed release rewrites the same file
-        state.pending_stage_us = _END_US if threshold_us is None else threshold_us
+        state.pending_stage_us = END_US if threshold_us is None else threshold_us
         self._save_state(state)  # the plan first: a crash from here on replays this very release
         tmp = self.folder / f".{name}.tmp"  # the stager skips dot files
         pq.write_table(pa.concat_tables(parts), tmp)
@@ -393,16 +392,24 @@ class Runner:
     """One running query: start it, feed it, end its input, stop it. `run_query` drives it for
     the CLI; tests drive it step by step."""
 
-    def __init__(self, spark, lowered: Lowered, checkpoint: Path, output: str, query_file: str = "<sql>", quiet: bool = False):
+    def __init__(self, spark, lowered: Lowered, checkpoint: Path, output: str, query_file: str = "<sql>", quiet: bool = False,
+                 until_idle: bool = False):
+        """`until_idle`: what the inputs hold now is all there is; `end_of_input` then flushes it.
+        The end is staged with those rows, so Spark reads, joins and flushes them in two batches
+        (the second one Spark runs by itself, its watermark having moved to +infinity)."""
         checkpoint.mkdir(parents=True, exist_ok=True)
         self.spark = spark
         # a chain cut after its outer joins (plan.operators.cuts): one query per earlier
-        # part, each feeding the next; this Runner is the last part and drives them all
+        # part, each feeding the next; this Runner is the last part and drives them all. Only
+        # the first part reads nothing but the user's inputs: only it can end before it starts.
         self.upstream = [
-            Runner(spark, part, checkpoint / "stages" / str(n), "", query_file, quiet=True)
+            Runner(spark, part, checkpoint / "stages" / str(n), "", query_file, quiet=True, until_idle=until_idle and n == 0)
             for n, part in enumerate(lowered.upstream)
         ]
         self.stagers = [Stager(spec) for spec in lowered.inputs]
+        if until_idle and not self.upstream:
+            self._end_inputs()
+        _stage_all(self.stagers)
         if lowered.stage_output is not None:
             self.sink = StageSink(checkpoint, lowered.stage_spec, lowered.columns, lowered.order_delay_ms)
         elif lowered.sink is not None:
@@ -437,7 +444,7 @@ class Runner:
         for s in self.stagers:
             m = s.manifest()
             tops += [v for v in (m.max_rowtime_us,) if v is not None]
-            if m.bound_us is not None and m.bound_us < _END_US:
+            if m.bound_us is not None and m.bound_us < END_US:
                 tops.append(m.bound_us - 1)
         return max(tops) if tops else None
 
@@ -479,15 +486,20 @@ class Runner:
         """Every clock to +infinity: flush all pending results (SEMANTICS §1)."""
         for part in self.upstream:  # each part's rows are all written before the next part ends
             part.end_of_input()
-        for s in self.stagers:
-            (s.dir / "END").touch()
+        self._end_inputs()
         deadline = time.time() + 600
-        while not all(s.manifest().flushed for s in self.stagers):
-            self.process_available()
+        # once the end is staged, processAllAvailable returns only after the batch that reads it
+        # and the no-data batch that follows it (Spark constructs that one before reporting idle)
+        self.process_available()
+        while not all(s.manifest().ended for s in self.stagers):
             if time.time() > deadline:
                 raise TimeoutError("the end-of-input flush did not finish within 10 minutes")
-        self.process_available()  # the batch that sees the flush step
+            self.process_available()
         self.sink.finish()
+
+    def _end_inputs(self) -> None:
+        for s in self.stagers:
+            (s.dir / "END").touch()
 
     def wait_for_signal(self, until=None, tick=None) -> None:
         """Run until SIGTERM/SIGINT, or until `until()` is true (checked every second; `tick()`
@@ -542,10 +554,9 @@ class Runner:
 
 def run_query(spark, lowered: Lowered, checkpoint: Path, output: str, until_idle: bool, query_file: str) -> dict:
     """Run until idle (then flush and return) or until SIGTERM/SIGINT; returns the last status."""
-    runner = Runner(spark, lowered, checkpoint, output, query_file)
+    runner = Runner(spark, lowered, checkpoint, output, query_file, until_idle=until_idle)
     try:
         if until_idle:
-            runner.process_available()
             runner.end_of_input()
         else:
             runner.wait_for_signal()
@@ -553,6 +564,15 @@ def run_query(spark, lowered: Lowered, checkpoint: Path, output: str, until_idle
         runner.fail(error)
         raise
     return runner.stop("finished" if until_idle else "stopped")
+
+
+def _stage_all(stagers: list[Stager]) -> None:
+    """Stage what the inputs hold, all at once, before the query starts (so no stager runs twice
+    at a time): faster than the query's source does it, one input after the other."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=max(1, len(stagers))) as pool:
+        list(pool.map(lambda s: s.advance(), stagers))
 
 
 def _steps(offset) -> int:
