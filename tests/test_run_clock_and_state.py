@@ -9,7 +9,8 @@ import subprocess
 import sys
 import time
 
-from runtime_helpers import read_output, start, ts, write_jsonl
+from runtime_helpers import read_output, run_until_idle, start, ts, write_jsonl
+from streamjoin.io.staging import BOUND, END_US, Manifest, Stager
 
 DDL = """CREATE STREAM a (k INT, x INT) WITH (connector = 'files', format = 'json', path = '{a}', lateness = '{lateness}');
 CREATE STREAM b (k INT, y INT) WITH (connector = 'files', format = 'json', path = '{b}');
@@ -57,6 +58,53 @@ def test_a_rowtime_bound_releases_final_rows_without_new_data(spark, tmp_path):
     finally:
         runner.stop("stopped")
     assert rows == [{"rowtime": ts(1_000), "k": 1, "x": 1, "y": None}]
+
+
+def test_an_until_idle_run_reads_joins_and_flushes_its_input_in_two_micro_batches(spark, tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    write_jsonl(a / "1.json", [{"rowtime": ts(1_000), "k": 1, "x": 1}, {"rowtime": ts(2_000), "k": 2, "x": 2}])
+    write_jsonl(b / "1.json", [{"rowtime": ts(1_500), "k": 1, "y": 5}])
+    rows, status = run_until_idle(spark, DDL.format(a=a, b=b, lateness="0 SECONDS"), tmp_path / "run")
+    # the unmatched row of a is only known at end of input: the flush is in the second batch
+    assert rows == [{"rowtime": ts(1_500), "k": 1, "x": 1, "y": 5}, {"rowtime": ts(2_000), "k": 2, "x": 2, "y": None}]
+    # batch 0 reads the rows with the end of input; batch 1 is Spark's no-data batch at +infinity
+    assert status["batch"] == 1
+    for alias in ("a", "b"):
+        m = Manifest.load(tmp_path / "run" / "checkpoint" / "sources" / alias / "manifest.json")
+        assert (m.steps, m.ended, m.bound_us) == (1, True, END_US)
+
+
+def test_end_of_input_is_staged_with_the_last_rows_read_and_nothing_is_read_after_it(tmp_path):
+    from streamjoin.lower import stream_join
+    from streamjoin.plan import analyze
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    script = analyze(DDL.format(a=a, b=b, lateness="0 SECONDS"))
+    spec = stream_join.input_specs(script, script.final, tmp_path / "checkpoint", tmp_path / "late")[0]
+    stager = Stager(spec)
+    write_jsonl(a / "1.json", [{"rowtime": ts(1_000), "k": 1, "x": 1}])
+    assert stager.advance() == 1  # no end asked for: rows only
+    write_jsonl(a / "2.json", [{"rowtime": ts(2_000), "k": 2, "x": 2}])
+    (stager.dir / "END").touch()
+    assert stager.advance() == 2
+    import pyarrow.ipc as ipc
+
+    with ipc.open_file(stager.step_path(1)) as reader:
+        step = reader.read_all().to_pylist()
+    assert [(r["x"], r[BOUND]) for r in step] == [(2, False), (None, True)]
+    assert int(step[1]["rowtime"].timestamp() * 1_000_000) == END_US
+    write_jsonl(a / "3.json", [{"rowtime": ts(3_000), "k": 3, "x": 3}])  # arrives after the end
+    assert stager.advance() == 2
+    m = stager.manifest()
+    assert (m.ended, m.files, m.rows) == (True, ["1.json", "2.json"], 2)
+
+
+def test_a_manifest_from_before_the_one_step_end_of_input_still_loads(tmp_path):
+    path = tmp_path / "manifest.json"
+    path.write_text(json.dumps({"files": ["1.json"], "steps": 3, "rows": 1, "late_rows": 0, "max_rowtime_us": 1,
+                                "bound_us": END_US, "end_seen": True, "ended": True, "flushed": True}))
+    m = Manifest.load(path)
+    assert (m.files, m.steps, m.ended, m.bound_us) == (["1.json"], 3, True, END_US)
 
 
 def test_state_stops_growing_once_the_windows_are_full(spark, tmp_path):
