@@ -3,6 +3,7 @@ and keeps its exit-code contract."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -61,3 +62,5 @@ def test_run_fails_with_exit_1_and_a_one_line_reason_on_bad_data(tmp_path):
     assert result.returncode == 1
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith("streamjoin: ") and "column k does not read as int32" in last
+    status = json.loads((tmp_path / "ck" / "status.json").read_text())  # what a supervisor reads
+    assert status["state"] == "failed" and "column k does not read as int32" in status["error"]

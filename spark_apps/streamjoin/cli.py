@@ -10,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from streamjoin.errors import SqlError, Unsupported
+from streamjoin.errors import SqlError, Unsupported, one_line_reason
 
 EXIT_OK, EXIT_FAILURE, EXIT_REJECTED = 0, 1, 2
 
@@ -60,20 +60,6 @@ def main(argv: list[str] | None = None) -> int:
             print(text, file=sys.stderr)  # the details (a Spark plan, a worker's traceback) first
         print(f"streamjoin: {one_line_reason(error)}", file=sys.stderr)
         return EXIT_FAILURE
-
-
-def one_line_reason(error: Exception) -> str:
-    """The root cause in one line: a Python worker's `XError: ...` inside a Spark error, if any."""
-    import re
-
-    text = str(error)
-    causes = re.findall(r"^\s*(\w+(?:Error|Exception)): (.+)$", text, flags=re.MULTILINE)
-    causes = [c for c in causes if not c[0].startswith(("StreamingQuery", "Py4J"))]
-    if causes:
-        name, message = causes[-1]
-        return f"{name}: {message.strip()}"
-    first = text.splitlines()[0] if text else ""
-    return f"{type(error).__name__}: {first}"
 
 
 def _load(path: str):

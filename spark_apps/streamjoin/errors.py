@@ -37,3 +37,17 @@ class SqlErrors(Exception):
 
 class Unsupported(Exception):
     """A valid query the runtime cannot run yet: rejected (exit 2) before any data is read."""
+
+
+def one_line_reason(error: Exception) -> str:
+    """The root cause in one line: a Python worker's `XError: ...` inside a Spark error, if any."""
+    import re
+
+    text = str(error)
+    causes = re.findall(r"^\s*(\w+(?:Error|Exception)): (.+)$", text, flags=re.MULTILINE)
+    causes = [c for c in causes if not c[0].startswith(("StreamingQuery", "Py4J"))]
+    if causes:
+        name, message = causes[-1]
+        return f"{name}: {message.strip()}"
+    first = text.splitlines()[0] if text else ""
+    return f"{type(error).__name__}: {first}"

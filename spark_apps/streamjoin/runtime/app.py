@@ -222,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(name)s: %(levelname)s: %(message)s", stream=sys.stderr)
     logging.getLogger("py4j").setLevel(logging.WARNING)  # the summary line stays last
-    from streamjoin.cli import one_line_reason
+    from streamjoin.errors import one_line_reason
 
     try:
         app = App.load(args.app)

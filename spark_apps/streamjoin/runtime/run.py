@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 
+from streamjoin.errors import one_line_reason
 from streamjoin.io.staging import END_US, Stager
 from streamjoin.lower.stream_join import ROWTIME_COLUMN, Lowered
 from streamjoin.runtime.output import format_rows
@@ -545,7 +546,7 @@ class Runner:
         return self.status.write(self.query, final=final)
 
     def fail(self, error: Exception) -> None:
-        self.status.error = str(error).splitlines()[0] if str(error) else type(error).__name__
+        self.status.error = one_line_reason(error)  # the root cause, as the CLI's last line says it
         try:
             self.stop("failed")
         except Exception:  # the query may already be dead; the status says why
@@ -568,11 +569,19 @@ def run_query(spark, lowered: Lowered, checkpoint: Path, output: str, until_idle
 
 def _stage_all(stagers: list[Stager]) -> None:
     """Stage what the inputs hold, all at once, before the query starts (so no stager runs twice
-    at a time): faster than the query's source does it, one input after the other."""
+    at a time): faster than the query's source does it, one input after the other. A file that
+    cannot be staged is left to the query's source, which fails on it as on any later file (the
+    query fails, the status says why); a failed step records nothing."""
     from concurrent.futures import ThreadPoolExecutor
 
+    def advance(stager: Stager) -> None:
+        try:
+            stager.advance()
+        except Exception:
+            log.debug("staging %s before the start failed; the query's source retries", stager.spec.alias, exc_info=True)
+
     with ThreadPoolExecutor(max_workers=max(1, len(stagers))) as pool:
-        list(pool.map(lambda s: s.advance(), stagers))
+        list(pool.map(advance, stagers))
 
 
 def _steps(offset) -> int:
