@@ -47,7 +47,7 @@ END_OF_INPUT = datetime(9000, 1, 1, tzinfo=UTC)
 END_US = int(END_OF_INPUT.timestamp() * 1_000_000)
 _TS = pa.timestamp("us", tz="UTC")
 _FORMATS = ("json", "csv", "parquet")
-STEP_CHUNK = 65_536  # rows per record batch of a staged step (one Spark partition each)
+STEP_CHUNK = 65_536  # rows per record batch of a staged step (the source reads whole batches per partition)
 
 
 @dataclass
@@ -255,7 +255,7 @@ class Stager:
         path = self.step_path(step)
         tmp = path.with_suffix(".tmp")
         with ipc.new_file(tmp, self.staged_schema) as writer:
-            # record batches of STEP_CHUNK rows: the source reads each as a partition of its own
+            # record batches of STEP_CHUNK rows: the source splits a step into partitions between them
             table = table.select(self.staged_schema.names).cast(self.staged_schema).combine_chunks()  # not a batch per file
             writer.write_table(table, max_chunksize=STEP_CHUNK)
         os.replace(tmp, path)

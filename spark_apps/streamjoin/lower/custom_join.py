@@ -17,7 +17,7 @@ from sqlglot import exp
 from streamjoin.dialect import StreamJoin
 from streamjoin.errors import Unsupported
 from streamjoin.io.source import SEQUENCE, staged_stream
-from streamjoin.io.staging import BOUND, END_OF_INPUT, InputSpec
+from streamjoin.io.staging import BOUND, END_US, InputSpec
 from streamjoin.operator.engine import Side, Spec
 from streamjoin.plan import model as m
 from streamjoin.plan import operators
@@ -198,7 +198,7 @@ def lower_custom(spark, script: m.Script, query: m.Query, specs: dict[str, Input
         StructField("__group", StringType(), True),
         StructField("__state", LongType(), True),
     ]
-    end_ms = int(END_OF_INPUT.timestamp() * 1000) - max(s.lateness_ms for _, s, _ in frames) - 1
+    end_ms = END_US // 1000 - max(s.lateness_ms for _, s, _ in frames) - 1
     columns = [(side, name, column, dtype.simpleString()) for side, name, column, dtype in fields]
     joined = union.groupBy(*group_cols).transformWithStateInPandas(
         JoinProcessor(spec, columns, end_ms), StructType(out_fields), "Append", "EventTime"
