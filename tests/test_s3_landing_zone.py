@@ -10,7 +10,6 @@ import json
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 import pytest
 from runtime_helpers import read_output, run_until_idle, start, ts
@@ -144,8 +143,7 @@ def spec_for(sql: str, tmp_path: Path) -> InputSpec:
 
 
 def staged(stager: Stager, step: int) -> pa.Table:
-    with ipc.open_file(stager.step_path(step)) as reader:
-        return reader.read_all()
+    return pq.read_table(stager.step_path(step))
 
 
 def as_utc(text: str | None):

@@ -8,20 +8,21 @@ input is ingested here instead, in steps (one per micro-batch):
 1. **order**: the new files (not ingested before) are read together, whatever their order;
 2. **count** and **route**: rows older than the input's stream clock are late: they are
    written to the late-rows output and counted, never passed on;
-3. the rest, plus rowtime bounds, are staged as one immutable Arrow file, and the input's
+3. the rest, plus rowtime bounds, are staged as one immutable Parquet file, and the input's
    clock advances (max rowtime seen - lateness, or a higher bound).
 
 A step is recorded in `manifest.json` (written atomically) only after its staged file is
-complete, so a restart neither skips nor re-reads a file. Spark reads the staged files
-through a Python streaming data source (`streamjoin.io.source`).
+complete, so a restart neither skips nor re-reads a file. Spark reads the staged files with
+its own file source (`streamjoin.io.source`): a step's file is renamed into place complete,
+after every earlier step's, so a listing always sees whole steps, in order. The driver stages
+(`streamjoin.runtime.run.Runner`), every half second and before each `process_available`.
 
 An input's path is a local folder (connector 'files': the manifest records base names) or an
 `s3://bucket/prefix/` landing zone (connector 's3': the objects directly under the prefix, in
 key order, read through pyarrow's S3 filesystem; the manifest records full `s3://` keys). The
 manifest holds every key read, not a last key, so an object whose key sorts before keys already
 read is still picked up by a later listing. The S3 settings travel in `InputSpec.storage`
-(read from the AWS_* variables on the driver): Spark's Python worker that runs the stager does
-not see environment changes made after the JVM started.
+(read from the AWS_* variables when the query is planned).
 
 Rowtime bounds (SEMANTICS.md §1): a producer sends one as a row whose `_bound` field is true
 and whose rowtime field is the bound, e.g. `{"rowtime": "2024-01-01 10:05:00", "_bound": true}`.
@@ -47,7 +48,7 @@ END_OF_INPUT = datetime(9000, 1, 1, tzinfo=UTC)
 END_US = int(END_OF_INPUT.timestamp() * 1_000_000)
 _TS = pa.timestamp("us", tz="UTC")
 _FORMATS = ("json", "csv", "parquet")
-STEP_CHUNK = 65_536  # rows per record batch of a staged step (the source reads whole batches per partition)
+STEP_CHUNK = 65_536  # rows per row group of a staged step (Spark splits a large step between row groups)
 
 
 @dataclass
@@ -119,7 +120,8 @@ class Stager:
     def __init__(self, spec: InputSpec):
         self.spec = spec
         self.dir = Path(spec.state_dir)
-        (self.dir / "steps").mkdir(parents=True, exist_ok=True)
+        self.steps_dir = self.dir / "steps"
+        self.steps_dir.mkdir(parents=True, exist_ok=True)
         self.late_dir = Path(spec.late_dir)
         self.manifest_path = self.dir / "manifest.json"
         self._filesystem = None  # pyarrow's S3 filesystem, made on first use (s3:// inputs)
@@ -132,7 +134,7 @@ class Stager:
         return Manifest.load(self.manifest_path)
 
     def step_path(self, step: int) -> Path:
-        return self.dir / "steps" / f"{step:08d}.arrow"
+        return self.steps_dir / f"{step:08d}.parquet"
 
     def clock_us(self, m: Manifest) -> int | None:
         """The input's stream clock: max rowtime seen - lateness, or a higher bound."""
@@ -142,7 +144,7 @@ class Stager:
         return max(candidates) if candidates else None
 
     def advance(self) -> int:
-        """Stage what is new; return the number of staged steps (the source's offset).
+        """Stage what is new; return the number of staged steps.
 
         End of input (an `END` file in the input's state folder): what has arrived is read once
         more, and that step ends with a bound at +infinity (SEMANTICS §1); nothing is read after
@@ -252,12 +254,13 @@ class Stager:
         return bound_row(self.staged_schema, self.spec.rowtime, rowtime_us)
 
     def _write_step(self, table: pa.Table, step: int) -> None:
+        import pyarrow.parquet as pq
+
         path = self.step_path(step)
-        tmp = path.with_suffix(".tmp")
-        with ipc.new_file(tmp, self.staged_schema) as writer:
-            # record batches of STEP_CHUNK rows: the source splits a step into partitions between them
-            table = table.select(self.staged_schema.names).cast(self.staged_schema).combine_chunks()  # not a batch per file
-            writer.write_table(table, max_chunksize=STEP_CHUNK)
+        tmp = path.parent / f".{path.name}.tmp"  # Spark's file source skips dot files
+        table = table.select(self.staged_schema.names).cast(self.staged_schema)
+        # uncompressed: written once, read once, on local disk; row groups Spark can split between
+        pq.write_table(table, tmp, row_group_size=STEP_CHUNK, compression="none")
         os.replace(tmp, path)
 
     def _write_late(self, late: pa.Table, step: int) -> None:

@@ -270,8 +270,7 @@ def input_specs(script: m.Script, query: m.Query, checkpoint: Path, late_root: P
                 lateness_ms=r.lateness_ms,
                 state_dir=str(checkpoint / "sources" / key),
                 late_dir=str(late_root / key),
-                # read here, on the driver: Spark's Python worker that stages the input does not
-                # see AWS_* variables set after the JVM started (docs/storage.md)
+                # read when the query is planned: the stager uses these (docs/storage.md)
                 storage=asdict(S3Settings.from_env()) if is_s3(path) else None,
             )
         )

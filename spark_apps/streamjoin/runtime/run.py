@@ -26,6 +26,7 @@ import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 
 from streamjoin.errors import one_line_reason
+from streamjoin.io.source import steps_read
 from streamjoin.io.staging import END_US, Stager
 from streamjoin.lower.stream_join import ROWTIME_COLUMN, Lowered
 from streamjoin.runtime.output import format_rows
@@ -410,7 +411,15 @@ class Runner:
         self.stagers = [Stager(spec) for spec in lowered.inputs]
         if until_idle and not self.upstream:
             self._end_inputs()
-        _stage_all(self.stagers)
+        self.checkpoint = checkpoint
+        _refuse_python_source_checkpoint(checkpoint / "spark")
+        self.feed_error: Exception | None = None  # a file that cannot be staged: the query fails
+        self._feeding = threading.Lock()  # one staging pass at a time (the feeder thread's, process_available's)
+        self._stopping = threading.Event()
+        try:
+            self.feed()  # before the start: the first batch reads everything there is
+        except Exception as error:  # noqa: BLE001 - raised by the runner's next check, as a failure of the query
+            self.feed_error = error
         if lowered.stage_output is not None:
             self.sink = StageSink(checkpoint, lowered.stage_spec, lowered.columns, lowered.order_delay_ms)
         elif lowered.sink is not None:
@@ -437,6 +446,8 @@ class Runner:
         )
         self.listener.query = self.query
         self.listener.settle = self.settle
+        self._feeder = threading.Thread(target=self._feed_every, args=(0.5,), name=f"{self.name}-feeder", daemon=True)
+        self._feeder.start()
         self.status.write(self.query)  # at once: a restarted query shows its new snapshots before any batch
 
     def input_top_us(self) -> int | None:
@@ -449,10 +460,36 @@ class Runner:
                 tops.append(m.bound_us - 1)
         return max(tops) if tops else None
 
+    def feed(self) -> None:
+        """Stage what the inputs hold now (all inputs at once), as steps Spark reads next. A
+        failed step records nothing: the file is read again by the next pass."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        with self._feeding:
+            if len(self.stagers) < 2:
+                for stager in self.stagers:
+                    stager.advance()
+                return
+            with ThreadPoolExecutor(max_workers=len(self.stagers)) as pool:
+                for future in [pool.submit(s.advance) for s in self.stagers]:
+                    future.result()
+
+    def _feed_every(self, seconds: float) -> None:
+        """The feeder thread: stage new files as they arrive, until the query stops or a file
+        cannot be staged (then the runner fails the query with that reason)."""
+        while self.feed_error is None and not self._stopping.wait(seconds):
+            try:
+                self.feed()
+            except Exception as error:  # noqa: BLE001 - raised by the runner's next check
+                log.debug("staging failed", exc_info=True)
+                self.feed_error = error
+
     def process_available(self) -> None:
         """Ingest and process everything the inputs hold now."""
         for part in self.upstream:
             part.process_available()
+        self._raise_if_failed()
+        self.feed()
         self.query.processAllAvailable()
         self._raise_if_failed()
         # The listener releases after every batch, but asynchronously, and a restarted query's
@@ -475,9 +512,10 @@ class Runner:
         progress = self.query.lastProgress or {}
         if not progress or progress.get("stateOperators"):
             return  # Spark's watermark, after each batch, drives a stateful query
-        processed = sum(_steps(source.get("endOffset")) for source in progress.get("sources", []))
+        read = [[n for n in (steps_read(self.checkpoint / "spark", source, s) for source in progress.get("sources", []))
+                 if n is not None] for s in self.stagers]
         manifests = [s.manifest() for s in self.stagers]
-        if processed != sum(m.steps for m in manifests):
+        if any(r != [m.steps] for r, m in zip(read, manifests, strict=True)):
             return  # a step is staged but not processed yet: the next batch settles
         clocks = [s.clock_us(m) for s, m in zip(self.stagers, manifests, strict=True)]
         if clocks and None not in clocks:
@@ -508,7 +546,8 @@ class Runner:
         stop = threading.Event()
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: stop.set())
-        while not stop.is_set() and all(r.query.isActive and r.listener.error is None for r in self._parts()):
+        while not stop.is_set() and all(r.query.isActive and r.listener.error is None and r.feed_error is None
+                                        for r in self._parts()):
             if until is not None and until():
                 break
             if tick is not None:
@@ -525,6 +564,8 @@ class Runner:
     def _raise_if_failed(self) -> None:
         for part in self.upstream:
             part._raise_if_failed()
+        if self.feed_error is not None:
+            raise self.feed_error
         _raise_if_failed(self.query)
         if self.listener.error is not None:
             error = self.listener.error
@@ -533,6 +574,8 @@ class Runner:
     def stop(self, final: str) -> dict:
         for part in self.upstream:
             part.stop(final)
+        self._stopping.set()
+        self._feeder.join()  # a staging pass in progress ends first: a restart must not stage beside it
         # the last batch's progress event may still be releasing output: let it finish, so that
         # a query restarted in this process never has two sinks on one checkpoint
         last = (self.query.lastProgress or {}).get("batchId")
@@ -567,31 +610,13 @@ def run_query(spark, lowered: Lowered, checkpoint: Path, output: str, until_idle
     return runner.stop("finished" if until_idle else "stopped")
 
 
-def _stage_all(stagers: list[Stager]) -> None:
-    """Stage what the inputs hold, all at once, before the query starts (so no stager runs twice
-    at a time): faster than the query's source does it, one input after the other. A file that
-    cannot be staged is left to the query's source, which fails on it as on any later file (the
-    query fails, the status says why); a failed step records nothing."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    def advance(stager: Stager) -> None:
-        try:
-            stager.advance()
-        except Exception:
-            log.debug("staging %s before the start failed; the query's source retries", stager.spec.alias, exc_info=True)
-
-    with ThreadPoolExecutor(max_workers=max(1, len(stagers))) as pool:
-        list(pool.map(advance, stagers))
-
-
-def _steps(offset) -> int:
-    """The staged-step count of a source offset in a progress report (a dict or JSON text)."""
-    if isinstance(offset, str):
-        try:
-            offset = json.loads(offset)
-        except ValueError:
-            return 0
-    return int(offset.get("steps", 0)) if isinstance(offset, dict) else 0
+def _refuse_python_source_checkpoint(spark_checkpoint: Path) -> None:
+    """Spark's checkpoint of a query whose inputs were a Python source (before 2026-11-23,
+    offsets `{"steps": n}`) cannot be resumed by the file source that reads the steps now."""
+    offsets = [p for p in (spark_checkpoint / "offsets").glob("*") if p.name.isdigit()]
+    if offsets and '{"steps":' in max(offsets, key=lambda p: int(p.name)).read_text():
+        raise ValueError(f"{spark_checkpoint.parent} was written by an earlier streamjoin (its inputs' offsets are "
+                         "the old staged source's): start this query on a new checkpoint")
 
 
 def _progress_listener_base():

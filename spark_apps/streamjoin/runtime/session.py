@@ -39,7 +39,4 @@ def spark_session(app_name: str = "streamjoin", master: str | None = None):
     )
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("STREAMJOIN_SPARK_LOG_LEVEL", "ERROR"))
-    from streamjoin.io.source import StagedSource
-
-    spark.dataSource.register(StagedSource)
     return spark
