@@ -399,6 +399,7 @@ class Runner:
         """`until_idle`: what the inputs hold now is all there is; `end_of_input` then flushes it.
         The end is staged with those rows, so Spark reads, joins and flushes them in two batches
         (the second one Spark runs by itself, its watermark having moved to +infinity)."""
+        _refuse_python_source_checkpoint(checkpoint / "spark")  # before any part starts
         checkpoint.mkdir(parents=True, exist_ok=True)
         self.spark = spark
         # a chain cut after its outer joins (plan.operators.cuts): one query per earlier
@@ -412,7 +413,6 @@ class Runner:
         if until_idle and not self.upstream:
             self._end_inputs()
         self.checkpoint = checkpoint
-        _refuse_python_source_checkpoint(checkpoint / "spark")
         self.feed_error: Exception | None = None  # a file that cannot be staged: the query fails
         self._feeding = threading.Lock()  # one staging pass at a time (the feeder thread's, process_available's)
         self._stopping = threading.Event()
@@ -512,11 +512,12 @@ class Runner:
         progress = self.query.lastProgress or {}
         if not progress or progress.get("stateOperators"):
             return  # Spark's watermark, after each batch, drives a stateful query
-        read = [[n for n in (steps_read(self.checkpoint / "spark", source, s) for source in progress.get("sources", []))
-                 if n is not None] for s in self.stagers]
         manifests = [s.manifest() for s in self.stagers]
-        if any(r != [m.steps] for r, m in zip(read, manifests, strict=True)):
-            return  # a step is staged but not processed yet: the next batch settles
+        for stager, m in zip(self.stagers, manifests, strict=True):
+            read = [steps_read(self.checkpoint / "spark", source, stager) for source in progress.get("sources", [])]
+            read = [n for n in read if n is not None]  # the sources that read this input's steps
+            if not read or any(n != m.steps for n in read):
+                return  # a step is staged but not processed yet: the next batch settles
         clocks = [s.clock_us(m) for s, m in zip(self.stagers, manifests, strict=True)]
         if clocks and None not in clocks:
             self.sink.settle(min(clocks))
