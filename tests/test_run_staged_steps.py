@@ -43,7 +43,8 @@ def test_a_file_that_arrives_while_the_query_runs_is_staged_and_joined_without_b
 def test_steps_are_read_in_order_whole_and_once_across_batches_and_a_restart(spark, tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
     sql = DDL.format(a=a, b=b)
-    runner = start(spark, sql, tmp_path / "run")
+    run = tmp_path / "run 100%"  # Spark's file-source log names files by escaped URI
+    runner = start(spark, sql, run)
     try:
         for n in range(3):  # one step per input per round, each its own batch
             write_jsonl(a / f"{n}.json", [{"rowtime": ts(n * 10_000 + i), "k": i, "x": n} for i in range(50)])
@@ -60,8 +61,8 @@ def test_steps_are_read_in_order_whole_and_once_across_batches_and_a_restart(spa
         runner.stop("stopped")
     write_jsonl(a / "9.json", [{"rowtime": ts(90_000), "k": 1, "x": 9}])
     write_jsonl(b / "9.json", [{"rowtime": ts(90_000), "k": 1, "y": 9}])
-    status = run_to_end(start(spark, sql, tmp_path / "run"))  # same checkpoint: resumes after step 3
-    rows = read_output(tmp_path / "run" / "out")
+    status = run_to_end(start(spark, sql, run))  # same checkpoint: resumes after step 3
+    rows = read_output(run / "out")
     assert sorted((r["k"], r["x"], r["y"]) for r in rows) == sorted(
         [(i, n, n) for n in range(3) for i in range(50)] + [(1, 9, 9)])
     assert status["inputs"]["a"]["rows_read"] == 151

@@ -47,8 +47,9 @@ def steps_read(spark_checkpoint: Path, source: dict, stager: Stager) -> int | No
 
     The file source's offset is its own log's batch number; that batch of its log (in
     `spark_checkpoint/sources/N/`, a compacted one ending `.compact`) names the files read."""
-    described = str(source.get("description", ""))  # FileStreamSource[file:/.../steps]
-    if not described.startswith("FileStreamSource[") or _local(described[17:-1]) != stager.steps_dir.resolve():
+    described = str(source.get("description", ""))  # FileStreamSource[file:/.../steps], not escaped
+    prefix = "FileStreamSource[file:"
+    if not described.startswith(prefix) or Path(described[len(prefix):-1]).resolve() != stager.steps_dir.resolve():
         return None
     offset = source.get("endOffset")
     if isinstance(offset, str):
@@ -61,15 +62,14 @@ def steps_read(spark_checkpoint: Path, source: dict, stager: Stager) -> int | No
         for name in (str(batch), f"{batch}.compact"):
             if (log / name).exists():
                 for line in (log / name).read_text().splitlines()[1:]:
-                    path = _local(json.loads(line)["path"])
+                    path = _local(json.loads(line)["path"])  # a URI: file:///.../steps/00000003.parquet
                     if path.parent == stager.steps_dir.resolve():
                         top = max(top, int(path.name.split(".")[0]))
     return top + 1
 
 
 def _local(uri: str) -> Path:
-    """A local path from Spark's `file:` URI (`file:/a b` or `file:///a%20b`)."""
+    """The local path of a `file:` URI (`file:///a%20b` is `/a b`)."""
     from urllib.parse import unquote, urlparse
 
-    parsed = urlparse(uri)
-    return Path(unquote(parsed.path) if parsed.scheme == "file" and "%" in uri else parsed.path).resolve()
+    return Path(unquote(urlparse(uri).path)).resolve()
