@@ -49,7 +49,8 @@ def steps_read(spark_checkpoint: Path, source: dict, stager: Stager) -> int | No
     `spark_checkpoint/sources/N/`, a compacted one ending `.compact`) names the files read."""
     described = str(source.get("description", ""))  # FileStreamSource[file:/.../steps], not escaped
     prefix = "FileStreamSource[file:"
-    if not described.startswith(prefix) or Path(described[len(prefix):-1]).resolve() != stager.steps_dir.resolve():
+    steps_dir = stager.steps_dir.resolve()
+    if not described.startswith(prefix) or Path(described[len(prefix):-1]).resolve() != steps_dir:
         return None
     offset = source.get("endOffset")
     if isinstance(offset, str):
@@ -63,7 +64,7 @@ def steps_read(spark_checkpoint: Path, source: dict, stager: Stager) -> int | No
             if (log / name).exists():
                 for line in (log / name).read_text().splitlines()[1:]:
                     path = _local(json.loads(line)["path"])  # a URI: file:///.../steps/00000003.parquet
-                    if path.parent == stager.steps_dir.resolve():
+                    if path.parent == steps_dir:
                         top = max(top, int(path.name.split(".")[0]))
     return top + 1
 

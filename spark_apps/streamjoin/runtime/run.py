@@ -465,14 +465,9 @@ class Runner:
         failed step records nothing: the file is read again by the next pass."""
         from concurrent.futures import ThreadPoolExecutor
 
-        with self._feeding:
-            if len(self.stagers) < 2:
-                for stager in self.stagers:
-                    stager.advance()
-                return
-            with ThreadPoolExecutor(max_workers=len(self.stagers)) as pool:
-                for future in [pool.submit(s.advance) for s in self.stagers]:
-                    future.result()
+        with self._feeding, ThreadPoolExecutor(max_workers=max(1, len(self.stagers))) as pool:
+            for future in [pool.submit(s.advance) for s in self.stagers]:
+                future.result()
 
     def _feed_every(self, seconds: float) -> None:
         """The feeder thread: stage new files as they arrive, until the query stops or a file
