@@ -317,13 +317,13 @@ def asof(left: Side, right: Side, keys, op: str, outer: bool, emit: str = "FINAL
 # ---------------------------------------------------------------------------------------------
 
 
-def window_starts(t: int, size_ms: int, slide_ms: int) -> list[int]:
-    """The starts ws (multiples of the slide) of the windows [ws, ws + size) that contain t."""
-    first = (t - size_ms) // slide_ms + 1  # the smallest k with k * slide + size > t
-    return [k * slide_ms for k in range(first, t // slide_ms + 1)]
+def window_starts(t: int, size_ms: int, slide_ms: int, offset_ms: int = 0) -> list[int]:
+    """The starts ws (offset + multiples of the slide) of the windows [ws, ws + size) that contain t."""
+    return [ws for ws in range(t - size_ms - slide_ms, t + slide_ms + 1) if (ws - offset_ms) % slide_ms == 0 and ws <= t < ws + size_ms]
 
 
-def window_join(left: Side, right: Side, function: str, size_ms: int, slide_ms: int, join_type: str, condition) -> list[tuple]:
+def window_join(left: Side, right: Side, function: str, size_ms: int, slide_ms: int, join_type: str, condition,
+                offset_ms: int = 0) -> list[tuple]:
     """TUMBLE (slide = size) or HOP window join: every pair in the same window (equal window_start)
     for which the condition holds (CROSS: every pair); outer types add, per window, each preserved
     row of the window that matched nothing in it, NULL-extended. Returns (op = '+I', rowtime, left
@@ -336,7 +336,7 @@ def window_join(left: Side, right: Side, function: str, size_ms: int, slide_ms: 
     members: dict[int, tuple[list[int], list[int]]] = {}
     for side in (LEFT, RIGHT):
         for idx, r in enumerate(sides[side].rows):
-            for ws in window_starts(r["rowtime"], size_ms, slide_ms):
+            for ws in window_starts(r["rowtime"], size_ms, slide_ms, offset_ms):
                 members.setdefault(ws, ([], []))[side].append(idx)
     out = []
     for ws in sorted(members):

@@ -21,6 +21,17 @@ class Batch:
         return self.table
 
 
+def watermark(rowtime: str) -> str:
+    """Spark's watermark for a clock at `rowtime`, as its progress reports write it: in engine time
+    (streamjoin.io.instants)."""
+    import datetime as dt
+
+    from streamjoin.io.instants import SHIFT_US, parse_spark_time
+
+    at = dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=parse_spark_time(rowtime) + SHIFT_US)
+    return at.isoformat(timespec="milliseconds") + "Z"
+
+
 def output(directory) -> list[int]:
     return [json.loads(line)["v"] for p in sorted(directory.glob("part-*.jsonl")) for line in p.read_text().splitlines()]
 
@@ -35,7 +46,7 @@ def crash_between_write_and_record(sink, monkeypatch) -> None:
 
     monkeypatch.setattr(type(sink), "_save", crash)
     with pytest.raises(OSError):
-        sink.release("2024-01-01T00:00:05.000Z")
+        sink.release(watermark("2024-01-01T00:00:05.000Z"))
     monkeypatch.undo()
 
 
@@ -47,7 +58,7 @@ def test_a_release_replayed_after_a_crash_rewrites_its_file_instead_of_duplicati
     restarted = OrderedSink(tmp_path / "ck", RowWriter(str(tmp_path / "out")), ["v"], 0)
     restarted(Batch([("2024-01-01 00:00:02", 2), ("2024-01-01 00:00:01", 1), ("2024-01-01 00:00:09", 9)]), 0)  # replay: ignored
     restarted(Batch([("2024-01-01 00:00:07", 7)]), 1)
-    restarted.release("2024-01-01T00:00:08.000Z")
+    restarted.release(watermark("2024-01-01T00:00:08.000Z"))
     restarted.finish()
     assert output(tmp_path / "out") == [1, 2, 7, 9]
     assert restarted.state().rows_emitted == 4
@@ -105,8 +116,8 @@ def test_a_cut_chain_part_redoes_a_crashed_release_with_its_own_threshold(tmp_pa
         return [r["v"] for r in table if not r["_bound"]], [r["__rowtime"].second for r in table if r["_bound"]]
 
     assert read("part-00000000.parquet") == ([1, 2], [5])  # written, not recorded (the next part may have read it)
-    sink.release("2024-01-01T00:00:10.000Z")  # after the restart, a later clock
+    sink.release(watermark("2024-01-01T00:00:10.000Z"))  # after the restart, a later clock
     assert read("part-00000000.parquet") == ([1, 2], [5])  # redone exactly, not with 9
-    sink.release("2024-01-01T00:00:10.000Z")
+    sink.release(watermark("2024-01-01T00:00:10.000Z"))
     assert read("part-00000001.parquet") == ([9], [10])
     assert sorted(p.name for p in (tmp_path / "rows").iterdir()) == ["part-00000000.parquet", "part-00000001.parquet"]

@@ -155,7 +155,7 @@ def test_window_join_needs_equal_sizes():
         "SELECT * FROM TUMBLE(orders, rowtime, INTERVAL '1' MINUTE) JOIN TUMBLE(prices, rowtime, INTERVAL '2' MINUTE) "
         "ON orders.ticker = prices.ticker AND orders.window_start = prices.window_start;"
     )
-    assert error.message == "a window join needs the same window function and size on both sides"
+    assert error.message == "a window join needs the same window function, size and offset on both sides"
 
 
 def test_join_without_condition_between_unkeyed_inputs_is_rejected():

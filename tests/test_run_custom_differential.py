@@ -61,9 +61,11 @@ ASOF_SHAPES = {
     "asof-left-ge-final": ("LEFT", ">=", "FINAL"),
     "asof-inner-gt-changes": ("INNER", ">", "CHANGES"),
 }
-WINDOW_SHAPES = {
-    "tumble-left": ("TUMBLE", 2000, 2000, "LEFT"),
-    "hop-full": ("HOP", 3000, 1000, "FULL"),
+WINDOW_SHAPES = {  # function, size, slide, join type, offset (ms), the window column the ON joins on
+    "tumble-left": ("TUMBLE", 2000, 2000, "LEFT", 0, "window_start"),
+    "hop-full": ("HOP", 3000, 1000, "FULL", 0, "window_start"),
+    "tumble-offset-full-on-window-end": ("TUMBLE", 2000, 2000, "FULL", 1000, "window_end"),
+    "hop-negative-offset-left": ("HOP", 3000, 2000, "LEFT", -1000, "window_start"),
 }
 
 
@@ -95,7 +97,9 @@ def write_inputs(tmp_path, streams, rng) -> list:
 
 def ddl(dirs) -> str:
     return "".join(
-        f"CREATE STREAM in{i} (id INT, c INT, k INT, v INT) WITH (connector = 'files', format = 'json', path = '{d}');\n"
+        # the rows are out of rowtime order: a lateness beyond their spread keeps every one on time
+        f"CREATE STREAM in{i} (id INT, c INT, k INT, v INT) WITH (connector = 'files', format = 'json', path = '{d}', "
+        "lateness = '1 MINUTE');\n"
         for i, d in enumerate(dirs)
     )
 
@@ -167,19 +171,20 @@ def test_custom_operator_equals_the_reference_for_generated_asof_joins(spark, tm
 
 @pytest.mark.parametrize("name", list(WINDOW_SHAPES))
 def test_custom_operator_equals_the_reference_for_generated_window_function_joins(spark, tmp_path, name):
-    function, size, slide, join_type = WINDOW_SHAPES[name]
+    function, size, slide, join_type, offset, on = WINDOW_SHAPES[name]
     rng = random.Random(f"{SEED}-{name}")
     streams = generate(rng)
     dirs = write_inputs(tmp_path, streams, rng)
 
     def tvf(i):
+        extra = f", INTERVAL '{offset // 1000}' SECOND" if offset else ""
         if function == "TUMBLE":
-            return f"TUMBLE(in{i}, rowtime, INTERVAL '{size // 1000}' SECOND)"
-        return f"HOP(in{i}, rowtime, INTERVAL '{slide // 1000}' SECOND, INTERVAL '{size // 1000}' SECOND)"
+            return f"TUMBLE(in{i}, rowtime, INTERVAL '{size // 1000}' SECOND{extra})"
+        return f"HOP(in{i}, rowtime, INTERVAL '{slide // 1000}' SECOND, INTERVAL '{size // 1000}' SECOND{extra})"
 
     sql = ddl(dirs) + (
         f"{SELECT}, COALESCE(s0.window_start, s1.window_start) AS ws FROM {tvf(0)} AS s0 {join_type} JOIN {tvf(1)} AS s1 "
-        "ON s0.c = s1.c AND s0.k = s1.k AND s0.window_start = s1.window_start;"
+        f"ON s0.c = s1.c AND s0.k = s1.k AND s0.{on} = s1.{on};"
     )
     rows, _ = run_until_idle(spark, sql, tmp_path / "run")
     rowtimes = [ms(r["rowtime"]) for r in rows]
@@ -188,7 +193,7 @@ def test_custom_operator_equals_the_reference_for_generated_window_function_join
         left = [r for r in streams[0] if r["c"] == c]
         right = [r for r in streams[1] if r["c"] == c]
         result = ref.window_join(ref.Side("s0", left, ("range", 0, 0)), ref.Side("s1", right, ("range", 0, 0)),
-                                 function, size, slide, join_type, key)
+                                 function, size, slide, join_type, key, offset)
         expected = Counter((*row, ws) for row, (*_, ws) in zip(as_ids(result, left, right), result, strict=True))
         got = Counter(("+I", ms(r["rowtime"]), r["id0"], r["id1"], ms(r["ws"])) for r in rows if r["c"] == c)
         assert got == expected, f"case {c}"

@@ -164,10 +164,12 @@ WINDOW "lastTenSeconds" AS (RANGE INTERVAL '10' SECOND PRECEDING);"""
     ]
 
 
+# RisingWave inserts the example's rows stock by stock, so they arrive out of rowtime order: a
+# lateness of the two hours they span keeps every one on time (SEMANTICS §1)
 RW_DDL = """CREATE STREAM stock_prices (stock_name VARCHAR, stock_time TIMESTAMP, price DOUBLE)
-  WITH (connector = 'files', format = 'json', path = '$DIR/sp', rowtime = 'stock_time');
+  WITH (connector = 'files', format = 'json', path = '$DIR/sp', rowtime = 'stock_time', lateness = '2 HOURS');
 CREATE STREAM market_data (stock_name VARCHAR, market_time TIMESTAMP, sentiment DOUBLE)
-  WITH (connector = 'files', format = 'json', path = '$DIR/md', rowtime = 'market_time');
+  WITH (connector = 'files', format = 'json', path = '$DIR/md', rowtime = 'market_time', lateness = '2 HOURS');
 """
 RW_DAY = "2024-09-24 "
 STOCK_PRICES = [

@@ -84,7 +84,9 @@ def generate_rows(rng: random.Random, n_inputs: int) -> list[list[dict]]:
 def shape_sql(windows, steps, dirs) -> str:
     n = len(windows)
     ddl = "".join(
-        f"CREATE STREAM in{i} (id INT, c INT, k INT, v INT) WITH (connector = 'files', format = 'json', path = '{dirs[i]}');\n"
+        # the rows are out of rowtime order (the grid spans 8 s): a lateness keeps every one on time
+        f"CREATE STREAM in{i} (id INT, c INT, k INT, v INT) WITH (connector = 'files', format = 'json', path = '{dirs[i]}', "
+        "lateness = '10 SECONDS');\n"
         for i in range(n)
     )
     aliases = [f"s{i}" for i in range(n)]

@@ -260,7 +260,7 @@ DAY = "2024-09-24 "
 
 def asof_table(spark, tmp_path, join: str, op: str, emit: str = "") -> list[tuple]:
     prices = [{"stock_name": n, "stock_time": DAY + t, "price": p} for n, t, p in (
-        ("TSLA", "09:30:00", 250), ("TSLA", "10:30:00", 252), ("GOOG", "09:30:00", 1400), ("TSLA", "11:00:00", 255))]
+        ("TSLA", "09:30:00", 250), ("GOOG", "09:30:00", 1400), ("TSLA", "10:30:00", 252), ("TSLA", "11:00:00", 255))]
     market = [{"stock_name": n, "market_time": DAY + t, "sentiment": s} for n, t, s in (
         ("TSLA", "09:00:00", 0.7), ("TSLA", "10:00:00", 0.8), ("TSLA", "11:00:00", 0.9), ("TSLA", "11:00:00", 0.95))]
     write_jsonl(tmp_path / "sp" / "p.json", prices)

@@ -33,7 +33,6 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pyarrow as pa
@@ -41,11 +40,9 @@ import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 
 from streamjoin.io import s3
+from streamjoin.io.instants import EARLIEST_US, END_OF_INPUT, END_US  # noqa: F401 - END_OF_INPUT: where staging puts the end
 
 BOUND = "_bound"
-# End of input: every clock goes to +infinity (SEMANTICS §1). A far instant Spark can hold.
-END_OF_INPUT = datetime(9000, 1, 1, tzinfo=UTC)
-END_US = int(END_OF_INPUT.timestamp() * 1_000_000)
 _TS = pa.timestamp("us", tz="UTC")
 _FORMATS = ("json", "csv", "parquet")
 STEP_CHUNK = 65_536  # rows per row group of a staged step (Spark splits a large step between row groups)
@@ -236,18 +233,24 @@ class Stager:
         return conform(table, self.spec.schema, self.spec.rowtime, path)
 
     def _split(self, table: pa.Table, clock_us: int | None):
-        is_bound = table.column(BOUND)
-        is_bound = pc.fill_null(is_bound, False)
-        bounds_table = table.filter(is_bound)
-        rows = table.filter(pc.invert(is_bound))
-        bounds = [v.value for v in bounds_table.column(self.spec.rowtime) if v.is_valid]
-        rt = rows.column(self.spec.rowtime)
-        if pc.any(pc.is_null(rt)).as_py():
+        """(on-time rows, late rows, bounds) of rows in arrival order. Lateness is decided per
+        row (SEMANTICS §1-§2): a row is late when its rowtime is below the clock as it stood
+        just before the row arrived, that is after every earlier row and bound of this input,
+        this step's included. So an input gives the same answer however its rows are batched."""
+        is_bound = pc.fill_null(table.column(BOUND), False)
+        rowtimes = table.column(self.spec.rowtime)
+        if pc.any(pc.and_(pc.invert(is_bound), pc.is_null(rowtimes))).as_py():
             raise ValueError(f"input {self.spec.alias}: a row has no rowtime ({self.spec.rowtime})")
-        if clock_us is None:
-            late_mask = pa.array([False] * rows.num_rows, pa.bool_())
-        else:
-            late_mask = pc.less(pc.cast(rt, pa.int64()), clock_us)
+        rowtimes_us = pc.cast(rowtimes, pa.int64())
+        if len(rowtimes_us) and rowtimes_us.null_count < len(rowtimes_us):
+            low, high = pc.min_max(rowtimes_us).values()
+            if low.as_py() < EARLIEST_US or high.as_py() >= END_US:
+                raise ValueError(f"input {self.spec.alias}: a rowtime lies outside the supported range "
+                                 f"0001-01-01 to 7999-12-31 ({self.spec.rowtime})")
+        late_mask = late_rows(rowtimes_us, is_bound, self.spec.lateness_ms * 1000, clock_us)
+        bounds = [v.value for v in table.filter(is_bound).column(self.spec.rowtime) if v.is_valid]
+        rows = table.filter(pc.invert(is_bound))
+        late_mask = late_mask.filter(pc.invert(is_bound))
         return rows.filter(pc.invert(late_mask)), rows.filter(late_mask), bounds
 
     def _bound_row(self, rowtime_us: int) -> pa.Table:
@@ -272,6 +275,29 @@ class Stager:
         tmp = path.with_suffix(".tmp")
         tmp.write_text("".join(lines))
         os.replace(tmp, path)
+
+
+def late_rows(rowtimes_us: pa.Array, is_bound: pa.Array, lateness_us: int, clock_us: int | None) -> pa.Array:
+    """Which rows (not bounds) are late, in arrival order: row i is late when its rowtime is
+    below the clock before it, max(clock_us, every earlier row's rowtime - lateness, every
+    earlier bound). A late row cannot raise the clock (its rowtime - lateness is below it)."""
+    import numpy as np
+
+    n = len(rowtimes_us)
+    if n == 0:
+        return pa.array([], pa.bool_())
+    lowest = np.iinfo(np.int64).min
+    rt = rowtimes_us.to_numpy(zero_copy_only=False) if rowtimes_us.null_count == 0 else \
+        pc.fill_null(rowtimes_us, lowest).to_numpy()
+    bound = is_bound.to_numpy(zero_copy_only=False).astype(bool)
+    # what each arrival moves the clock to: a row its rowtime - lateness, a bound its value
+    moves = np.where(bound, rt, np.maximum(rt, lowest + lateness_us) - lateness_us)
+    before = np.empty(n, dtype=np.int64)
+    before[0] = lowest if clock_us is None else clock_us
+    if n > 1:
+        np.maximum.accumulate(moves[:-1], out=before[1:])
+        np.maximum(before[1:], before[0], out=before[1:])
+    return pa.array(~bound & (rt < before))
 
 
 def bound_row(schema: pa.Schema, rowtime: str, rowtime_us: int) -> pa.Table:

@@ -18,6 +18,7 @@ from streamjoin.dialect import StreamJoin
 from streamjoin.errors import Unsupported
 from streamjoin.io.source import SEQUENCE, staged_stream
 from streamjoin.io.staging import BOUND, END_US, InputSpec
+from streamjoin.lower.stream_join import ET_COLUMN, engine_time
 from streamjoin.operator.engine import Side, Spec
 from streamjoin.plan import model as m
 from streamjoin.plan import operators
@@ -112,7 +113,8 @@ def spec_for(query: m.Query) -> Spec:
     tvf = None
     if kind == "tvf":
         tw = query.input(left).time_window
-        tvf = (tw.size_ms * 1000, tw.slide_ms * 1000, ("window_start", "window_end"), ("window_start", "window_end"))
+        tvf = (tw.size_ms * 1000, tw.slide_ms * 1000, ("window_start", "window_end"), ("window_start", "window_end"),
+               tw.offset_ms * 1000)
     return Spec(
         kind=kind,
         join_type=join.join_type,
@@ -135,9 +137,9 @@ def _table_key(query: m.Query, join: m.Join) -> tuple[str, ...]:
 def lower_custom(spark, script: m.Script, query: m.Query, specs: dict[str, InputSpec], flat, spark_sql):
     """The streaming frame: output columns, __rowtime, __op and the operator's meta columns."""
     from pyspark.sql import functions as F
-    from pyspark.sql.types import StructField, StructType
+    from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType, TimestampType
 
-    from streamjoin.operator.processor import JoinProcessor
+    from streamjoin.operator.processor import NULL_US, JoinProcessor
 
     check(script, query)
     join = query.joins[0]
@@ -149,10 +151,12 @@ def lower_custom(spark, script: m.Script, query: m.Query, specs: dict[str, Input
         s = specs[alias]
         df = (
             staged_stream(spark, s, sequence=True)
-            .withWatermark(s.rowtime, f"{s.lateness_ms + 1} milliseconds")
+            .withColumn(ET_COLUMN, engine_time(F.col(s.rowtime)))
+            .withWatermark(ET_COLUMN, f"{s.lateness_ms + 1} milliseconds")
         )
         frames.append((alias, s, df))
-        fields += [(side, flat(alias, f.name), f.name, f.dataType) for f in df.schema.fields if f.name not in (BOUND, SEQUENCE)]
+        fields += [(side, flat(alias, f.name), f.name, f.dataType) for f in df.schema.fields
+                   if f.name not in (BOUND, SEQUENCE, ET_COLUMN)]
         if query.input(alias).time_window:
             from pyspark.sql.types import TimestampType
 
@@ -172,13 +176,17 @@ def lower_custom(spark, script: m.Script, query: m.Query, specs: dict[str, Input
         if not group_keys:
             cols.append(F.lit(0).alias("sj_k0"))
         for other, name, column, dtype in fields:
+            # timestamps travel as microseconds (pandas' own timestamps end in 2262), NULL as
+            # processor.NULL_US (a NULL would make the column float); the rowtime of a bound row
+            # (the end of input is one) is NULL too: `sj_t` carries it
             if other == side and column == s.rowtime:
-                # a plain copy (Spark allows one event-time column), NULL on bound rows: the end of
-                # input (year 9000) does not fit pandas' timestamps; `sj_t` carries it in us
-                plain = F.timestamp_micros(F.unix_micros(F.col(column)))
-                cols.append(F.when(~F.col(BOUND), plain).alias(name))
+                cols.append(F.when(~F.col(BOUND), F.unix_micros(F.col(column))).otherwise(F.lit(NULL_US)).alias(name))
+            elif other == side and column in df.columns and isinstance(dtype, TimestampType):
+                cols.append(F.coalesce(F.unix_micros(F.col(column)), F.lit(NULL_US)).alias(name))
             elif other == side and column in df.columns:
                 cols.append(F.col(column).alias(name))
+            elif isinstance(dtype, TimestampType):
+                cols.append(F.lit(NULL_US).alias(name))
             else:
                 cols.append(F.lit(None).cast(dtype).alias(name))
         part = df.select(*cols)
@@ -188,11 +196,9 @@ def lower_custom(spark, script: m.Script, query: m.Query, specs: dict[str, Input
     keyed = [f"sj_k{n}" for n in range(len(group_keys))]
     union = union.withColumn("sj_g", F.pmod(F.hash(*keyed), F.lit(GROUPS)) if keyed else F.lit(0))
     group_cols = ["sj_g"]
-    out_fields = [StructField(name, dtype, True) for _, name, _, dtype in fields]
-    from pyspark.sql.types import BooleanType, LongType, StringType, TimestampType
-
+    out_fields = [StructField(name, LongType() if isinstance(dtype, TimestampType) else dtype, True) for _, name, _, dtype in fields]
     out_fields += [
-        StructField("__rowtime", TimestampType(), True),
+        StructField("__rowtime", LongType(), True),
         StructField("__op", StringType(), True),
         StructField("__meta", BooleanType(), True),
         StructField("__group", StringType(), True),
@@ -203,6 +209,10 @@ def lower_custom(spark, script: m.Script, query: m.Query, specs: dict[str, Input
     joined = union.groupBy(*group_cols).transformWithStateInPandas(
         JoinProcessor(spec, columns, end_ms), StructType(out_fields), "Append", "EventTime"
     )
+    joined = joined.select(*[  # microseconds back to timestamps
+        F.timestamp_micros(F.col(f.name)).alias(f.name) if f.name == "__rowtime" or isinstance(dtype, TimestampType) else F.col(f.name)
+        for f, dtype in zip(out_fields, [d for *_, d in fields] + [None] * 5, strict=True)
+    ])
     meta = F.col("__meta")
     if query.where:
         joined = joined.where(meta | F.expr(spark_sql(query.where)))

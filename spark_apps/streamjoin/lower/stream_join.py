@@ -26,6 +26,11 @@ from streamjoin.plan import operators
 from streamjoin.plan.windows import BucketWindow, RangeWindow
 
 ROWTIME_COLUMN = "__rowtime"
+# Spark's event time: the rowtime plus instants.SHIFT_US (Spark's watermark cannot go below the
+# epoch). Each stream input carries it as `alias____et`, the column its watermark is on; time
+# bounds between inputs compare it (the same differences as the rowtimes), so that Spark drops
+# state by them. Rowtime columns themselves stay as the user's data says.
+ET_COLUMN = "__et"
 ZERO = "__zero"  # a per-input key column that is 0 for every row (not foldable: it reads the rowtime)
 _SPARK_JOIN = {"INNER": "inner", "CROSS": "inner", "LEFT": "left", "RIGHT": "right", "FULL": "full"}
 _SUPPORTED_KINDS = (m.STREAM_STREAM_WINDOW, m.INTERVAL)
@@ -106,6 +111,10 @@ def _check_query(script: m.Script, query: m.Query, top: bool) -> None:
         if sink_spec(script, query) is not None:
             raise Unsupported("a join on streamjoin's own operator writes to --output (JSON Lines) in `run` yet, not to an S3 sink")
         return
+    for o in query.output:
+        if sqlglot.parse_one(o.expression, read=StreamJoin).find(exp.Window):
+            raise Unsupported(f"output column '{o.name}': an aggregate OVER a window of rows (an analytic window function) is "
+                              "not supported by `run`; it runs joins, and GROUP BY over time buckets")
     if query.emit != "FINAL" and (not top or query.aggregation is not None or any(j.kind == m.BUCKETED for j in query.joins)):
         raise Unsupported(f"EMIT {query.emit} of an aggregation, a bucketed join or a view is not supported by `run` yet; EMIT FINAL is")
     streams = [i for i in query.inputs if i.kind == m.STREAM]
@@ -169,9 +178,9 @@ def _check_query(script: m.Script, query: m.Query, top: bool) -> None:
             raise Unsupported("an aggregation over an aggregating view is not supported by `run` yet")
         if stream.window is not None and getattr(stream.window, "lag_ms", 0):
             raise Unsupported("an aggregation over a lagged window is not supported by `run` yet")
-        for o in query.output:
-            if "DISTINCT" in o.expression.upper():
-                raise Unsupported("DISTINCT aggregates are not supported by Spark's streaming aggregation")
+        from streamjoin.lower.aggregate import check_distinct
+
+        check_distinct(query)
 
 
 _STREAM_CONNECTORS = ("files", "s3")
@@ -294,6 +303,7 @@ def lower(spark, script: m.Script, query: m.Query, specs: list[InputSpec], check
     if operators.cuts(query):
         return lowering.stages(query, specs)
     frame, bucketed = lowering.query_frame(query, "", top=True)
+    frame = frame.drop(ET_COLUMN)
     if query.emit == "CHANGES":  # stream-table joins decide each row at once: a changelog of inserts
         from pyspark.sql import functions as F
 
@@ -365,7 +375,7 @@ class _Lowering:
             aliases = [a for a in streams if a in (*joins[-1].left_inputs, joins[-1].right)]
             rows = joined.where(F.expr(_not_bound(aliases, [_rowtime_of(query, a) for a in aliases])))
             rows = rows.withColumn(ROWTIME_COLUMN, F.expr(output_rowtime(query, aliases)))
-            internal = {bound_column(a) for a in aliases} | {flat(a, ZERO) for a in aliases} | {START}
+            internal = {bound_column(a) for a in aliases} | {flat(a, ZERO) for a in aliases} | {et(a) for a in aliases} | {START}
             rows = rows.select(*[c for c in rows.columns if c not in internal])
             part = len(upstream)
             folder = self.checkpoint / "stages" / str(part)
@@ -386,6 +396,7 @@ class _Lowering:
         joins = query.joins[start:]
         joined, _ = self.join_chain(query, frames, joined, joins, before)
         frame, _ = self.finish(query, frames, joined, None)
+        frame = frame.drop(ET_COLUMN)
         mine = [s for s in specs if _belongs(s.alias, query, joins, False)] + [upstream[-1].stage_spec]
         return Lowered(frame, mine, [c.name for c in query.output], delay, self.snapshots, upstream=upstream)
 
@@ -402,7 +413,7 @@ class _Lowering:
 
             left = [a for a in streams if a in bucketed_join.left_inputs]
             joined = joined.withColumn(ROWTIME_COLUMN, _rowtime_column(query, left))
-            internal = {bound_column(a) for a in streams} | {flat(a, ZERO) for a in streams}
+            internal = {bound_column(a) for a in streams} | {flat(a, ZERO) for a in streams} | {et(a) for a in streams}
             carried = [c for c in joined.columns if c not in internal]
             bucket = query.input(bucketed_join.left_inputs[-1]).window
             from pyspark.sql.pandas.types import to_arrow_schema
@@ -414,10 +425,10 @@ class _Lowering:
         if query.aggregation is not None:
             from streamjoin.lower.aggregate import aggregate
 
-            return aggregate(joined, query, flat(streams[0], query.input(streams[0]).rowtime)), None
+            return aggregate(joined, query, et(streams[0])), None
         joined = joined.withColumn(ROWTIME_COLUMN, _rowtime_column(query, streams))
         selected = [F.expr(spark_sql(c.expression)).alias(c.name) for c in query.output]
-        return joined.select(*selected, F.col(ROWTIME_COLUMN)), None
+        return joined.select(*selected, F.col(ROWTIME_COLUMN), _event_time(query, streams).alias(ET_COLUMN)), None
 
     def input_frame(self, query: m.Query, item: m.Input, prefix: str):
         from pyspark.sql import functions as F
@@ -435,6 +446,7 @@ class _Lowering:
                 cols.append(F.col(ROWTIME_COLUMN).alias(flat(item.alias, rowtime)))
             return frame.select(
                 *cols,
+                F.col(ET_COLUMN).alias(et(item.alias)),
                 F.lit(False).alias(bound_column(item.alias)),
                 (F.unix_micros(F.col(ROWTIME_COLUMN)) * 0).alias(flat(item.alias, ZERO)),
             )
@@ -502,11 +514,11 @@ def _intermediate_frame(spark, spec: InputSpec, aliases: tuple[str, ...]):
     from streamjoin.io.source import staged_stream
 
     df = staged_stream(spark, spec)
-    df = df.withWatermark(ROWTIME_COLUMN, f"{spec.lateness_ms} milliseconds")
-    carried = [F.col(c) for c in df.columns if c not in (BOUND, ROWTIME_COLUMN)]
+    df = df.withColumn(START, engine_time(F.col(ROWTIME_COLUMN))).withWatermark(START, f"{spec.lateness_ms} milliseconds")
+    carried = [F.col(c) for c in df.columns if c not in (BOUND, ROWTIME_COLUMN, START)]
     return df.select(
         *carried,
-        F.col(ROWTIME_COLUMN).alias(START),
+        F.col(START),
         *[F.col(BOUND).alias(bound_column(a)) for a in aliases],
         *[(F.unix_micros(F.col(ROWTIME_COLUMN)) * 0).alias(flat(a, ZERO)) for a in aliases],
     )
@@ -514,12 +526,12 @@ def _intermediate_frame(spark, spec: InputSpec, aliases: tuple[str, ...]):
 
 def _one_event_time(joined, query: m.Query, aliases: list[str]):
     """Spark allows one event-time column per stream: a joined frame that feeds another join
-    keeps the first input's rowtime as its event time; the others become plain timestamps."""
+    keeps the first input's as its event time; the others become plain timestamps."""
     from pyspark.sql import functions as F
 
     for alias in aliases[1:]:
-        name = flat(alias, query.input(alias).rowtime)
-        joined = joined.withColumn(name, F.timestamp_micros(F.unix_micros(F.col(name))))
+        if et(alias) in joined.columns:  # an intermediate input's is START (see `stages`)
+            joined = joined.withColumn(et(alias), F.timestamp_micros(F.unix_micros(F.col(et(alias)))))
     return joined
 
 
@@ -528,10 +540,10 @@ def _input_frame(spark, spec: InputSpec, alias: str):
 
     from streamjoin.io.source import staged_stream
 
-    df = staged_stream(spark, spec)
+    df = staged_stream(spark, spec).withColumn(ET_COLUMN, engine_time(F.col(spec.rowtime)))
     # Bound rows must reach the watermark operator, and Spark pushes any filter on them below
     # it. So they go through: no join condition accepts them, and they leave after the joins.
-    df = df.withWatermark(spec.rowtime, f"{spec.lateness_ms} milliseconds")
+    df = df.withWatermark(ET_COLUMN, f"{spec.lateness_ms} milliseconds")
     # flat, unique names (alias__column): joined frames can then be re-projected freely
     names = {c: flat(alias, c) for c in df.columns if c != BOUND}
     return df.select(
@@ -543,6 +555,20 @@ def _input_frame(spark, spec: InputSpec, alias: str):
 
 def flat(alias: str, column: str) -> str:
     return f"{alias}__{column}"
+
+
+def et(alias: str) -> str:
+    """The engine-time column of a stream input (see ET_COLUMN)."""
+    return flat(alias, ET_COLUMN)
+
+
+def engine_time(rowtime):
+    """A rowtime column as Spark's event time (instants.SHIFT_US later)."""
+    from pyspark.sql import functions as F
+
+    from streamjoin.io.instants import SHIFT_US
+
+    return F.timestamp_micros(F.unix_micros(rowtime) + F.lit(SHIFT_US))
 
 
 def bound_column(alias: str) -> str:
@@ -585,6 +611,10 @@ def _rowtime_of(query: m.Query, alias: str) -> str:
     return _q(flat(alias, query.input(alias).rowtime))
 
 
+def _et_of(alias: str) -> str:
+    return _q(et(alias))
+
+
 def join_condition(join: m.Join, query: m.Query, sides: list[str], before: tuple[str, ...] = ()) -> str | None:
     """`sides`: the stream inputs of the join (their bound rows pass residual filters).
     `before`: the inputs of an intermediate stream on the left (a cut chain, see `stages`)."""
@@ -595,7 +625,11 @@ def join_condition(join: m.Join, query: m.Query, sides: list[str], before: tuple
     elif not parts:  # Spark's stream-stream join needs an equality: all rows share one key
         parts.append(f"{_q(flat(join.left_inputs[0], ZERO))} = {_q(flat(join.right, ZERO))}")
     for b in c.time_bounds:
-        right, left = _rowtime_of(query, b.right), _rowtime_of(query, b.left)
+        # engine times (Spark drops state by them); an intermediate input (`before`) has none
+        if b.left in before:
+            right, left = _rowtime_of(query, b.right), _rowtime_of(query, b.left)
+        else:
+            right, left = _et_of(b.right), _et_of(b.left)
         bound = []
         if b.low_ms is not None:
             bound.append(f"{right} >= {left} + INTERVAL {b.low_ms} MILLISECONDS")
@@ -607,7 +641,7 @@ def join_condition(join: m.Join, query: m.Query, sides: list[str], before: tuple
         parts.extend(bound)
     if before and join.right in [i.alias for i in query.inputs if i.kind == m.STREAM]:
         low, high = _start_bounds(join, list(before), query)  # implied by the bounds above, on the event time
-        right = _rowtime_of(query, join.right)
+        right = _et_of(join.right)
         parts.append(f"{right} >= {_q(START)} + INTERVAL {low} MILLISECONDS")
         parts.append(f"{right} <= {_q(START)} + INTERVAL {high} MILLISECONDS")
     parts.extend(_or_bound(spark_sql(r), sides) for r in c.residual)
@@ -623,14 +657,24 @@ def output_rowtime(query: m.Query, aliases: list[str] | None = None) -> str:
 
 
 def _rowtime_column(query: m.Query, aliases: list[str]):
-    """The output rowtime as a column; one stream without a lag keeps its event-time column
-    (and with it Spark's watermark, which a later aggregation needs)."""
+    """The output rowtime as a column."""
     from pyspark.sql import functions as F
 
     streams = [i for i in query.inputs if i.kind == m.STREAM and i.alias in aliases]
     if len(streams) == 1 and not _lag(streams[0]):
         return F.col(flat(streams[0].alias, streams[0].rowtime))
     return F.expr(output_rowtime(query, aliases))
+
+
+def _event_time(query: m.Query, aliases: list[str]):
+    """The output rowtime as engine time: one stream without a lag keeps its event-time column
+    (and with it Spark's watermark, which a later aggregation needs)."""
+    from pyspark.sql import functions as F
+
+    streams = [i for i in query.inputs if i.kind == m.STREAM and i.alias in aliases]
+    if len(streams) == 1 and not _lag(streams[0]):
+        return F.col(et(streams[0].alias))
+    return engine_time(F.col(ROWTIME_COLUMN))
 
 
 def _lag(item: m.Input) -> int:

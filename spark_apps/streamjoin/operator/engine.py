@@ -52,7 +52,7 @@ class Spec:
     keys: tuple = ()  # ((left code, right code), ...) Python source over `scope`
     residual: str | None = None  # Python source over `scope`, or None
     asof_op: str | None = None  # `right.rowtime OP left.rowtime`
-    tvf: tuple | None = None  # (size_us, slide_us, left window columns, right window columns)
+    tvf: tuple | None = None  # (size_us, slide_us, left window columns, right window columns, offset_us)
     table_key: tuple = ()  # changelog: the columns that identify a table row
     pending_us: float = INF  # changelog: how long a stream row waits for its table row
 
@@ -377,9 +377,10 @@ class WindowFunctionJoin(GroupJoin):
     windows: dict = field(default_factory=dict)  # window start -> ([left Entry], [right Entry])
 
     def run(self, ready, limit, cond, out) -> None:
-        size, slide, left_cols, right_cols = self.spec.tvf
+        size, slide, left_cols, right_cols, offset = self.spec.tvf
         for t, side, seq, values in ready:
-            first = (t - size) // slide * slide + slide  # the earliest start whose window holds t
+            # windows start at offset + n * slide; the earliest whose window holds t
+            first = (t - offset - size) // slide * slide + slide + offset
             for start in range(first, t + 1, slide):
                 cols = (left_cols, right_cols)[side]
                 row = dict(values)

@@ -25,10 +25,13 @@ import pickle
 
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 
+from streamjoin.io.instants import SHIFT_MS
 from streamjoin.operator.engine import INF, Condition, Spec, new_group
 
 META = "__meta"
 OUT_META = ("__rowtime", "__op", META, "__group", "__state")
+NULL_US = -(2**63)  # a NULL timestamp: timestamps arrive and leave as microseconds (lower.custom_join)
+_EPOCH = dt.datetime(1970, 1, 1)
 
 
 class JoinProcessor(StatefulProcessor):
@@ -79,14 +82,15 @@ class JoinProcessor(StatefulProcessor):
     def _step(self, key, group, timerValues):
         import pandas as pd
 
-        watermark = timerValues.getCurrentWatermarkInMs()
-        limit = INF if watermark >= self.end_ms else (watermark * 1000 + 999 if watermark >= 0 else -INF)
+        engine_ms = timerValues.getCurrentWatermarkInMs()  # Spark's: engine time (io.instants)
+        watermark = engine_ms - SHIFT_MS
+        limit = INF if watermark >= self.end_ms else (watermark * 1000 + 999 if engine_ms > 0 else -INF)
         out = group.advance(limit, self.cond) if limit != -INF else []
         wake = group.wakeup()
         if wake == INF and group.size():
             wake = self.end_ms * 1000  # rows that leave only at end of input (ROWS windows)
         if wake != INF:
-            ms = max(int(wake // 1000), watermark + 1)
+            ms = max(int(wake // 1000), watermark + 1) + SHIFT_MS
             if ms != group.timer_ms:
                 self.handle.registerTimer(ms)
                 group.timer_ms = ms
@@ -118,15 +122,24 @@ class JoinProcessor(StatefulProcessor):
         frame = {}
         for c in self.columns:
             values = data[c[1]]
-            frame[c[1]] = pd.to_datetime(values, cache=False) if c[1] in self.timestamps else pd.Series(values, dtype=object)
-        # float microseconds are exact to 2^53 (year 2255); cache=False: pandas' cached path fails on masked arrays
-        frame["__rowtime"] = pd.to_datetime(pd.Series([math.nan if v is None else v for v in rowtimes], dtype="float64"),
-                                            unit="us", cache=False)
+            frame[c[1]] = pd.Series([_micros(v) for v in values] if c[1] in self.timestamps else values, dtype=object)
+        frame["__rowtime"] = pd.Series([None if v is None else int(v) for v in rowtimes], dtype=object)
         frame["__op"] = pd.Series(ops, dtype=object)
         frame[META] = pd.Series(meta, dtype=bool)
         frame["__group"] = pd.Series([repr(tuple(key))] * len(meta), dtype=object)
         frame["__state"] = pd.Series([report[1]] * len(meta), dtype="int64")
         yield pd.DataFrame(frame)
+
+
+def _micros(value) -> int | None:
+    """A timestamp value of an output row as microseconds (None: NULL)."""
+    if value is None:
+        return None
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is not None:
+            value = value.astimezone(dt.UTC).replace(tzinfo=None)
+        return (value - _EPOCH) // dt.timedelta(microseconds=1)
+    return int(value)
 
 
 def _clean(value, timestamp: bool, integral: bool = False):
@@ -136,19 +149,9 @@ def _clean(value, timestamp: bool, integral: bool = False):
         return None
     if integral and isinstance(value, float):  # pandas widens an int column with NULLs to float
         return int(value)
-    if timestamp:
-        try:
-            import pandas as pd
-
-            if pd.isna(value):
-                return None
-        except (TypeError, ValueError):
-            pass
-        if hasattr(value, "to_pydatetime"):
-            value = value.to_pydatetime()
-        if isinstance(value, dt.datetime) and value.tzinfo is not None:
-            value = value.astimezone(dt.UTC).replace(tzinfo=None)
-        return value
+    if timestamp:  # microseconds (NULL_US: NULL) -> a naive UTC datetime, as SQL sees it
+        value = int(value)
+        return None if value == NULL_US else _EPOCH + dt.timedelta(microseconds=value)
     if hasattr(value, "tolist") and getattr(value, "ndim", 0):  # arrays (numpy) -> lists
         return value.tolist()
     if hasattr(value, "item"):  # numpy scalars -> Python

@@ -289,8 +289,13 @@ class _QueryAnalysis:
         if fname not in ("TUMBLE", "HOP"):
             self.where.fail(f"unsupported table function {fname}", func, "TUMBLE(src, col, size) and HOP(src, col, slide, size) are supported in FROM")
         expected = 3 if fname == "TUMBLE" else 4
-        if len(args) != expected or not isinstance(args[0], (exp.Column, exp.Table)):
-            self.where.fail(f"{fname} takes {expected} arguments", func, "TUMBLE(src, col, INTERVAL '1' MINUTE) or HOP(src, col, slide, size)")
+        if len(args) not in (expected, expected + 1) or not isinstance(args[0], (exp.Column, exp.Table)):
+            self.where.fail(f"{fname} takes {expected} arguments, or {expected + 1} with an offset", func,
+                            "TUMBLE(src, col, size [, offset]) or HOP(src, col, slide, size [, offset]), "
+                            "e.g. TUMBLE(src, col, INTERVAL '1' MINUTE)")
+        offset = 0
+        if len(args) == expected + 1:
+            offset = self.signed_interval(args.pop(), f"the offset of {fname}")
         relation = self.a.relation(exp.Table(this=args[0].this))
         if relation.kind != m.STREAM:
             self.where.fail(f"{fname} applies to a stream; '{relation.name}' is a table", args[0], "window a stream")
@@ -301,7 +306,16 @@ class _QueryAnalysis:
         if None in sizes or min(sizes) <= 0:
             self.where.fail(f"{fname} sizes must be positive intervals", func, "e.g. INTERVAL '1' MINUTE")
         size, slide = (sizes[0], sizes[0]) if fname == "TUMBLE" else (sizes[1], sizes[0])
-        return relation, m.TimeWindowFunction(fname, column, size, slide)
+        return relation, m.TimeWindowFunction(fname, column, size, slide, offset)
+
+    def signed_interval(self, node: exp.Expression, what: str) -> int:
+        """Milliseconds of `INTERVAL '...' unit`, `-INTERVAL ...` or `INTERVAL '-...' unit`."""
+        negative = isinstance(node, exp.Neg)
+        inner = node.this if negative else node
+        if not isinstance(inner, exp.Interval):
+            self.where.fail(f"{what} must be an interval", node, "e.g. INTERVAL '1' SECOND (or a negative one)")
+        ms = interval_to_ms(inner, self.where)
+        return -ms if negative else ms
 
     # ------------------------------------------------------------------ windows
     def window(self, node: exp.Window, rowtime: str | None):
@@ -677,11 +691,15 @@ class _QueryAnalysis:
         if not right.time_window or len(windowed) != 2 or len(left_items) != 1:
             self.where.fail("a window join joins two TUMBLE (or two HOP) inputs", join, "FROM TUMBLE(a, ts, size) JOIN TUMBLE(b, ts, size) ON ...")
         a, b = windowed[0].time_window, windowed[1].time_window
-        if (a.function, a.size_ms, a.slide_ms) != (b.function, b.size_ms, b.slide_ms):
-            self.where.fail("a window join needs the same window function and size on both sides", join, "use equal sizes, e.g. TUMBLE(..., INTERVAL '1' MINUTE) twice")
-        on_start = any(lk.endswith("window_start") and rk.endswith("window_start") for lk, rk in condition.keys)
-        if not on_start:
-            self.where.fail("a window join must join on window_start", join.args.get("on") or join, f"add AND {left_items[0].alias}.window_start = {right.alias}.window_start")
+        if (a.function, a.size_ms, a.slide_ms, a.offset_ms % a.slide_ms) != (b.function, b.size_ms, b.slide_ms, b.offset_ms % b.slide_ms):
+            self.where.fail("a window join needs the same window function, size and offset on both sides", join,
+                            "use equal windows, e.g. TUMBLE(..., INTERVAL '1' MINUTE) twice")
+        # equal windows: equal starts and equal ends say the same (Flink and RisingWave write both)
+        same_window = any(_column_name(lk) == _column_name(rk) and _column_name(lk) in ("window_start", "window_end")
+                          for lk, rk in condition.keys)
+        if not same_window:
+            self.where.fail("a window join must join on window_start (or window_end)", join.args.get("on") or join,
+                            f"add AND {left_items[0].alias}.window_start = {right.alias}.window_start")
         return m.WINDOW_TVF
 
     def stream_stream_kind(self, join, left_items, right, condition) -> str:
@@ -841,15 +859,21 @@ class _QueryAnalysis:
         if group is None and not has_aggregates:
             return None
         keys = [self.qualify(k, self.items, output_rowtime=True) for k in (group.expressions if group else [])]
-        bucket, unit = None, None
+        bucket, unit, window = None, None, None
         for k in keys:
             if isinstance(k, exp.Floor) and k.args.get("to") and _is_rowtime(k.this):
                 bucket, unit = to_sql(k), k.text("to").upper()
             elif isinstance(k, exp.Column) and k.name == "window_start":
                 item = next((i for i in self.items if i.alias == k.table and i.time_window), None)
                 if item is not None:
-                    bucket, unit = to_sql(k), f"{item.time_window.function} {item.time_window.size_ms} ms"
-        return m.Aggregation(bucket=bucket, bucket_unit=unit, keys=tuple(to_sql(k) for k in keys))
+                    window = item.time_window
+                    bucket, unit = to_sql(k), f"{window.function} {window.size_ms} ms"
+        return m.Aggregation(bucket=bucket, bucket_unit=unit, keys=tuple(to_sql(k) for k in keys), window=window)
+
+
+def _column_name(sql: str) -> str:
+    """The column of a qualified reference as the plan writes it (`l.window_end` -> window_end)."""
+    return sql.rsplit(".", 1)[-1].strip('"')
 
 
 def _is_rowtime(node: exp.Expression) -> bool:

@@ -67,9 +67,7 @@ def _input_detail(i: m.Input) -> str:
     if i.kind == m.TABLE:
         return " [FOR SYSTEM_TIME AS OF PROCTIME(): re-read per micro-batch]" if i.temporal else " [snapshot at query start]"
     if i.time_window:
-        tw = i.time_window
-        slide = f", slide {tw.slide_ms} ms" if tw.function == "HOP" else ""
-        return f" [{tw.function} on {tw.column}, size {tw.size_ms} ms{slide}]"
+        return f" [{i.time_window.describe()}]"
     if i.window_source == "changelog":
         return f", rowtime {i.rowtime} [a table as its changelog: the latest row per key, updated while the query runs]"
     source = {"OVER": "", "WITHIN": " (from WITHIN)", "interval condition": " (from the interval condition)", "default": " (no OVER)"}

@@ -54,12 +54,19 @@ class Relation:
 
 @dataclass(frozen=True)
 class TimeWindowFunction:
-    """`TUMBLE(src, col, size)` / `HOP(src, col, slide, size)` in FROM."""
+    """`TUMBLE(src, col, size [, offset])` / `HOP(src, col, slide, size [, offset])` in FROM:
+    windows start where `col - offset` is a multiple of the slide (the size for TUMBLE)."""
 
     function: str  # TUMBLE | HOP
     column: str
     size_ms: int
     slide_ms: int
+    offset_ms: int = 0  # as written (it may be negative or exceed the slide)
+
+    def describe(self) -> str:
+        slide = f", slide {self.slide_ms} ms" if self.function == "HOP" else ""
+        offset = f", offset {self.offset_ms} ms" if self.offset_ms else ""
+        return f"{self.function} on {self.column}, size {self.size_ms} ms{slide}{offset}"
 
 
 @dataclass(frozen=True)
@@ -142,6 +149,7 @@ class Aggregation:
     bucket: str | None  # SQL of the time bucket (FLOOR(... TO unit) or window_start)
     bucket_unit: str | None
     keys: tuple[str, ...]
+    window: TimeWindowFunction | None = None  # the TUMBLE / HOP whose window_start is the bucket
 
 
 @dataclass(frozen=True)
@@ -172,7 +180,9 @@ class Script:
 
     @property
     def final(self) -> Query | None:
-        return next((q for q in self.queries if q.name == "query"), None)
+        """The query `run` runs: the final query, or in a file of views alone (RisingWave's
+        `CREATE MATERIALIZED VIEW`) the last view."""
+        return next((q for q in self.queries if q.name == "query"), self.queries[-1] if self.queries else None)
 
     def to_dict(self) -> dict:
         return _jsonable(asdict(self))

@@ -49,7 +49,9 @@ def group_keys(query: m.Query, join: m.Join) -> tuple[tuple[str, str], ...]:
 
     A ROWS window counts rows across the whole input (or its PARTITION BY), so grouping by the
     join keys is only right when every ROWS side's keys are columns it is partitioned by."""
-    keys = tuple((a, b) for a, b in join.condition.keys if not (_column(a) == "window_start" and _column(b) == "window_start"))
+    # equal windows are paired per window by the operator itself: their columns are not input columns
+    window = ("window_start", "window_end")
+    keys = tuple((a, b) for a, b in join.condition.keys if not (_column(a) in window and _column(b) in window))
     if join.join_type == "CROSS":
         return ()
     if join.kind == m.CHANGELOG and "_key" in query.input(join.right).columns and "_key" not in {_column(b) for _, b in keys}:

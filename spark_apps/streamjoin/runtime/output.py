@@ -15,7 +15,8 @@ def format_value(value):
     if isinstance(value, dt.datetime):
         if value.tzinfo is not None:
             value = value.astimezone(dt.UTC).replace(tzinfo=None)
-        return value.strftime("%Y-%m-%d %H:%M:%S.") + f"{value.microsecond // 1000:03d}"
+        # %Y does not pad years before 1000: the contract is YYYY-MM-DD HH:MM:SS.fff
+        return f"{value.year:04d}-{value.month:02d}-{value.day:02d} {value.hour:02d}:{value.minute:02d}:{value.second:02d}.{value.microsecond // 1000:03d}"
     if isinstance(value, dt.date):
         return value.isoformat()
     if isinstance(value, decimal.Decimal):

@@ -26,10 +26,11 @@ import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 
 from streamjoin.errors import one_line_reason
+from streamjoin.io.instants import spark_watermark_rowtime_us
 from streamjoin.io.source import steps_read
 from streamjoin.io.staging import END_US, Stager
 from streamjoin.lower.stream_join import ROWTIME_COLUMN, Lowered
-from streamjoin.runtime.output import format_rows
+from streamjoin.runtime.output import format_rows, format_value
 
 log = logging.getLogger("streamjoin.run")
 
@@ -127,17 +128,17 @@ class OrderedSink:
         return table.filter(pc.invert(meta)).drop_columns(["__meta", "__group", "__state"])
 
     def release(self, watermark: str | None) -> None:
-        if not watermark:
+        """Release by the watermark of a batch's progress report (Spark's, in engine time)."""
+        at_us = spark_watermark_rowtime_us(watermark)
+        if at_us is None:
             return
-        at = dt.datetime.fromisoformat(watermark.replace("Z", "+00:00"))
         if self.custom:
             if self.emit != "FINAL":
                 return self._release(None)
             # the operator's watermark is the clock - 1 ms: every instant up to it is complete
-            threshold = int(at.timestamp() * 1_000_000) + 999
             holds = [h for h, _ in (self.state().groups or {}).values() if h is not None]
-            return self._release(min([threshold, *holds]))
-        self._release(int(at.timestamp() * 1_000_000) - self.order_delay_ms * 1000)
+            return self._release(min([at_us + 999, *holds]))
+        self._release(at_us - self.order_delay_ms * 1000)
 
     def finish(self) -> None:
         """End of input: release everything left."""
@@ -354,7 +355,7 @@ class Status:
             "state_rows": self.sink.status().get("operator_state_rows", _state_rows(progress))
             + sum(_state_rows(r.query.lastProgress or {}) for r in self.upstream),
             "last_batch_ms": (progress.get("durationMs") or {}).get("triggerExecution"),
-            "watermark": (progress.get("eventTime") or {}).get("watermark"),
+            "watermark": _iso(spark_watermark_rowtime_us((progress.get("eventTime") or {}).get("watermark"))),
             "updated_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
             "started_at": self.started_at,
             "pid": os.getpid(),
@@ -385,9 +386,12 @@ def _state_rows(progress: dict) -> int:
 
 
 def _iso(us: int | None) -> str | None:
+    """A clock or watermark for people: `YYYY-MM-DD HH:MM:SS.fff`, or "end of input"."""
     if us is None:
         return None
-    return dt.datetime.fromtimestamp(us / 1_000_000, dt.UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+    if us >= END_US:
+        return "end of input"
+    return format_value(dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=us))
 
 
 class Runner:
