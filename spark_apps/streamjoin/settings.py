@@ -1,0 +1,44 @@
+"""Settings from the environment, read once at an entry point (the CLI, the app runner, a test)
+and passed in: no module below reads the environment for them.
+
+>>> Settings.from_env({"STREAMJOIN_JOIN_OPERATOR": "custom"}).join_operator
+'custom'
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+JOIN_OPERATORS = ("auto", "native", "custom")
+
+
+@dataclass(frozen=True)
+class Settings:
+    # Spark (runtime.session)
+    spark_master: str | None = None  # None: local[<cores>], unless spark-submit set one
+    driver_memory: str = "2g"
+    spark_log_level: str = "ERROR"
+    # which operator runs a two-stream RANGE join (lower): auto (the default choice per join),
+    # native (Spark's join wherever it gives the answer), custom (streamjoin's own operator)
+    join_operator: str = "auto"
+    operator_groups: int = 32  # hash buckets of the join keys on streamjoin's operator
+    home: str | None = None  # the repository root apps live under (STREAMJOIN_HOME)
+    env: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)  # for ${VAR} and AWS_*
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        env = dict(os.environ if env is None else env)
+        operator = env.get("STREAMJOIN_JOIN_OPERATOR", "auto").strip().lower() or "auto"
+        if operator not in JOIN_OPERATORS:
+            raise ValueError(f"STREAMJOIN_JOIN_OPERATOR={operator!r}: use one of {', '.join(JOIN_OPERATORS)}")
+        return cls(
+            spark_master=env.get("STREAMJOIN_SPARK_MASTER") or None,
+            driver_memory=env.get("STREAMJOIN_DRIVER_MEMORY", "2g"),
+            spark_log_level=env.get("STREAMJOIN_SPARK_LOG_LEVEL", "ERROR"),
+            join_operator=operator,
+            operator_groups=int(env.get("STREAMJOIN_OPERATOR_GROUPS", "32")),
+            home=env.get("STREAMJOIN_HOME") or None,
+            env=env,
+        )
