@@ -29,6 +29,7 @@ $(STAMP): requirements.txt constraints.txt pyproject.toml | check-java
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports
 
 test: $(STAMP) check-java lint
 	$(VENV)/bin/pytest

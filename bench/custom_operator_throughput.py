@@ -5,13 +5,12 @@ in one run on the same parquet files. Prints input rows/s and the custom / nativ
     .venv/bin/python bench/custom_operator_throughput.py [--rows 1000000] [--files 10] [--keys 1000]
 
 Both joins run through the compiled `streamjoin run` machinery (staging, ordering, end-of-input
-flush); STREAMJOIN_JOIN_OPERATOR=custom sends the RANGE join to the custom operator.
+flush); Settings(join_operator='custom') (STREAMJOIN_JOIN_OPERATOR=custom) sends the RANGE join to the custom operator.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import tempfile
 import time
@@ -32,18 +31,14 @@ FROM a ASOF LEFT JOIN b ON a.k = b.k AND b.rowtime <= a.rowtime;
 
 
 def run(spark, sql: str, work: Path, custom: bool) -> tuple[float, int, dict]:
-    from streamjoin.lower import stream_join
-    from streamjoin.plan import analyze
-    from streamjoin.runtime.run import Runner
+    from streamjoin.runtime.pipeline import Pipeline
+    from streamjoin.settings import Settings
 
-    os.environ["STREAMJOIN_JOIN_OPERATOR"] = "custom" if custom else ""
-    script = analyze(sql)
-    query = script.final
-    specs = stream_join.input_specs(script, query, work / "ckpt", work / "late")
-    lowered = stream_join.lower(spark, script, query, specs)
-    assert lowered.custom == custom or "ASOF" in sql
+    settings = Settings(join_operator="custom" if custom else "auto")
+    runner = Pipeline.from_sql(sql, "bench", settings).runner(spark, work / "ckpt", str(work / "out"), late_root=work / "late")
+    assert runner.lowered.custom == custom or "ASOF" in sql
     started = time.perf_counter()
-    runner = Runner(spark, lowered, work / "ckpt", str(work / "out"), "bench")
+    runner.start()
     runner.process_available()
     runner.end_of_input()
     status = runner.stop("finished")

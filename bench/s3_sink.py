@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from snapshot_join import generate  # noqa: E402
+from snapshot_join import generate
 
 SQL = """CREATE STREAM sales (product_id INT, qty INT, rowtime TIMESTAMP)
   WITH (connector = 'files', format = 'parquet', path = '{stream}');
@@ -41,9 +41,7 @@ def main() -> None:
     parser.add_argument("--format", choices=("delta", "parquet"), default="delta")
     args = parser.parse_args()
     from streamjoin.io.embedded_s3 import EmbeddedS3
-    from streamjoin.lower import stream_join
-    from streamjoin.plan import analyze
-    from streamjoin.runtime.run import Runner
+    from streamjoin.runtime.pipeline import Pipeline
     from streamjoin.runtime.session import spark_session
 
     root = Path(tempfile.mkdtemp(prefix="streamjoin-bench-"))
@@ -55,10 +53,8 @@ def main() -> None:
         stream = root / "stream"
         stream.mkdir()
         spark = spark_session("streamjoin-bench")
-        script = analyze(SQL.format(stream=stream, table=table, fmt=args.format))
-        specs = stream_join.input_specs(script, script.final, root / "ckpt", root / "late")
-        lowered = stream_join.lower(spark, script, script.final, specs)
-        runner = Runner(spark, lowered, root / "ckpt", str(root / "late"), "bench")
+        pipeline = Pipeline.from_sql(SQL.format(stream=stream, table=table, fmt=args.format), "bench")
+        runner = pipeline.runner(spark, root / "ckpt", str(root / "late"), late_root=root / "late").start()
         started = time.perf_counter()
         for f in sorted(staged.iterdir()):  # one file per micro-batch, as a producer would deliver
             shutil.move(f, stream / f.name)

@@ -71,22 +71,19 @@ def main() -> None:
     parser.add_argument("--stream-rows", type=int, default=1_000_000)
     parser.add_argument("--files", type=int, default=10)
     args = parser.parse_args()
-    from streamjoin.lower import stream_join
-    from streamjoin.plan import analyze
-    from streamjoin.runtime.run import Runner
+    from streamjoin.runtime.pipeline import Pipeline
     from streamjoin.runtime.session import spark_session
 
     root = Path(tempfile.mkdtemp(prefix="streamjoin-bench-"))
     try:
         table, stream = generate(root, args.table_rows, args.stream_rows, args.files)
         spark = spark_session("streamjoin-bench")
-        script = analyze(SQL.format(stream=stream, table=table))
-        specs = stream_join.input_specs(script, script.final, root / "ckpt", root / "late")
+        pipeline = Pipeline.from_sql(SQL.format(stream=stream, table=table), "bench")
         started = time.perf_counter()
-        lowered = stream_join.lower(spark, script, script.final, specs)
+        runner = pipeline.runner(spark, root / "ckpt", str(root / "out"), late_root=root / "late")  # loads the snapshot
         load_s = time.perf_counter() - started
         started = time.perf_counter()
-        runner = Runner(spark, lowered, root / "ckpt", str(root / "out"), "bench")
+        runner.start()
         runner.process_available()
         runner.end_of_input()
         status = runner.stop("finished")

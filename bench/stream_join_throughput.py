@@ -54,16 +54,11 @@ FROM a OVER (RANGE INTERVAL '1' SECOND PRECEDING) JOIN b OVER (RANGE INTERVAL '1
 
 def compiled(spark, a: Path, b: Path, work: Path) -> tuple[float, int]:
     """As `streamjoin run --until-idle` runs it: staged, joined, released in order, flushed."""
-    from streamjoin.lower import stream_join
-    from streamjoin.plan import analyze
-    from streamjoin.runtime.run import Runner
+    from streamjoin.runtime.pipeline import Pipeline
 
     started = time.perf_counter()
-    script = analyze(SQL.format(a=a, b=b))
-    query = script.final
-    specs = stream_join.input_specs(script, query, work / "ckpt", work / "late")
-    lowered = stream_join.lower(spark, script, query, specs)
-    runner = Runner(spark, lowered, work / "ckpt", str(work / "out"), "bench", until_idle=True)
+    pipeline = Pipeline.from_sql(SQL.format(a=a, b=b), "bench")
+    runner = pipeline.runner(spark, work / "ckpt", str(work / "out"), until_idle=True, late_root=work / "late").start()
     runner.end_of_input()
     status = runner.stop("finished")
     return time.perf_counter() - started, status["rows_emitted"]

@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, os.environ.get("STREAMJOIN_HOME") or str(Path(__file__).resolve().parents[1]))
 
-from airflow.sdk import Param, dag, task  # noqa: E402
+from airflow.sdk import Param, dag, task
 
 APPS = sorted(p.parent.name for p in (Path(sys.path[0]) / "include" / "apps").glob("*/app.toml"))
 

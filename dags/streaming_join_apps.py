@@ -21,10 +21,10 @@ from pathlib import Path
 
 sys.path.insert(0, os.environ.get("STREAMJOIN_HOME") or str(Path(__file__).resolve().parents[1]))
 
-from airflow.sdk import Param, dag, task  # noqa: E402
-from streamjoin.runtime.app import App  # noqa: E402
+from airflow.sdk import Param, dag, task
+from streamjoin.runtime.app import App
 
-from include.ops.spark_submit import SupervisedSparkSubmitOperator  # noqa: E402
+from include.ops.spark_submit import SupervisedSparkSubmitOperator
 
 MAX_RUN_SECONDS = 3 * 3600  # the run_seconds param's ceiling (the task's timeout leaves room for it)
 APPS = sorted(p.parent.name for p in (Path(sys.path[0]) / "include" / "apps").glob("*/app.toml"))

@@ -67,7 +67,7 @@ def main() -> int:
     # its own session: Ctrl-C reaches this launcher only, which sends standalone exactly one SIGINT
     # (a second one, while it shuts down, leaves it hanging)
     standalone = subprocess.Popen([str(BIN / "airflow"), "standalone"], env=env, cwd=ROOT, start_new_session=True,
-                                  stdout=open(home / "standalone.log", "ab"), stderr=subprocess.STDOUT)  # noqa: SIM115
+                                  stdout=open(home / "standalone.log", "ab"), stderr=subprocess.STDOUT)
     stop = {"asked": False}
 
     def ask_stop(*_):

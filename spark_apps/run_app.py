@@ -11,7 +11,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # `streamjoin` without an install
 
-from streamjoin.runtime.app import main  # noqa: E402
+from streamjoin.runtime.app import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -6,9 +6,8 @@ import datetime as dt
 import json
 from pathlib import Path
 
-from streamjoin.lower import stream_join
-from streamjoin.plan import analyze
-from streamjoin.runtime.run import Runner
+from streamjoin.runtime.pipeline import Pipeline
+from streamjoin.runtime.runner import Runner
 
 BASE = dt.datetime(2024, 1, 1)
 
@@ -26,13 +25,15 @@ def write_jsonl(path: Path, rows: list[dict]) -> None:
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
-def start(spark, sql: str, workdir: Path, until_idle: bool = False) -> Runner:
-    script = analyze(sql)
-    query = script.final
+def start(spark, sql: str, workdir: Path, until_idle: bool = False, settings=None) -> Runner:
+    """The query of `sql`, started on `workdir/checkpoint`, writing to `workdir/out`."""
     checkpoint, output = workdir / "checkpoint", workdir / "out"
-    specs = stream_join.input_specs(script, query, checkpoint, output / "late")
-    lowered = stream_join.lower(spark, script, query, specs)
-    return Runner(spark, lowered, checkpoint, str(output), "test.sql", until_idle=until_idle)
+    runner = Pipeline.from_sql(sql, "test.sql", settings).runner(spark, checkpoint, str(output), until_idle=until_idle)
+    try:
+        return runner.start()
+    except Exception as error:
+        runner.fail(error)
+        raise
 
 
 def run_until_idle(spark, sql: str, workdir: Path) -> tuple[list[dict], dict]:

@@ -1,15 +1,18 @@
-"""The custom operator's per-group logic (streamjoin.operator.engine), without Spark: the cases a
-review found, each as a small event sequence."""
+"""The custom operator's per-group logic (streamjoin.operator), without Spark: the cases a review
+found, each as a small event sequence."""
 
 from __future__ import annotations
 
 import pickle
 
-from streamjoin.operator.engine import INF, Condition, Side, Spec, new_group
+from streamjoin.operator.engine import new_group
+from streamjoin.operator.group import INF, Condition, Side, Spec
+from streamjoin.plan.model import Emit, JoinKind, JoinType
+from streamjoin.plan.windows import CURRENT_ROW
 
 
-def changelog(table_key=("_key",), emit="EAGER", key=('scope["o"]["k"]', 'scope["t"]["k"]')):
-    spec = Spec("changelog", "LEFT", emit, Side("o", ("range", 0, 0)), Side("t", ("range", 0, 0)), keys=(key,),
+def changelog(table_key=("_key",), emit=Emit.EAGER, key=('scope["o"]["k"]', 'scope["t"]["k"]')):
+    spec = Spec(JoinKind.CHANGELOG, JoinType.LEFT, emit, Side("o", CURRENT_ROW), Side("t", CURRENT_ROW), keys=(key,),
                 table_key=table_key)
     return new_group(spec), Condition(spec)
 
@@ -43,7 +46,7 @@ def test_a_stream_row_meets_the_table_row_of_its_own_instant():
 
 
 def test_an_asof_left_row_with_a_null_key_is_decided_at_once_and_holds_nothing_back():
-    spec = Spec("asof", "LEFT", "FINAL", Side("l", ("range", 0, 0)), Side("r", ("range", 0, 0)),
+    spec = Spec(JoinKind.ASOF, JoinType.LEFT, Emit.FINAL, Side("l", CURRENT_ROW), Side("r", CURRENT_ROW),
                 keys=(('scope["l"]["k"]', 'scope["r"]["k"]'),), asof_op=">=")
     group, cond = new_group(spec), Condition(spec)
     group.add(0, 1, 0, {"id": "x", "k": None})
@@ -57,14 +60,14 @@ def test_an_asof_left_row_with_a_null_key_is_decided_at_once_and_holds_nothing_b
 
 
 def test_a_changelog_join_on_a_column_other_than_the_topic_key_runs_as_one_group():
-    from streamjoin.plan import analyze, operators
+    from streamjoin.lower import strategy
+    from streamjoin.plan import compile_sql
 
     sql = """CREATE STREAM customers (_key INTEGER, region VARCHAR, name VARCHAR) WITH (path = '/x');
 CREATE STREAM orders (region VARCHAR, item VARCHAR) WITH (path = '/y');
 WITH t AS (SELECT TABLE * FROM customers);
 SELECT STREAM t.name, orders.item FROM orders LEFT JOIN t ON t.region = orders.region;"""
-    script = analyze(sql)
-    query = operators.changelog_query(script, script.final)
-    assert query.joins[0].kind == "stream-table changelog join"
+    query = compile_sql(sql).final  # the changelog rewrite (plan.rewrites.changelog) applied
+    assert query.joins[0].kind == JoinKind.CHANGELOG
     # a customer that moves region must meet its old version in the same group
-    assert operators.group_keys(query, query.joins[0]) == ()
+    assert strategy.group_keys(query, query.joins[0]) == ()

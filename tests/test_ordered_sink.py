@@ -7,7 +7,8 @@ import json
 
 import pyarrow as pa
 import pytest
-from streamjoin.runtime.run import OrderedSink, RowWriter
+from streamjoin.runtime.ordered_sink import OrderedSink
+from streamjoin.runtime.writer import RowWriter
 
 
 class Batch:
@@ -104,7 +105,7 @@ def test_a_cut_chain_part_redoes_a_crashed_release_with_its_own_threshold(tmp_pa
     rows under the same name (not more rows from a later threshold), and the rest comes next."""
     import pyarrow.parquet as pq
     from streamjoin.io.staging import InputSpec
-    from streamjoin.runtime.run import StageSink
+    from streamjoin.runtime.stage_sink import StageSink
 
     schema = pa.schema([pa.field("v", pa.int64()), pa.field("__rowtime", pa.timestamp("us", tz="UTC"))])
     spec = InputSpec("__part0", str(tmp_path / "rows"), "parquet", schema, "__rowtime", 0, str(tmp_path / "st"), str(tmp_path / "late"))

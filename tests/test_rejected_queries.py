@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 from streamjoin.errors import SqlError
-from streamjoin.plan import analyze
+from streamjoin.plan import compile_sql
 
 DDL = """CREATE STREAM orders (id INT, ticker VARCHAR, qty INT);
 CREATE STREAM prices (ticker VARCHAR, price INT);
@@ -19,7 +19,7 @@ FIRST_QUERY_LINE = DDL.count("\n") + 1
 
 def rejection(query: str) -> SqlError:
     with pytest.raises(SqlError) as caught:
-        analyze(DDL + query, "q.sql")
+        compile_sql(DDL + query, "q.sql")
     return caught.value
 
 
@@ -180,7 +180,7 @@ def test_lenses_outer_join_of_a_stream_and_a_table_is_rejected_by_semantics():
     # Lenses runs it; SEMANTICS.md §7 decides: preserving the table side needs a bucketed stream.
     sql = (Path(__file__).parent / "fixtures" / "rejected" / "s004_table_materialization.sql").read_text()
     with pytest.raises(SqlError) as caught:
-        analyze(sql, "s004.sql")
+        compile_sql(sql, "s004.sql")
     assert caught.value.message.startswith("an outer join must be one-sided")
 
 

@@ -16,7 +16,7 @@ from runtime_helpers import run_until_idle, write_jsonl
 from sqlglot import exp
 from streamjoin.dialect import parse_script, to_sql
 from streamjoin.errors import Unsupported
-from streamjoin.plan import analyze
+from streamjoin.plan import compile_sql
 from streamjoin.plan import model as m
 
 FIXTURES = sorted((Path(__file__).parent / "fixtures" / "seeds").glob("*.sql"))
@@ -64,7 +64,7 @@ def rows_for(relation: m.Relation, rng: random.Random, n: int = 14) -> list[dict
 
 def runnable(sql: str, work: Path, rng: random.Random) -> str:
     """The fixture with its streams and tables at generated files (or PostgreSQL tables)."""
-    script = analyze(sql)
+    script = compile_sql(sql)
     temporal = {i.relation for q in script.queries for i in q.inputs if i.temporal}
     relations = {r.name: r for r in script.relations if not r.view}
     statements = []
@@ -96,7 +96,7 @@ def runnable(sql: str, work: Path, rng: random.Random) -> str:
 def test_an_accepted_fixture_query_runs_or_is_rejected_before_reading_data(spark, tmp_path, fixture):
     rng = random.Random(fixture.stem)
     sql = runnable(fixture.read_text(), tmp_path, rng)
-    analyze(sql)  # still accepted
+    compile_sql(sql)  # still accepted
     if fixture.stem in REJECTED_BY_RUN:
         with pytest.raises(Unsupported, match=REJECTED_BY_RUN[fixture.stem]):
             run_until_idle(spark, sql, tmp_path / "run")

@@ -75,12 +75,12 @@ def test_an_until_idle_run_reads_joins_and_flushes_its_input_in_two_micro_batche
 
 
 def test_end_of_input_is_staged_with_the_last_rows_read_and_nothing_is_read_after_it(tmp_path):
-    from streamjoin.lower import stream_join
-    from streamjoin.plan import analyze
+    from streamjoin.lower.inputs import input_specs
+    from streamjoin.plan import compile_sql
 
     a, b = tmp_path / "a", tmp_path / "b"
-    script = analyze(DDL.format(a=a, b=b, lateness="0 SECONDS"))
-    spec = stream_join.input_specs(script, script.final, tmp_path / "checkpoint", tmp_path / "late")[0]
+    script = compile_sql(DDL.format(a=a, b=b, lateness="0 SECONDS"))
+    spec = input_specs(script, script.final, tmp_path / "checkpoint", tmp_path / "late")[0]
     stager = Stager(spec)
     write_jsonl(a / "1.json", [{"rowtime": ts(1_000), "k": 1, "x": 1}])
     assert stager.advance() == 1  # no end asked for: rows only

@@ -13,9 +13,9 @@ import time
 import pytest
 from runtime_helpers import read_output, run_in_two_parts, run_to_end, start, ts, write_jsonl
 from streamjoin.errors import Unsupported
-from streamjoin.lower import stream_join
-from streamjoin.plan import analyze
-from streamjoin.plan.explain import explain_text
+from streamjoin.lower.explain import explain_text
+from streamjoin.lower.support import check_runnable
+from streamjoin.plan import compile_sql
 
 MINUTE = 60_000
 W = "OVER (RANGE INTERVAL '1' MINUTE PRECEDING)"
@@ -145,9 +145,9 @@ def test_a_cut_chain_joins_a_table_after_the_cut_and_reports_its_snapshot(spark,
 
 
 def rejected(sql: str) -> str:
-    script = analyze(sql)
+    script = compile_sql(sql)
     with pytest.raises(Unsupported) as caught:
-        stream_join.check_runnable(script, script.final)
+        check_runnable(script, script.final)
     return str(caught.value)
 
 
@@ -181,7 +181,7 @@ def test_a_later_join_without_time_bounds_on_every_earlier_input_is_rejected():
 
 
 def test_explain_says_where_the_chain_is_cut(tmp_path):
-    text = explain_text(analyze(chain_sql(tmp_path)))
+    text = explain_text(compile_sql(chain_sql(tmp_path)))
     assert text.count("then: the chain is cut here") == 1
     first, second = text.split("  join 2:")
     assert "the chain is cut here" in first and "the chain is cut here" not in second

@@ -99,12 +99,12 @@ def test_a_checkpoint_of_the_former_python_source_is_refused_with_a_clear_error(
 def test_a_step_is_a_parquet_file_with_row_groups_spark_can_split(tmp_path):
     import pyarrow.parquet as pq
     from streamjoin.io.staging import STEP_CHUNK
-    from streamjoin.lower import stream_join
-    from streamjoin.plan import analyze
+    from streamjoin.lower.inputs import input_specs
+    from streamjoin.plan import compile_sql
 
     a, b = tmp_path / "a", tmp_path / "b"
-    script = analyze(DDL.format(a=a, b=b))
-    stager = Stager(stream_join.input_specs(script, script.final, tmp_path / "checkpoint", tmp_path / "late")[0])
+    script = compile_sql(DDL.format(a=a, b=b))
+    stager = Stager(input_specs(script, script.final, tmp_path / "checkpoint", tmp_path / "late")[0])
     write_jsonl(a / "1.json", [{"rowtime": ts(i), "k": i, "x": i} for i in range(STEP_CHUNK + 10)])
     assert stager.advance() == 1
     step = pq.ParquetFile(stager.step_path(0))

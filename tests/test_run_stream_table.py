@@ -207,12 +207,12 @@ FROM TUMBLE(trades, t, INTERVAL '1' MINUTE) GROUP BY window_start, sym;"""
 @pytest.mark.parametrize("group", ["GROUP BY sym", "GROUP BY FLOOR(ROWTIME TO MONTH), sym"])
 def test_aggregations_run_cannot_finish_are_rejected_before_spark_starts(group, tmp_path):
     from streamjoin.errors import Unsupported
-    from streamjoin.lower import stream_join
-    from streamjoin.plan import analyze
+    from streamjoin.lower.support import check_runnable
+    from streamjoin.plan import compile_sql
 
-    script = analyze(AGG_DDL.format(dir=tmp_path) + f"SELECT STREAM sym, COUNT(*) AS n FROM trades {group};")
+    script = compile_sql(AGG_DDL.format(dir=tmp_path) + f"SELECT STREAM sym, COUNT(*) AS n FROM trades {group};")
     with pytest.raises(Unsupported):
-        stream_join.check_runnable(script, script.final)
+        check_runnable(script, script.final)
 
 
 def test_a_restart_takes_a_new_snapshot_and_loses_or_repeats_no_stream_row(spark, tmp_path):

@@ -17,8 +17,9 @@ from streamjoin.errors import Unsupported
 from streamjoin.io import s3
 from streamjoin.io.embedded_s3 import SECRET_KEY
 from streamjoin.io.staging import InputSpec, Stager
-from streamjoin.lower import stream_join
-from streamjoin.plan import analyze
+from streamjoin.lower.inputs import input_specs
+from streamjoin.lower.support import check_runnable
+from streamjoin.plan import compile_sql
 
 JOIN = """CREATE STREAM orders (id INT, qty INT)
   WITH (connector = 's3', format = 'json', path = '{root}/orders/', lateness = '1 HOUR');
@@ -137,8 +138,8 @@ TRADE_ROWS = [
 
 
 def spec_for(sql: str, tmp_path: Path) -> InputSpec:
-    script = analyze(sql)
-    (spec,) = stream_join.input_specs(script, script.final, tmp_path / "checkpoint", tmp_path / "late")
+    script = compile_sql(sql)
+    (spec,) = input_specs(script, script.final, tmp_path / "checkpoint", tmp_path / "late")
     return spec
 
 
@@ -239,6 +240,6 @@ def test_a_local_manifest_still_records_file_base_names(tmp_path):
     ],
 )
 def test_a_stream_connector_and_path_that_do_not_fit_are_rejected_before_spark_starts(options, message):
-    script = analyze(f"CREATE STREAM orders (id INT) WITH ({options}, format = 'json');\nSELECT STREAM * FROM orders;")
+    script = compile_sql(f"CREATE STREAM orders (id INT) WITH ({options}, format = 'json');\nSELECT STREAM * FROM orders;")
     with pytest.raises(Unsupported, match=message.replace("(", r"\(").replace(")", r"\)").replace(".", r"\.")):
-        stream_join.check_runnable(script, script.final)
+        check_runnable(script, script.final)

@@ -200,9 +200,9 @@ def test_a_query_on_a_root_without_a_snapshot_fails_with_the_clear_error(spark, 
 
 def test_an_s3_table_without_a_path_is_rejected_before_spark_starts(tmp_path):
     from streamjoin.errors import Unsupported
-    from streamjoin.lower import stream_join
-    from streamjoin.plan import analyze
+    from streamjoin.lower.support import check_runnable
+    from streamjoin.plan import compile_sql
 
-    script = analyze(STREAM_SQL.format(dir=tmp_path, root="x").replace(", path = 'x'", ""))
+    script = compile_sql(STREAM_SQL.format(dir=tmp_path, root="x").replace(", path = 'x'", ""))
     with pytest.raises(Unsupported, match="needs WITH \\(path"):
-        stream_join.check_runnable(script, script.final)
+        check_runnable(script, script.final)

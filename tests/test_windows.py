@@ -1,7 +1,7 @@
 """Interval literals and window derivation (SEMANTICS.md §3)."""
 
 import pytest
-from streamjoin.plan import analyze
+from streamjoin.plan import compile_sql
 from streamjoin.plan.windows import BucketWindow, RangeWindow, RowsWindow, format_ms, interval_ms
 
 
@@ -33,7 +33,7 @@ DDL = "CREATE STREAM s (k INT, v INT); CREATE STREAM r (k INT);\n"
 
 
 def window_of(over: str):
-    q = analyze(DDL + f"SELECT STREAM * FROM s {over} AS x JOIN r ON x.k = r.k WINDOW w AS (ROWS 2 PRECEDING);").final
+    q = compile_sql(DDL + f"SELECT STREAM * FROM s {over} AS x JOIN r ON x.k = r.k WINDOW w AS (ROWS 2 PRECEDING);").final
     return q.input("x").window
 
 
@@ -57,7 +57,7 @@ def test_each_window_form_derives_its_window(over, window):
 
 
 def test_lagged_range_window_bounds_follow_the_presence_intervals():
-    q = analyze(
+    q = compile_sql(
         DDL + "SELECT STREAM * FROM s OVER (RANGE BETWEEN INTERVAL '2' MINUTE AND INTERVAL '1' MINUTE PRECEDING) AS x "
         "JOIN r OVER (RANGE INTERVAL '30' SECOND PRECEDING) ON x.k = r.k;"
     ).final

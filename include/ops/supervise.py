@@ -111,7 +111,7 @@ class SubprocessLaunch:
         binary = spark_submit or str(Path(sys.executable).with_name("spark-submit"))
         command = [binary, "--master", master, RUN_APP, str(app.dir), "--run-for", f"{run_for_s:.0f}"]
         app.checkpoint.mkdir(parents=True, exist_ok=True)
-        self.log = open(log_path or (app.checkpoint / "app.log"), "ab")  # noqa: SIM115 - closed on exit
+        self.log = open(log_path or (app.checkpoint / "app.log"), "ab")  # closed on exit
         env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
         self.process = subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
 
@@ -144,7 +144,7 @@ class HookLaunch:
     def _run(self) -> None:
         try:
             self.hook.submit(RUN_APP)
-        except Exception as error:  # noqa: BLE001 - the exit code says it failed; the log says why
+        except Exception as error:
             log.error("spark-submit of %s failed: %s", RUN_APP, error, exc_info=True)
             self.error = error
         finally:

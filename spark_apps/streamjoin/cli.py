@@ -1,4 +1,11 @@
-"""The `streamjoin` command line: check and explain a streaming-join SQL file.
+"""The `streamjoin` command line: one command tree.
+
+  check FILE.sql          parse and analyse; exit 0, or 2 with FILE:LINE:COL: error: ... on stderr
+  explain FILE.sql        how each join runs (text), or the plan as data (--format json)
+  run QUERY.sql           run the file's query on Spark: JSON Lines to stdout or --output DIR
+  snapshot SRC DEST       export a declared table as a new immutable snapshot version
+  s3 serve                the embedded S3-compatible server, until Ctrl-C
+  quality check APP       validate one complete hour of an app's output
 
 Exit codes: 0 success, 2 rejected query (errors on stderr as FILE:LINE:COL: error: ...),
 1 any other failure, with a one-line reason last on stderr.
@@ -16,7 +23,8 @@ EXIT_OK, EXIT_FAILURE, EXIT_REJECTED = 0, 1, 2
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="streamjoin", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="streamjoin", description=__doc__.split("\n\nExit codes")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
     check = commands.add_parser("check", help="parse and analyse a SQL file; exit 2 with errors if rejected")
     check.add_argument("file")
@@ -54,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     except Unsupported as error:
         print(f"{args.file}: error: {error}", file=sys.stderr)
         return EXIT_REJECTED
-    except Exception as error:  # the last line says why, for the operator and for tools
+    except Exception as error:  # noqa: BLE001 - the entry point: the last line says why, for the operator and for tools
         text = str(error)
         if "\n" in text:
             print(text, file=sys.stderr)  # the details (a Spark plan, a worker's traceback) first
@@ -62,11 +70,14 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_FAILURE
 
 
-def _load(path: str):
-    from streamjoin.plan import analyze
+def _text(path: str) -> str:
+    return Path(path).read_text(encoding="utf-8") if path != "-" else sys.stdin.read()
 
-    text = Path(path).read_text(encoding="utf-8") if path != "-" else sys.stdin.read()
-    return analyze(text, path)
+
+def _load(path: str):
+    from streamjoin.plan import compile_sql
+
+    return compile_sql(_text(path), path)
 
 
 def _check(args) -> int:
@@ -78,34 +89,32 @@ def _check(args) -> int:
 
 
 def _explain(args) -> int:
-    from streamjoin.plan import explain_json, explain_text
+    from streamjoin.lower.explain import explain_json, explain_text
+    from streamjoin.lower.strategy import LoweringOptions
+    from streamjoin.settings import Settings
 
     script = _load(args.file)
-    sys.stdout.write(explain_json(script) if args.format == "json" else explain_text(script))
+    options = LoweringOptions.from_settings(Settings.from_env())
+    sys.stdout.write(explain_json(script) if args.format == "json" else explain_text(script, options))
     return EXIT_OK
 
 
 def _run(args) -> int:
     import tempfile
 
-    from streamjoin.lower import stream_join
+    from streamjoin.runtime.pipeline import Pipeline, default_late_root
+    from streamjoin.settings import Settings
 
-    script = _load(args.file)
-    query = script.final
-    if query is None:
-        raise Unsupported("the file has no final query to run")
-    stream_join.check_runnable(script, query)  # before Spark starts: rejections are quick
+    settings = Settings.from_env()
+    pipeline = Pipeline.from_sql(_text(args.file), args.file, settings)  # before Spark starts: rejections are quick
     checkpoint = Path(args.checkpoint) if args.checkpoint else Path(tempfile.mkdtemp(prefix="streamjoin-"))
-    late_root = (Path(args.output) / "late") if args.output != "-" else checkpoint / "late"
-    print(f"streamjoin: checkpoint {checkpoint}, late rows under {late_root}", file=sys.stderr)
-    from streamjoin.runtime.run import run_query
+    print(f"streamjoin: checkpoint {checkpoint}, late rows under {default_late_root(checkpoint, args.output)}", file=sys.stderr)
     from streamjoin.runtime.session import spark_session
 
-    specs = stream_join.input_specs(script, query, checkpoint, late_root)
-    spark = spark_session()
-    lowered = stream_join.lower(spark, script, query, specs)
+    _log_progress()
+    spark = spark_session(settings=settings)
     try:
-        status = run_query(spark, lowered, checkpoint, args.output, args.until_idle, args.file)
+        status = pipeline.run(spark, checkpoint, args.output, args.until_idle)
     finally:
         spark.stop()  # before the last line: the JVM's shutdown logs must not follow it
     print(
@@ -113,6 +122,26 @@ def _run(args) -> int:
         file=sys.stderr,
     )
     return EXIT_OK
+
+
+def _log_progress() -> None:
+    """The runtime's progress line per micro-batch on stderr: as it is for tools and files, through
+    rich (colour, no wrapping into the next line) on a terminal."""
+    import logging
+
+    if sys.stderr.isatty():
+        from rich.console import Console
+        from rich.logging import RichHandler
+
+        handler = RichHandler(console=Console(stderr=True, soft_wrap=True), show_time=False, show_level=False,
+                              show_path=False, markup=False, highlighter=None)
+    else:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(message)s"))
+    progress = logging.getLogger("streamjoin.progress")
+    progress.addHandler(handler)
+    progress.setLevel(logging.INFO)
+    progress.propagate = False
 
 
 def _s3(args) -> int:
@@ -144,11 +173,12 @@ def _snapshot(args) -> int:
     """Read the whole declared table (no query filters, no Spark) and export it as the next
     version under DEST (`streamjoin.io.snapshots`); one line on stdout says which."""
     from streamjoin.io import snapshots
-    from streamjoin.lower import tables
-    from streamjoin.plan import model as m
+    from streamjoin.io.tables import read_table
+    from streamjoin.io.types import arrow_schema
+    from streamjoin.plan.model import Kind
 
     script = _load(args.file)
-    declared = [r for r in script.relations if r.kind == m.TABLE and not r.view]
+    declared = [r for r in script.relations if r.kind == Kind.TABLE and not r.view]
     if args.table:
         chosen = [r for r in declared if r.name == args.table] or [r for r in declared if r.name.lower() == args.table.lower()]
         if len(chosen) != 1:
@@ -160,8 +190,9 @@ def _snapshot(args) -> int:
         raise Unsupported(f"the file declares several tables ({', '.join(r.name for r in declared)}): pick one with --table NAME")
     else:
         chosen = declared
-    table, source = tables.read_source(chosen[0])
-    meta = snapshots.export(table, args.dest, source)
+    table = chosen[0]
+    read = read_table(table.name, dict(table.options), arrow_schema(table.columns))
+    meta = snapshots.export(read.rows, args.dest, read.source)
     print(f"snapshot {args.dest} version {meta['version']}: {meta['rows']} rows, sha256 {meta['sha256']}")
     return EXIT_OK
 

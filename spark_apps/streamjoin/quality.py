@@ -313,7 +313,7 @@ def _errors(info: dict) -> list[str]:
 
 
 def _rows(table, indexes: list[int]) -> list[dict]:
-    from streamjoin.runtime.output import format_value
+    from streamjoin.io.jsonlines import format_value
 
     if not indexes:
         return []

@@ -27,10 +27,8 @@ def run_app(spark, root: Path, report=print, output: str | None = None, snapshot
     """Returns (the committed output rows of every complete hour, the final status, the data).
     `output` is the sink and `snapshots` the city table's snapshot root: folders (default under
     `root`) or s3:// prefixes."""
-    from streamjoin.lower import stream_join
-    from streamjoin.plan import analyze
     from streamjoin.runtime.app import App, take_snapshots
-    from streamjoin.runtime.run import Runner
+    from streamjoin.runtime.pipeline import Pipeline
 
     shutil.rmtree(root, ignore_errors=True)
     g = generate(root / "incoming", write_late=True, **generator)
@@ -43,12 +41,11 @@ def run_app(spark, root: Path, report=print, output: str | None = None, snapshot
     os.environ["OUTPUT_PATH"] = output
     os.environ["CITY_INFO_SNAPSHOTS_PATH"] = snapshots or str(root / "snapshots" / "city_info")
     take_snapshots(App.load(HERE))  # the city table's first version, which the query loads
-    script = analyze((HERE / CONFIG["query"]).read_text(), str(HERE / CONFIG["query"]))
-    specs = stream_join.input_specs(script, script.final, checkpoint, late)
-    lowered = stream_join.lower(spark, script, script.final, specs)
-    runner = Runner(spark, lowered, checkpoint, str(late), CONFIG["name"])
+    pipeline = Pipeline.from_file(HERE / CONFIG["query"])
+    runner = pipeline.runner(spark, checkpoint, str(late), late_root=late, name=CONFIG["name"])
     shown: set[str] = set()
     try:
+        runner.start()
         for hour_files in _by_hour(g.files):
             for f in hour_files:
                 shutil.copy(f, sales / f".{f.name}")
@@ -68,7 +65,7 @@ def read_rows(output: str) -> list[dict]:
     """The committed rows of every complete hour (a completeness marker exists), hour by hour,
     as JSON-ready values (timestamps `YYYY-MM-DD HH:MM:SS.fff`, NULL as None)."""
     from streamjoin.io.hours import complete_hours, read_hour_arrow
-    from streamjoin.runtime.output import format_value
+    from streamjoin.io.jsonlines import format_value
 
     rows = []
     for hour in complete_hours(output):

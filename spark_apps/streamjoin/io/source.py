@@ -8,7 +8,7 @@ whole steps, every step after those read before: the JVM reads them, with no Pyt
 (A Python streaming data source did this before 2026-11-23: reading 2M rows through it took
 about 1.4 s more than Spark's Parquet reader, and its start another 1.4 s.)
 
-Staging itself runs on the driver (`streamjoin.runtime.run.Runner`), not in the source.
+Staging itself runs on the driver (`streamjoin.runtime.runner.Runner`), not in the source.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ A step is recorded in `manifest.json` (written atomically) only after its staged
 complete, so a restart neither skips nor re-reads a file. Spark reads the staged files with
 its own file source (`streamjoin.io.source`): a step's file is renamed into place complete,
 after every earlier step's, so a listing always sees whole steps, in order. The driver stages
-(`streamjoin.runtime.run.Runner`), every half second and before each `process_available`.
+(`streamjoin.runtime.runner.Runner`), every half second and before each `process_available`.
 
 An input's path is a local folder (connector 'files': the manifest records base names) or an
 `s3://bucket/prefix/` landing zone (connector 's3': the objects directly under the prefix, in
@@ -40,9 +40,9 @@ import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 
 from streamjoin.io import s3
-from streamjoin.io.instants import EARLIEST_US, END_OF_INPUT, END_US  # noqa: F401 - END_OF_INPUT: where staging puts the end
+from streamjoin.io.formats import BOUND, conform, read_text, staged_schema
+from streamjoin.io.instants import EARLIEST_US, END_US
 
-BOUND = "_bound"
 _TS = pa.timestamp("us", tz="UTC")
 _FORMATS = ("json", "csv", "parquet")
 STEP_CHUNK = 65_536  # rows per row group of a staged step (Spark splits a large step between row groups)
@@ -229,7 +229,7 @@ class Stager:
 
             table = pq.read_table(source if isinstance(source, str) else pa.BufferReader(source))
         else:
-            table = _read_text(source, fmt)
+            table = read_text(source, fmt)
         return conform(table, self.spec.schema, self.spec.rowtime, path)
 
     def _split(self, table: pa.Table, clock_us: int | None):
@@ -267,7 +267,7 @@ class Stager:
         os.replace(tmp, path)
 
     def _write_late(self, late: pa.Table, step: int) -> None:
-        from streamjoin.runtime.output import format_rows
+        from streamjoin.io.jsonlines import format_rows
 
         lines = format_rows(late.drop_columns([BOUND]).to_pylist())
         self.late_dir.mkdir(parents=True, exist_ok=True)
@@ -306,89 +306,3 @@ def bound_row(schema: pa.Schema, rowtime: str, rowtime_us: int) -> pa.Table:
     values[rowtime] = pa.array([rowtime_us], pa.int64()).cast(_TS)
     values[BOUND] = pa.array([True])
     return pa.table(values, schema=schema)
-
-
-def staged_schema(schema: pa.Schema) -> pa.Schema:
-    fields = [pa.field(f.name, _TS if pa.types.is_timestamp(f.type) else f.type) for f in schema]
-    return pa.schema([*fields, pa.field(BOUND, pa.bool_())])
-
-
-def _read_text(source, fmt: str) -> pa.Table:
-    """JSON Lines or CSV, every column as text first: conform() applies the declared types.
-
-    `source` is a local path, the file's bytes (UTF-8), or a binary file object."""
-    import csv
-    import io
-
-    if not isinstance(source, (str, os.PathLike, bytes, bytearray, memoryview)):
-        source = source.read()
-    local = isinstance(source, (str, os.PathLike))
-    if fmt == "json":
-        text = Path(source).read_text() if local else bytes(source).decode("utf-8")
-        rows = [json.loads(line) for line in text.splitlines() if line.strip()]
-        names = list(dict.fromkeys(k for r in rows for k in r))
-        return pa.table({n: pa.array([_as_text(r.get(n)) for r in rows], pa.string()) for n in names})
-    import pyarrow.csv as pcsv
-
-    if local:
-        with open(source, newline="") as f:
-            header = next(csv.reader(f), [])
-    else:
-        header = next(csv.reader(io.TextIOWrapper(io.BytesIO(source), encoding="utf-8", newline="")), [])
-        source = pa.BufferReader(source)
-    text = pcsv.ConvertOptions(strings_can_be_null=True, column_types={n: pa.string() for n in header})
-    return pcsv.read_csv(source, convert_options=text)
-
-
-def _as_text(value):
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
-
-
-def conform(table: pa.Table, schema: pa.Schema, rowtime: str, path: str) -> pa.Table:
-    """Cast to the declared schema (missing columns are NULL), plus the bound marker."""
-    out = {}
-    n = table.num_rows
-    table = _match_names(table, schema, path)
-    for f in schema:
-        if f.name not in table.column_names:
-            out[f.name] = pa.nulls(n, _TS if pa.types.is_timestamp(f.type) else f.type)
-            continue
-        col = table.column(f.name)
-        try:
-            out[f.name] = _cast(col, f.type)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
-            raise ValueError(f"{path}: column {f.name} does not read as {f.type}: {error}") from None
-    bound = table.column(BOUND) if BOUND in table.column_names else pa.nulls(n, pa.bool_())
-    out[BOUND] = pc.fill_null(_cast(bound, pa.bool_()), False)
-    return pa.table(out, schema=staged_schema(schema))
-
-
-def _match_names(table: pa.Table, schema: pa.Schema, path: str) -> pa.Table:
-    """Unquoted SQL names are case-insensitive: a declared `orderid` reads the field `orderId`."""
-    present = set(table.column_names)
-    renames = {}
-    for f in schema:
-        if f.name in present:
-            continue
-        matches = [c for c in table.column_names if c.lower() == f.name.lower()]
-        if len(matches) > 1:
-            raise ValueError(f"{path}: fields {', '.join(matches)} all match column {f.name}")
-        if matches:
-            renames[matches[0]] = f.name
-    return table.rename_columns([renames.get(c, c) for c in table.column_names]) if renames else table
-
-
-def _cast(col, target: pa.DataType):
-    if pa.types.is_timestamp(target):
-        if pa.types.is_timestamp(col.type):
-            return pc.cast(col, _TS) if col.type.tz else pc.assume_timezone(pc.cast(col, pa.timestamp("us")), "UTC")
-        parsed = pc.cast(pc.cast(col, pa.string()), pa.timestamp("us"))  # ISO 8601, 'T' or ' '
-        return pc.assume_timezone(parsed, "UTC")
-    if pa.types.is_boolean(target) and pa.types.is_string(col.type):
-        lowered = pc.utf8_lower(col)
-        return pc.equal(lowered, "true")
-    return pc.cast(col, target)

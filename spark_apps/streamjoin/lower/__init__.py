@@ -1,0 +1,54 @@
+"""The logical plan -> Spark Structured Streaming.
+
+`lower()` is the one entry: it checks what `run` runs (`support`), then dispatches by how the
+query's joins run (`strategy`): streamjoin's own operator (`custom`), a chain cut into several
+Spark queries (`cut_chain`), or one chain of Spark's joins (`native`, which dispatches each join
+by its kind: stream-stream, stream-table, ASOF against a table, bucketed, then an aggregation).
+
+Base modules that import nothing else from here: `columns` (naming and bound-row conventions),
+`expressions` (the plan's expressions as Spark SQL, Python, PostgreSQL), `strategy` (which
+operator, where a chain is cut), `lowered` (what the runtime gets).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from streamjoin.io.staging import InputSpec
+from streamjoin.lower.columns import ET_COLUMN
+from streamjoin.lower.lowered import OP, Lowered
+from streamjoin.lower.strategy import LoweringOptions, cuts, uses_custom
+from streamjoin.lower.support import check_runnable, sink_spec
+from streamjoin.plan.model import Emit, Query, Script
+
+
+def lower(spark, script: Script, query: Query, specs: list[InputSpec], checkpoint: Path | None = None,
+          options: LoweringOptions = LoweringOptions()) -> Lowered:
+    check_runnable(script, query, options)
+    checkpoint = checkpoint if checkpoint is not None else Path(specs[0].state_dir).parent.parent
+    columns = [c.name for c in query.output]
+    if uses_custom(query, options):
+        from streamjoin.lower.custom import lower_custom
+
+        frame = lower_custom(spark, query, {s.alias: s for s in specs}, options)
+        if query.emit == Emit.CHANGES:
+            columns.insert(0, OP)
+        return Lowered(frame, specs, columns, 0, sink=sink_spec(script, query), custom=True, emit=query.emit)
+    from streamjoin.lower.native import NativeLowering, order_delay
+
+    lowering = NativeLowering(spark, script, {s.alias: s for s in specs}, checkpoint)
+    if cuts(query):
+        from streamjoin.lower.cut_chain import lower_cut_chain
+
+        return lower_cut_chain(lowering, query, specs)
+    frame, bucketed = lowering.query_frame(query)
+    frame = frame.drop(ET_COLUMN)
+    if query.emit == Emit.CHANGES:  # stream-table joins decide each row at once: a changelog of inserts
+        from pyspark.sql import functions as F
+
+        frame = frame.select(F.lit("+I").alias(OP), "*")
+        columns.insert(0, OP)
+    return Lowered(frame, specs, columns, order_delay(query), lowering.snapshots, bucketed, sink_spec(script, query))
+
+
+__all__ = ["Lowered", "LoweringOptions", "check_runnable", "lower"]

@@ -8,27 +8,25 @@ from __future__ import annotations
 
 import bisect
 
-from streamjoin.errors import Unsupported
-from streamjoin.plan import model as m
+from streamjoin.lower.columns import bound_column
+from streamjoin.lower.expressions import python_code
+from streamjoin.plan.model import Join, JoinType, Query
 
 
-def asof_lookup(stream_frame, table_frame, query: m.Query, join: m.Join):
+def asof_lookup(stream_frame, table_frame, query: Query, join: Join):
+    """The stream frame with each row's nearest table row (support checked: no residual)."""
     from pyspark.sql.types import StructType
 
-    from streamjoin.lower.custom_join import _python
-    from streamjoin.lower.stream_join import bound_column
-
-    if join.condition.residual:
-        raise Unsupported("an ASOF join takes equality keys and one inequality; filter other conditions in WHERE")
     left_alias, right_alias = join.left_inputs[-1], join.right
-    keys = [(_python(a), _python(b)) for a, b in join.condition.keys]
-    lhs, op, rhs = join.condition.asof  # left OP right
-    index = _index(table_frame.toArrow().to_pylist(), right_alias, [b for _, b in keys], _python(rhs))
+    keys = [(python_code(a), python_code(b)) for a, b in join.condition.keys]
+    asof = join.condition.asof  # left OP right
+    op = asof.op
+    index = _index(table_frame.toArrow().to_pylist(), right_alias, [b for _, b in keys], python_code(asof.right))
     stream_names = stream_frame.columns
     table_names = table_frame.columns
     schema = StructType(stream_frame.schema.fields + table_frame.schema.fields)
-    outer = join.join_type == "LEFT"
-    left_keys, left_value = [a for a, _ in keys], _python(lhs)
+    outer = join.join_type == JoinType.LEFT
+    left_keys, left_value = [a for a, _ in keys], python_code(asof.left)
     bound = bound_column(left_alias)
 
     def lookup(batches):

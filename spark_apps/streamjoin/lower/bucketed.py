@@ -2,7 +2,7 @@
 unit) RANGE CURRENT ROW) RIGHT JOIN table`.
 
 Spark has no streaming join that keeps unmatched rows of a static side, so the stream side runs
-as the streaming query and the join happens when a bucket closes: the sink (runtime.run) holds
+as the streaming query and the join happens when a bucket closes: the sink (runtime.ordered_sink) holds
 the stream rows until the clock passes their bucket's end, then calls this with the closed
 buckets (every bucket from the first stream row's, including buckets without stream rows) and
 their rows. One Spark batch join gives the matched rows (rowtime = the stream row's) plus,
@@ -13,14 +13,16 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from streamjoin.plan import model as m
+from streamjoin.lower.columns import ROWTIME_COLUMN
+from streamjoin.lower.expressions import spark_sql
+from streamjoin.plan.model import Join, Query
 from streamjoin.plan.windows import UNIT_MS
 
 _TS = pa.timestamp("us", tz="UTC")
 
 
 class BucketedJoin:
-    def __init__(self, spark, query: m.Query, join: m.Join, table_frame, carried: list[str], unit: str):
+    def __init__(self, spark, query: Query, join: Join, table_frame, carried: list[str], unit: str):
         self.spark, self.query, self.join, self.table = spark, query, join, table_frame
         self.carried = carried
         self.empty = None  # an empty table of the carried columns (set by lower from the frame's schema)
@@ -31,15 +33,11 @@ class BucketedJoin:
 
     def __call__(self, rows: pa.Table, buckets: list[int]) -> pa.Table:
         """Output rows (the query's columns plus __rowtime) of the given closed buckets, sorted."""
-        from streamjoin.lower.stream_join import ROWTIME_COLUMN
-
         return self.frame(rows, buckets).orderBy(ROWTIME_COLUMN).toArrow()
 
     def frame(self, rows: pa.Table, buckets: list[int]):
         """The same as a Spark DataFrame (unordered), for sinks that write from the executors."""
         from pyspark.sql import functions as F
-
-        from streamjoin.lower.stream_join import ROWTIME_COLUMN, spark_sql
 
         keys = [f"{spark_sql(a)} = {spark_sql(b)}" for a, b in self.join.condition.keys]
         condition = " AND ".join(keys + [f"({spark_sql(r)})" for r in self.join.condition.residual]) or "true"
@@ -57,7 +55,7 @@ class BucketedJoin:
             .drop("__bucket")
         )
         joined = matched.unionByName(unmatched, allowMissingColumns=True)
-        if self.query.where:
+        if self.query.where is not None:
             joined = joined.where(F.expr(spark_sql(self.query.where)))
         selected = [F.expr(spark_sql(c.expression)).alias(c.name) for c in self.query.output]
         return joined.select(*selected, F.col(ROWTIME_COLUMN))

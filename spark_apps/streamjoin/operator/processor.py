@@ -26,11 +26,12 @@ import pickle
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 
 from streamjoin.io.instants import SHIFT_MS
-from streamjoin.operator.engine import INF, Condition, Spec, new_group
+from streamjoin.operator.engine import new_group
+from streamjoin.operator.group import INF, Condition, Spec
 
 META = "__meta"
 OUT_META = ("__rowtime", "__op", META, "__group", "__state")
-NULL_US = -(2**63)  # a NULL timestamp: timestamps arrive and leave as microseconds (lower.custom_join)
+NULL_US = -(2**63)  # a NULL timestamp: timestamps arrive and leave as microseconds (lower.custom)
 _EPOCH = dt.datetime(1970, 1, 1)
 
 

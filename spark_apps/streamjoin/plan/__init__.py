@@ -1,6 +1,6 @@
-"""SQL text -> logical plan (no Spark here)."""
+"""SQL text -> logical plan (no Spark here): `compile_sql` analyses a file and applies the plan's
+rewrites (`streamjoin.plan.rewrites`)."""
 
-from streamjoin.plan.analyzer import analyze
-from streamjoin.plan.explain import explain_json, explain_text
+from streamjoin.plan.compile import compile_sql
 
-__all__ = ["analyze", "explain_text", "explain_json"]
+__all__ = ["compile_sql"]

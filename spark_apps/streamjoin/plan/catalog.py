@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from streamjoin.plan.model import STREAM, TABLE, Column, Relation
-from streamjoin.plan.scope import Located, ident_name, relation_name
+from streamjoin.plan.model import Column, Kind, Relation
+from streamjoin.plan.scope import Located, ident_name, interval_to_ms, relation_name
 from streamjoin.plan.windows import interval_ms
 
 
@@ -30,7 +30,7 @@ def relation_from_create(create: exp.Create, where: Located) -> Relation:
         elif isinstance(item, exp.PrimaryKey):
             primary_key.extend(ident_name(e.this if isinstance(e, exp.Ordered) else e) for e in item.expressions)
     if kind == "SINK":
-        return Relation(name, TABLE, tuple(columns), options=tuple(sorted(options.items())))
+        return Relation(name, Kind.TABLE, tuple(columns), options=tuple(sorted(options.items())))
 
     is_stream = kind == "STREAM"
     rowtime, lateness, implicit = None, 0, False
@@ -42,7 +42,7 @@ def relation_from_create(create: exp.Create, where: Located) -> Relation:
             implicit = True
     return Relation(
         name=name,
-        kind=STREAM if is_stream else TABLE,
+        kind=Kind.STREAM if is_stream else Kind.TABLE,
         columns=tuple(columns),
         rowtime=rowtime,
         options=tuple(sorted(options.items())),
@@ -69,7 +69,6 @@ def _options(create: exp.Create) -> dict[str, str]:
     return options
 
 
-
 def _rowtime(columns, options, watermark, where: Located, create) -> tuple[str, int]:
     names = [c.name for c in columns]
     lateness = 0
@@ -77,7 +76,7 @@ def _rowtime(columns, options, watermark, where: Located, create) -> tuple[str, 
         rowtime = ident_name(watermark.this.this if isinstance(watermark.this, exp.Column) else watermark.this)
         delay = watermark.expression
         if isinstance(delay, exp.Sub) and isinstance(delay.expression, exp.Interval):
-            lateness = _interval(delay.expression, where)
+            lateness = interval_to_ms(delay.expression, where)
     else:
         rowtime = options.get("rowtime", "").lower() or "rowtime"
         if "rowtime" in options and rowtime not in names:
@@ -93,8 +92,3 @@ def _rowtime(columns, options, watermark, where: Located, create) -> tuple[str, 
             where.fail(f"bad lateness '{options['lateness']}': {error}", create, "write e.g. lateness = '10 SECONDS'")
     return rowtime, lateness
 
-
-def _interval(interval: exp.Interval, where: Located) -> int:
-    from streamjoin.plan.scope import interval_to_ms
-
-    return interval_to_ms(interval, where)

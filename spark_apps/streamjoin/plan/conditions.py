@@ -37,19 +37,13 @@ def refs_of(expression: exp.Expression) -> set[str]:
     return {c.meta["ref"].alias for c in expression.find_all(exp.Column) if "ref" in c.meta}
 
 
-def split(
-    condition: exp.Expression | None,
-    left: set[str],
-    right: str,
-    where: Located,
-    render,
-) -> Condition:
+def split(condition: exp.Expression | None, left: set[str], right: str, where: Located) -> Condition:
     """Split a qualified condition for the join of `left` aliases with the `right` alias."""
-    keys: list[tuple[str, str]] = []
+    keys: list[tuple[exp.Expression, exp.Expression]] = []
     bounds: list[TimeBound] = []
-    residual: list[str] = []
+    residual: list[exp.Expression] = []
     for part in conjuncts(condition):
-        key = _equi_key(part, left, right, render)
+        key = _equi_key(part, left, right)
         if key:
             keys.append(key)
             continue
@@ -57,25 +51,25 @@ def split(
         if bound is not None and bound[0] is not None:
             bounds.append(bound[0])
             if bound[1]:  # strict comparisons stay exact in the residual
-                residual.append(render(part))
+                residual.append(part.copy())
             continue
-        residual.append(render(part))
+        residual.append(part.copy())
     return Condition(
         keys=tuple(keys),
         time_bounds=tuple(merge_bounds(bounds)),
         residual=tuple(residual),
-        text=render(condition) if condition is not None else None,
+        expression=condition,
     )
 
 
-def _equi_key(part, left, right, render):
+def _equi_key(part, left, right) -> tuple[exp.Expression, exp.Expression] | None:
     if not isinstance(part, exp.EQ):
         return None
     a, b = refs_of(part.this), refs_of(part.expression)
     if a and b and a <= left and b == {right}:
-        return render(part.this), render(part.expression)
+        return part.this.copy(), part.expression.copy()
     if a and b and b <= left and a == {right}:
-        return render(part.expression), render(part.this)
+        return part.expression.copy(), part.this.copy()
     return None
 
 

@@ -1,28 +1,83 @@
-"""The logical plan: plain dataclasses, no Spark. Expressions are SQL text of the streaming
-dialect with every column qualified by its input's alias (`oq.ticker`)."""
+"""The logical plan, an intermediate representation with no Spark in it: typed nodes whose
+expressions are sqlglot trees (every column qualified by its input's alias, `oq.ticker`), and
+one vocabulary of enums (`Kind`, `JoinType`, `JoinKind`, `Emit`, `WindowFunction`) that every
+layer dispatches on. SQL text appears only where the plan is shown: `explain` and
+`Script.to_dict` (the JSON form), both through `sql()`.
+"""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields, is_dataclass
+from enum import StrEnum
 
+from sqlglot import exp
+
+from streamjoin.dialect import to_sql
 from streamjoin.plan.windows import BucketWindow, RangeWindow, RowsWindow, Window
 
 # the window classes are part of the plan's vocabulary: `model.RangeWindow` etc.
 __all__ = ["BucketWindow", "RangeWindow", "RowsWindow", "Window"]
 
-STREAM, TABLE = "stream", "table"
 
-# Join kinds (the analyzer's classification, SEMANTICS.md §4-§8).
-STREAM_STREAM_WINDOW = "stream-stream window join"
-INTERVAL = "interval join"
-WINDOW_TVF = "window join"
-ASOF = "ASOF join"
-ASOF_TABLE = "stream-table ASOF join"  # per stream row, the nearest row of a table snapshot
-SNAPSHOT = "stream-table snapshot join"
-BUCKETED = "bucketed table-preserving join"
-TEMPORAL = "process-time temporal join"
-TABLE_TABLE = "table-table join"
-CHANGELOG = "stream-table changelog join"  # a SELECT TABLE view over a stream, joined as it changes (Lenses)
+class Kind(StrEnum):
+    """What a relation or a query gives: a stream (rows with rowtimes) or a table."""
+
+    STREAM = "stream"
+    TABLE = "table"
+
+
+class JoinType(StrEnum):
+    INNER = "INNER"
+    LEFT = "LEFT"
+    RIGHT = "RIGHT"
+    FULL = "FULL"
+    CROSS = "CROSS"
+
+    @property
+    def outer(self) -> bool:
+        return self in (JoinType.LEFT, JoinType.RIGHT, JoinType.FULL)
+
+
+class JoinKind(StrEnum):
+    """The analyzer's classification of a join (SEMANTICS.md §4-§8); the value is how explain
+    names it."""
+
+    STREAM_STREAM_WINDOW = "stream-stream window join"
+    INTERVAL = "interval join"
+    WINDOW_TVF = "window join"
+    ASOF = "ASOF join"
+    ASOF_TABLE = "stream-table ASOF join"  # per stream row, the nearest row of a table snapshot
+    SNAPSHOT = "stream-table snapshot join"
+    BUCKETED = "bucketed table-preserving join"
+    TEMPORAL = "process-time temporal join"
+    TABLE_TABLE = "table-table join"
+    CHANGELOG = "stream-table changelog join"  # a SELECT TABLE view over a stream, joined as it changes (Lenses)
+
+    @property
+    def stream_stream(self) -> bool:
+        """Joins of two streams whose windows bound them in time (Spark's join can run them)."""
+        return self in (JoinKind.STREAM_STREAM_WINDOW, JoinKind.INTERVAL)
+
+    @property
+    def with_table(self) -> bool:
+        """Joins against a table that keep no stream state."""
+        return self in (JoinKind.SNAPSHOT, JoinKind.TEMPORAL, JoinKind.TABLE_TABLE, JoinKind.ASOF_TABLE)
+
+
+class Emit(StrEnum):
+    FINAL = "FINAL"
+    EAGER = "EAGER"
+    CHANGES = "CHANGES"
+
+
+class WindowFunction(StrEnum):
+    TUMBLE = "TUMBLE"
+    HOP = "HOP"
+
+
+def sql(expression: exp.Expression | None) -> str | None:
+    """An expression of the plan as the streaming dialect's SQL (for explain and JSON)."""
+    return to_sql(expression) if expression is not None else None
 
 
 @dataclass(frozen=True)
@@ -36,7 +91,7 @@ class Relation:
     """A named input a query can read: a declared stream or table, or a view."""
 
     name: str
-    kind: str  # STREAM | TABLE
+    kind: Kind
     columns: tuple[Column, ...]
     rowtime: str | None = None  # the rowtime column of a stream
     options: tuple[tuple[str, str], ...] = ()
@@ -57,14 +112,14 @@ class TimeWindowFunction:
     """`TUMBLE(src, col, size [, offset])` / `HOP(src, col, slide, size [, offset])` in FROM:
     windows start where `col - offset` is a multiple of the slide (the size for TUMBLE)."""
 
-    function: str  # TUMBLE | HOP
+    function: WindowFunction
     column: str
     size_ms: int
     slide_ms: int
     offset_ms: int = 0  # as written (it may be negative or exceed the slide)
 
     def describe(self) -> str:
-        slide = f", slide {self.slide_ms} ms" if self.function == "HOP" else ""
+        slide = f", slide {self.slide_ms} ms" if self.function == WindowFunction.HOP else ""
         offset = f", offset {self.offset_ms} ms" if self.offset_ms else ""
         return f"{self.function} on {self.column}, size {self.size_ms} ms{slide}{offset}"
 
@@ -75,14 +130,14 @@ class Input:
 
     alias: str
     relation: str
-    kind: str
+    kind: Kind
     columns: tuple[str, ...]
     rowtime: str | None
     window: Window | None
-    window_source: str  # how the window was given: "OVER", "WITHIN", "interval condition", "default"
+    window_source: str  # how the window was given: "OVER", "WITHIN", "interval condition", "default", "changelog"
     temporal: bool = False  # FOR SYSTEM_TIME AS OF PROCTIME()
     time_window: TimeWindowFunction | None = None
-    pushed_filters: tuple[str, ...] = ()  # conjuncts on this input alone (tables: applied at load)
+    pushed_filters: tuple[exp.Expression, ...] = ()  # conjuncts on this input alone (tables: applied at load)
     line: int = field(default=0, compare=False)
     col: int = field(default=0, compare=False)
 
@@ -111,14 +166,24 @@ class TimeBound:
 
 
 @dataclass(frozen=True)
+class Asof:
+    """An ASOF join's inequality, written `left OP right` (left: an expression over the earlier
+    inputs, right: over the new one)."""
+
+    left: exp.Expression
+    op: str  # < <= > >=
+    right: exp.Expression
+
+
+@dataclass(frozen=True)
 class Condition:
     """A join condition split for the engine."""
 
-    keys: tuple[tuple[str, str], ...] = ()  # (left expression, right expression) equalities
+    keys: tuple[tuple[exp.Expression, exp.Expression], ...] = ()  # (left, right) equalities
     time_bounds: tuple[TimeBound, ...] = ()
-    residual: tuple[str, ...] = ()  # everything else, evaluated on each candidate pair
-    asof: tuple[str, str, str] | None = None  # (left expression, operator, right expression)
-    text: str | None = None  # the whole condition as written (qualified)
+    residual: tuple[exp.Expression, ...] = ()  # everything else, evaluated on each candidate pair
+    asof: Asof | None = None
+    expression: exp.Expression | None = None  # the whole condition as written (qualified)
     from_where: bool = False  # a CROSS / comma join whose WHERE supplied the condition
 
 
@@ -126,8 +191,8 @@ class Condition:
 class Join:
     """The i-th join of a left-deep chain: (inputs[0..i]) JOIN inputs[i+1]."""
 
-    join_type: str  # INNER | LEFT | RIGHT | FULL | CROSS
-    kind: str  # one of the join kinds above
+    join_type: JoinType
+    kind: JoinKind
     right: str  # alias of the new input
     left_inputs: tuple[str, ...]
     condition: Condition
@@ -141,32 +206,36 @@ class Join:
 @dataclass(frozen=True)
 class OutputColumn:
     name: str
-    expression: str  # qualified SQL, or ROWTIME for the output rowtime
+    expression: exp.Expression  # qualified; the column ROWTIME is the output rowtime
 
 
 @dataclass(frozen=True)
 class Aggregation:
-    bucket: str | None  # SQL of the time bucket (FLOOR(... TO unit) or window_start)
+    bucket: exp.Expression | None  # the time bucket (FLOOR(... TO unit) or window_start)
     bucket_unit: str | None
-    keys: tuple[str, ...]
+    keys: tuple[exp.Expression, ...]
     window: TimeWindowFunction | None = None  # the TUMBLE / HOP whose window_start is the bucket
 
 
 @dataclass(frozen=True)
 class Query:
     name: str  # view name, or "query" for the final query
-    kind: str  # STREAM | TABLE: what the query produces
+    kind: Kind  # what the query produces
     select_kind: str | None  # STREAM | TABLE as written, None for a plain SELECT
     inputs: tuple[Input, ...]
     joins: tuple[Join, ...]
     output: tuple[OutputColumn, ...]
-    where: str | None
+    where: exp.Expression | None
     aggregation: Aggregation | None
-    emit: str  # FINAL | EAGER | CHANGES
+    emit: Emit
     sink: str | None = None  # INSERT INTO target
 
     def input(self, alias: str) -> Input:
         return next(i for i in self.inputs if i.alias == alias)
+
+    def streams(self) -> list[str]:
+        """The aliases of the stream inputs, in FROM order."""
+        return [i.alias for i in self.inputs if i.kind == Kind.STREAM]
 
 
 @dataclass(frozen=True)
@@ -184,11 +253,31 @@ class Script:
         `CREATE MATERIALIZED VIEW`) the last view."""
         return next((q for q in self.queries if q.name == "query"), self.queries[-1] if self.queries else None)
 
+    def relation(self, name: str) -> Relation:
+        return next(r for r in self.relations if r.name == name)
+
+    def view(self, name: str) -> Query:
+        return next(q for q in self.queries if q.name == name)
+
     def to_dict(self) -> dict:
-        return _jsonable(asdict(self))
+        """The plan as JSON-ready data (explain --format json): expressions as SQL text."""
+        return _jsonable(self)
+
+
+# the JSON form's names where a field's differs (the JSON is a contract: explain --format json)
+_JSON_NAMES = {"expression": "text"}
 
 
 def _jsonable(value):
+    if isinstance(value, exp.Expression):
+        return sql(value)
+    if isinstance(value, StrEnum):
+        return value.value
+    if isinstance(value, Asof):
+        return [sql(value.left), value.op, sql(value.right)]
+    if is_dataclass(value) and not isinstance(value, type):
+        names = _JSON_NAMES if isinstance(value, Condition) else {}
+        return {names.get(f.name, f.name): _jsonable(getattr(value, f.name)) for f in fields(value)}
     if isinstance(value, dict):
         return {k: _jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

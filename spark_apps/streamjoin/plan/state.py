@@ -2,30 +2,30 @@
 
 from __future__ import annotations
 
-from streamjoin.plan import model as m
+from streamjoin.plan.model import Condition, JoinKind, JoinType, sql
 from streamjoin.plan.windows import BucketWindow, RangeWindow, RowsWindow, format_ms
 
 
-def describe_state(kind: str, join_type: str, left_items, right, condition: m.Condition) -> tuple[str, ...]:
-    if kind == m.TEMPORAL:
+def describe_state(kind: JoinKind, join_type: JoinType, left_items, right, condition: Condition) -> tuple[str, ...]:
+    if kind == JoinKind.TEMPORAL:
         return (f"no state: '{right.alias}' is re-read at every micro-batch (process time)",)
-    if kind == m.TABLE_TABLE:
+    if kind == JoinKind.TABLE_TABLE:
         return ("both tables as snapshots taken at query start (an ordinary relational join)",)
-    if kind in (m.SNAPSHOT, m.BUCKETED):
+    if kind in (JoinKind.SNAPSHOT, JoinKind.BUCKETED):
         return _snapshot_state(kind, left_items, right)
-    if kind == m.WINDOW_TVF:
+    if kind == JoinKind.WINDOW_TVF:
         return (
             "rows of both inputs, per window and key, until the join clock passes window_end; "
             "then the window's pairs are final and its state is dropped",
         )
-    if kind == m.ASOF_TABLE:
+    if kind == JoinKind.ASOF_TABLE:
         return (
             f"the snapshot of '{right.alias}', read once at query start, per key sorted by the ordering value; "
             "no stream state: each stream row takes its nearest table row and is passed on",
         )
-    if kind == m.ASOF:
+    if kind == JoinKind.ASOF:
         return (
-            f"rows of '{right.alias}' per key ({', '.join(r for _, r in condition.keys)}), "
+            f"rows of '{right.alias}' per key ({', '.join(sql(r) for _, r in condition.keys)}), "
             "the latest per ordering value, until no later left row can choose them",
             "left rows until the join clock passes their rowtime (every candidate has arrived)",
         )
@@ -38,7 +38,7 @@ def _snapshot_state(kind, left_items, right) -> tuple[str, ...]:
         f"the snapshot of '{table.alias}', read once at query start, broadcast and held in memory; "
         "refreshed only by restarting the query"
     ]
-    if kind == m.BUCKETED:
+    if kind == JoinKind.BUCKETED:
         stream = next(i for i in (*left_items, right) if i.is_stream)
         unit = stream.window.unit.lower()
         lines.append(
@@ -53,9 +53,9 @@ def _snapshot_state(kind, left_items, right) -> tuple[str, ...]:
 def _window_state(item, join_type, left_items, right) -> str:
     window = item.window
     preserved = (
-        join_type == "FULL"
-        or (join_type == "LEFT" and item is not right)
-        or (join_type == "RIGHT" and item is right)
+        join_type == JoinType.FULL
+        or (join_type == JoinType.LEFT and item is not right)
+        or (join_type == JoinType.RIGHT and item is right)
     )
     tail = "; a row that matched nothing is then emitted NULL-extended" if preserved else ""
     if isinstance(window, RangeWindow):

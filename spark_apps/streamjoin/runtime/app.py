@@ -11,7 +11,7 @@ Airflow DAGs deploy. The app runs its query from its checkpoint and obeys reques
 
 While it runs it keeps `<checkpoint>/control/heartbeat` fresh (every second: time, pid, and since
 when the current micro-batch has been running), so a supervisor can tell a hung app from an idle
-one. `status.json` (see `runtime.run`) says which snapshots the query uses.
+one. `status.json` (see `runtime.status`) says which snapshots the query uses.
 
 App configuration (`app.toml`): `name`, `query`, `[paths]`: each key but `checkpoint` becomes the
 environment variable `<KEY>_PATH` the SQL reads (`${SALES_PATH}`), unless already set; relative
@@ -86,8 +86,9 @@ def take_snapshots(app: App, only_missing: bool = False) -> list[dict]:
     snapshot root `path`) as a new version; with `only_missing`, only where none exists yet."""
     from streamjoin.env import expand
     from streamjoin.io import snapshots
-    from streamjoin.lower import tables
-    from streamjoin.plan import analyze
+    from streamjoin.io.tables import read_table
+    from streamjoin.io.types import arrow_schema
+    from streamjoin.plan import compile_sql
 
     app.export_paths()
     taken = []
@@ -96,12 +97,12 @@ def take_snapshots(app: App, only_missing: bool = False) -> list[dict]:
         if only_missing and snapshots.latest(root) is not None:
             continue
         source_file = app.dir / entry["source"]
-        script = analyze(source_file.read_text(), str(source_file))
+        script = compile_sql(source_file.read_text(), str(source_file))
         relation = next((r for r in script.relations if r.name == entry["table"]), None)
         if relation is None:
             raise ValueError(f"{source_file} declares no table '{entry['table']}'")
-        table, source = tables.read_source(relation)
-        meta = snapshots.export(table, root, source)
+        read = read_table(relation.name, dict(relation.options), arrow_schema(relation.columns))
+        meta = snapshots.export(read.rows, root, read.source)
         log.info("%s: snapshot of %s: version %s, %s rows", app.name, entry["table"], meta["version"], meta["rows"])
         taken.append({"table": entry["table"], "root": root, **meta})
     return taken
@@ -138,9 +139,7 @@ class Control:
 def run_app(app: App, run_for_s: float | None = None, until_idle: bool = False, spark=None) -> dict:
     """Run the app's query until stopped (signal, `stop` request, end of `run_for_s`) or, with
     `until_idle`, until its input is processed; restart it in place on a `restart` request."""
-    from streamjoin.lower import stream_join
-    from streamjoin.plan import analyze
-    from streamjoin.runtime.run import Runner
+    from streamjoin.runtime.pipeline import Pipeline
     from streamjoin.runtime.session import spark_session
 
     app.export_paths()
@@ -159,15 +158,15 @@ def run_app(app: App, run_for_s: float | None = None, until_idle: bool = False, 
     while True:
         restarting = control.requested("restart")
         control.clear("restart")  # before the snapshots are taken: a later request restarts again
-        script = analyze(app.query_file.read_text(), str(app.query_file))
-        specs = stream_join.input_specs(script, script.final, checkpoint, late)
-        lowered = stream_join.lower(spark, script, script.final, specs)  # takes the snapshots
-        runner = Runner(spark, lowered, checkpoint, str(late), app.name, until_idle=until_idle)
+        pipeline = Pipeline.from_file(app.query_file)
+        # the output goes to the app's sink; late rows beside it, under the checkpoint
+        runner = pipeline.runner(spark, checkpoint, str(late), until_idle=until_idle, late_root=late, name=app.name)  # takes the snapshots
         starts += 1
         if restarting:
             log.warning("%s: restarted from its checkpoint with new snapshots: %s", app.name,
                         ", ".join(f"{s['alias']} {s.get('version', s['taken_at'])}" for s in runner.status.snapshots))
         try:
+            runner.start()
             if until_idle:
                 runner.end_of_input()
                 return runner.stop("finished")
@@ -227,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         app = App.load(args.app)
         status = run_app(app, args.run_for, args.until_idle)
-    except Exception as error:  # the last line says why, as for `streamjoin run`
+    except Exception as error:  # noqa: BLE001 - the entry point: the last line says why, as for `streamjoin run`
         print(f"run_app: {one_line_reason(error)}", file=sys.stderr)
         return 1
     print(f"run_app: {app.name} {status['state']}: {status['rows_emitted']} rows emitted, "

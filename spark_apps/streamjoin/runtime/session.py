@@ -6,12 +6,15 @@ from __future__ import annotations
 import os
 import sys
 
+from streamjoin.settings import Settings
 
-def spark_session(app_name: str = "streamjoin", master: str | None = None):
+
+def spark_session(app_name: str = "streamjoin", master: str | None = None, settings: Settings | None = None):
     """The (one) SparkSession of this process, created on first use.
 
     >>> spark = spark_session()  # doctest: +SKIP
     """
+    settings = settings or Settings.from_env()
     # Spark's Python workers run `python3` from PATH unless told otherwise.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -20,7 +23,7 @@ def spark_session(app_name: str = "streamjoin", master: str | None = None):
     cores = os.cpu_count() or 2
     builder = SparkSession.builder.appName(app_name)
     if master or "PYSPARK_GATEWAY_PORT" not in os.environ:  # under spark-submit, its --master stands
-        builder = builder.master(master or os.environ.get("STREAMJOIN_SPARK_MASTER", f"local[{cores}]"))
+        builder = builder.master(master or settings.spark_master or f"local[{cores}]")
     builder = (
         builder
         .config("spark.sql.shuffle.partitions", str(max(2, cores)))
@@ -30,7 +33,7 @@ def spark_session(app_name: str = "streamjoin", master: str | None = None):
         .config("spark.sql.streaming.stateStore.providerClass",
                 "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
         .config("spark.sql.streaming.noDataMicroBatches.enabled", "true")
-        .config("spark.driver.memory", os.environ.get("STREAMJOIN_DRIVER_MEMORY", "2g"))
+        .config("spark.driver.memory", settings.driver_memory)
         .config("spark.sql.adaptive.enabled", "false")
         # IS NOT NULL filters inferred from join keys would be pushed below the watermark and
         # drop the rowtime-bound rows (all NULL but their rowtime) that move it.
@@ -38,5 +41,5 @@ def spark_session(app_name: str = "streamjoin", master: str | None = None):
                 "org.apache.spark.sql.catalyst.optimizer.InferFiltersFromConstraints")
     )
     spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel(os.environ.get("STREAMJOIN_SPARK_LOG_LEVEL", "ERROR"))
+    spark.sparkContext.setLogLevel(settings.spark_log_level)
     return spark

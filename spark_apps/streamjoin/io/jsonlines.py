@@ -1,5 +1,5 @@
-"""Result rows as JSON Lines: keys are output column names, timestamps `YYYY-MM-DD HH:MM:SS.fff`,
-SQL NULL as null."""
+"""Rows as JSON Lines (the output contract of `run` and the late-rows output): keys are column
+names, timestamps `YYYY-MM-DD HH:MM:SS.fff`, SQL NULL as null."""
 
 from __future__ import annotations
 
@@ -28,3 +28,14 @@ def format_value(value):
 
 def format_rows(rows: list[dict]) -> list[str]:
     return [json.dumps({k: format_value(v) for k, v in row.items()}) + "\n" for row in rows]
+
+
+def format_instant(us: int | None) -> str | None:
+    """A clock or watermark for people: `YYYY-MM-DD HH:MM:SS.fff`, or "end of input"."""
+    from streamjoin.io.instants import END_US
+
+    if us is None:
+        return None
+    if us >= END_US:
+        return "end of input"
+    return format_value(dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=us))

@@ -1,30 +1,30 @@
-"""`streamjoin explain`: the plan in words (text) or as data (json)."""
+"""`streamjoin explain`: the plan in words (text), with how each join will run, or the plan as
+data (json). Spark-free."""
 
 from __future__ import annotations
 
 import json
 
-from streamjoin.plan import model as m
-from streamjoin.plan import operators
+from streamjoin.lower.strategy import LoweringOptions, describe
+from streamjoin.plan.model import Emit, Input, Join, Kind, Query, Script, sql
 
 _EMIT = {
-    "FINAL": "FINAL: rows leave once final, in non-descending rowtime order, when the join clock passes them",
-    "EAGER": "EAGER: NULL-extended rows leave at once and are never withdrawn; matches follow (not ordered)",
-    "CHANGES": "CHANGES: a changelog with op (+I, -D); folding it gives the FINAL result",
+    Emit.FINAL: "FINAL: rows leave once final, in non-descending rowtime order, when the join clock passes them",
+    Emit.EAGER: "EAGER: NULL-extended rows leave at once and are never withdrawn; matches follow (not ordered)",
+    Emit.CHANGES: "CHANGES: a changelog with op (+I, -D); folding it gives the FINAL result",
 }
 
 
-def explain_text(script: m.Script) -> str:
-    # a stream joined with a SELECT TABLE view over a stream runs as a changelog join
-    blocks = [_relations(script)] + [_query(operators.changelog_query(script, q) if q.name == "query" else q) for q in script.queries]
+def explain_text(script: Script, options: LoweringOptions = LoweringOptions()) -> str:
+    blocks = [_relations(script)] + [_query(q, options) for q in script.queries]
     return "\n\n".join(b for b in blocks if b) + "\n"
 
 
-def explain_json(script: m.Script) -> str:
+def explain_json(script: Script) -> str:
     return json.dumps(script.to_dict(), indent=2, sort_keys=False) + "\n"
 
 
-def _relations(script: m.Script) -> str:
+def _relations(script: Script) -> str:
     lines = []
     for r in script.relations:
         if r.view:
@@ -40,31 +40,35 @@ def _relations(script: m.Script) -> str:
     return "declared:\n" + "\n".join(lines) if lines else ""
 
 
-def _query(q: m.Query) -> str:
+def _query(q: Query, options: LoweringOptions) -> str:
     title = "query" if q.name == "query" else f"view {q.name}"
     target = f" -> INSERT INTO {q.sink}" if q.sink else ""
     lines = [f"{title}: {q.kind}{target}", f"  emit: {_EMIT[q.emit]}", "  inputs:"]
     for i in q.inputs:
         lines.append(f"    {i.alias}: {i.kind} {i.relation}{_input_detail(i)}")
         for f in i.pushed_filters:
-            lines.append(f"      filter before loading: {f}")
+            lines.append(f"      filter before loading: {sql(f)}")
     for n, j in enumerate(q.joins, 1):
         lines.extend(_join(n, j))
-        lines.extend(f"    {line}" for line in operators.describe(q, j))
-    if q.where:
-        lines.append(f"  where (after the join): {q.where}")
+        lines.extend(f"    {line}" for line in describe(q, j, options))
+    if q.where is not None:
+        lines.append(f"  where (after the join): {sql(q.where)}")
     if q.aggregation:
         a = q.aggregation
-        bucket = f"bucket {a.bucket}" if a.bucket else "no time bucket: a running aggregate (a changelog)"
-        lines.append(f"  group by: {', '.join(a.keys) or '(all rows)'}; {bucket}")
-        if a.bucket:
+        bucket = f"bucket {sql(a.bucket)}" if a.bucket is not None else "no time bucket: a running aggregate (a changelog)"
+        lines.append(f"  group by: {', '.join(sql(k) for k in a.keys) or '(all rows)'}; {bucket}")
+        if a.bucket is not None:
             lines.append("    a group's row is emitted when the clock passes the bucket end; rowtime = bucket start")
-    lines.append("  output: " + ", ".join(f"{c.name}={c.expression}" if c.name != c.expression else c.name for c in q.output))
+    lines.append("  output: " + ", ".join(_output(c.name, sql(c.expression)) for c in q.output))
     return "\n".join(lines)
 
 
-def _input_detail(i: m.Input) -> str:
-    if i.kind == m.TABLE:
+def _output(name: str, expression: str) -> str:
+    return f"{name}={expression}" if name != expression else name
+
+
+def _input_detail(i: Input) -> str:
+    if i.kind == Kind.TABLE:
         return " [FOR SYSTEM_TIME AS OF PROCTIME(): re-read per micro-batch]" if i.temporal else " [snapshot at query start]"
     if i.time_window:
         return f" [{i.time_window.describe()}]"
@@ -74,7 +78,7 @@ def _input_detail(i: m.Input) -> str:
     return f", rowtime {i.rowtime}, window {i.window.describe()}{source.get(i.window_source, '')}"
 
 
-def _join(n: int, j: m.Join) -> list[str]:
+def _join(n: int, j: Join) -> list[str]:
     how = "NATURAL " if j.natural else ""
     lines = [f"  join {n}: {', '.join(j.left_inputs)} {how}{j.join_type} JOIN {j.right}  [{j.kind}]"]
     c = j.condition
@@ -82,11 +86,11 @@ def _join(n: int, j: m.Join) -> list[str]:
         lines.append(f"    using: {', '.join(j.using)} (one coalesced column each)")
     if c.from_where:
         lines.append("    condition: taken from WHERE (equivalent for inner pairs)")
-    lines.append("    keys: " + (", ".join(f"{a} = {b}" for a, b in c.keys) if c.keys else "none"))
+    lines.append("    keys: " + (", ".join(f"{sql(a)} = {sql(b)}" for a, b in c.keys) if c.keys else "none"))
     if c.asof:
-        lines.append(f"    asof: {c.asof[0]} {c.asof[1]} {c.asof[2]} (the nearest match; ties: latest arrival)")
+        lines.append(f"    asof: {sql(c.asof.left)} {c.asof.op} {sql(c.asof.right)} (the nearest match; ties: latest arrival)")
     lines.append("    time bounds: " + ("; ".join(b.describe() for b in c.time_bounds) if c.time_bounds else "none"))
-    lines.append("    residual: " + (" AND ".join(c.residual) if c.residual else "none"))
+    lines.append("    residual: " + (" AND ".join(sql(r) for r in c.residual) if c.residual else "none"))
     lines.append("    state:")
     lines.extend(f"      - {s}" for s in j.state)
     return lines

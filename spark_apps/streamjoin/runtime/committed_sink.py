@@ -14,10 +14,11 @@ import json
 import uuid
 from pathlib import Path
 
-from streamjoin.io.staging import END_US
+from streamjoin.io.instants import END_US
+from streamjoin.io.jsonlines import format_instant
 from streamjoin.io.table_sink import HOUR, HOUR_US, TableSink, hour_name, hour_start_us
-from streamjoin.lower.stream_join import ROWTIME_COLUMN
-from streamjoin.runtime.run import OrderedSink, _iso
+from streamjoin.lower.columns import ROWTIME_COLUMN
+from streamjoin.runtime.ordered_sink import OrderedSink
 
 
 class CommittedSink(OrderedSink):
@@ -81,7 +82,7 @@ class CommittedSink(OrderedSink):
                 self.table.mark_complete(hour, counts.get(hour, 0), {
                     "snapshots": self.snapshots,
                     "query": self.query_file,
-                    "clock": _iso(threshold_us) if threshold_us is not None and threshold_us < END_US else "end of input",
+                    "clock": format_instant(threshold_us) if threshold_us is not None and threshold_us < END_US else "end of input",
                     "completed_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
                 })
                 self.last_marker = hour

@@ -1,0 +1,185 @@
+"""Lowering a two-stream join onto streamjoin's own operator (`streamjoin.operator`).
+
+Used where Spark's native join cannot give SEMANTICS.md's answer (`lower.strategy`): ROWS
+windows, EMIT EAGER / CHANGES, ASOF joins, TUMBLE / HOP window joins and changelog joins. The
+two staged inputs become one union (a side tag, the rowtime in microseconds, the input position,
+both sides' columns), each with a watermark of its lateness + 1 ms on its engine time: Spark then
+counts a row at the clock as on time, and its watermark (clock - 1 ms) reaches T exactly when
+instant T is complete.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
+
+from streamjoin.errors import Unsupported
+from streamjoin.io.source import SEQUENCE, staged_stream
+from streamjoin.io.staging import BOUND, END_US, InputSpec
+from streamjoin.lower.columns import ET_COLUMN, engine_time, flat
+from streamjoin.lower.expressions import local_sql, python_code, spark_sql
+from streamjoin.lower.lowered import OP
+from streamjoin.lower.strategy import LoweringOptions, group_keys
+from streamjoin.operator.group import Side, Spec
+from streamjoin.plan.model import Emit, Join, JoinKind, Query
+from streamjoin.plan.windows import RangeWindow, RowsWindow
+
+_FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
+
+
+def compile_condition(join: Join) -> tuple[tuple, str | None]:
+    """(key pairs, residual) as Python source over `scope[alias][column]`; Unsupported when
+    Python cannot evaluate the condition."""
+    from streamjoin.operator.group import Condition
+
+    c = join.condition
+    try:
+        keys = tuple((python_code(a), python_code(b)) for a, b in c.keys)
+        residual = None
+        if c.residual:
+            both = exp.Paren(this=c.residual[0].copy())
+            for r in c.residual[1:]:
+                both = exp.And(this=both, expression=exp.Paren(this=r.copy()))
+            residual = python_code(both)
+        Condition(Spec(JoinKind.STREAM_STREAM_WINDOW, join.join_type, Emit.FINAL, Side("l"), Side("r"), keys, residual))
+    except (SqlglotError, SyntaxError) as error:  # the SQL has something Python cannot evaluate
+        raise Unsupported(f"the join condition cannot be evaluated by streamjoin's operator: {error}") from None
+    return keys, residual
+
+
+def spec_for(query: Query) -> Spec:
+    join = query.joins[0]
+    keys, residual = compile_condition(join)
+    left, right = join.left_inputs[0], join.right
+    return Spec(
+        kind=join.kind,
+        join_type=join.join_type,
+        emit=query.emit,
+        left=_side(query, left),
+        right=_side(query, right),
+        keys=keys,
+        residual=residual,
+        asof_op=_FLIP[join.condition.asof.op] if join.condition.asof else None,
+        time_window=query.input(left).time_window if join.kind == JoinKind.WINDOW_TVF else None,
+        table_key=_table_key(query, join) if join.kind == JoinKind.CHANGELOG else (),
+    )
+
+
+def _side(query: Query, alias: str) -> Side:
+    window = query.input(alias).window
+    return Side(alias, window if isinstance(window, RangeWindow | RowsWindow) else None)
+
+
+def _table_key(query: Query, join: Join) -> tuple[str, ...]:
+    """What identifies a row of a changelog table: `_key` (a topic's key); () = its join-key values."""
+    return ("_key",) if "_key" in query.input(join.right).columns else ()
+
+
+def lower_custom(spark, query: Query, specs: dict[str, InputSpec], options: LoweringOptions):
+    """The streaming frame: output columns, __rowtime, __op and the operator's meta columns."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType, TimestampType
+
+    from streamjoin.operator.processor import JoinProcessor
+
+    join = query.joins[0]
+    aliases = [join.left_inputs[0], join.right]
+    keys = group_keys(query, join)
+    frames, fields = _side_frames(spark, query, [specs[a] for a in aliases], aliases)
+    types = _key_types(keys, frames, aliases)
+    union = None
+    for side, (alias, spec, df) in enumerate(frames):
+        part = df.select(*_union_columns(side, alias, spec, df, keys, types, fields))
+        union = part if union is None else union.unionByName(part)
+    # groups are hash buckets of the keys: a group holds many keys (the engine indexes them), so
+    # the per-group cost of the state store calls is paid per bucket, not per key
+    keyed = [f"sj_k{n}" for n in range(len(keys))]
+    union = union.withColumn("sj_g", F.pmod(F.hash(*keyed), F.lit(options.operator_groups)) if keyed else F.lit(0))
+    out_fields = [StructField(name, LongType() if isinstance(dtype, TimestampType) else dtype, True) for _, name, _, dtype in fields]
+    out_fields += [
+        StructField("__rowtime", LongType(), True),
+        StructField("__op", StringType(), True),
+        StructField("__meta", BooleanType(), True),
+        StructField("__group", StringType(), True),
+        StructField("__state", LongType(), True),
+    ]
+    end_ms = END_US // 1000 - max(spec.lateness_ms for _, spec, _ in frames) - 1
+    columns = [(side, name, column, dtype.simpleString()) for side, name, column, dtype in fields]
+    joined = union.groupBy("sj_g").transformWithStateInPandas(
+        JoinProcessor(spec_for(query), columns, end_ms), StructType(out_fields), "Append", "EventTime"
+    )
+    joined = joined.select(*[  # microseconds back to timestamps
+        F.timestamp_micros(F.col(f.name)).alias(f.name) if f.name == "__rowtime" or isinstance(dtype, TimestampType) else F.col(f.name)
+        for f, dtype in zip(out_fields, [d for *_, d in fields] + [None] * 5, strict=True)
+    ])
+    meta = F.col("__meta")
+    if query.where is not None:
+        joined = joined.where(meta | F.expr(spark_sql(query.where)))
+    selected = [F.expr(spark_sql(c.expression)).alias(c.name) for c in query.output]
+    if query.emit == Emit.CHANGES:
+        selected.insert(0, F.col("__op").alias(OP))
+    return joined.select(*selected, "__rowtime", "__meta", "__group", "__state")
+
+
+def _side_frames(spark, query: Query, specs: list[InputSpec], aliases: list[str]):
+    """Each side's staged stream (with its watermark on engine time, lateness + 1 ms) and the
+    fields (side, flat name, column, Spark type) of both sides, window columns included."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import TimestampType
+
+    frames, fields = [], []
+    for side, (alias, spec) in enumerate(zip(aliases, specs, strict=True)):
+        df = (
+            staged_stream(spark, spec, sequence=True)
+            .withColumn(ET_COLUMN, engine_time(F.col(spec.rowtime)))
+            .withWatermark(ET_COLUMN, f"{spec.lateness_ms + 1} milliseconds")
+        )
+        frames.append((alias, spec, df))
+        fields += [(side, flat(alias, f.name), f.name, f.dataType) for f in df.schema.fields
+                   if f.name not in (BOUND, SEQUENCE, ET_COLUMN)]
+        if query.input(alias).time_window:
+            fields += [(side, flat(alias, c), c, TimestampType()) for c in ("window_start", "window_end")]
+    return frames, fields
+
+
+_NUMBERS = ("integer", "long", "short", "byte", "float", "double", "decimal")
+
+
+def _key_types(keys, frames, aliases) -> list[str]:
+    """One type per group key both sides cast to: theirs when equal, else double or string."""
+    types = []
+    for pair in keys:
+        both = [frames[side][2].selectExpr(local_sql(pair[side], aliases[side])).schema[0].dataType for side in (0, 1)]
+        types.append(both[0].simpleString() if both[0] == both[1] else
+                     "double" if all(t.typeName() in _NUMBERS for t in both) else "string")
+    return types
+
+
+def _union_columns(side: int, alias: str, spec: InputSpec, df, keys, types: list[str], fields) -> list:
+    """One side's columns in the union: side, rowtime (us), position, bound flag, group keys, and
+    every field of both sides (the other side's NULL). Timestamps travel as microseconds (pandas'
+    own timestamps end in 2262), NULL as processor.NULL_US (a NULL would make the column float);
+    the rowtime of a bound row (the end of input is one) is NULL too: `sj_t` carries it."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import TimestampType
+
+    from streamjoin.operator.processor import NULL_US
+
+    cols = [F.lit(side).alias("sj_side"), F.unix_micros(F.col(spec.rowtime)).alias("sj_t"), F.col(SEQUENCE).alias("sj_seq"),
+            F.col(BOUND).alias("sj_bound")]
+    cols += [F.expr(local_sql(pair[side], alias)).cast(types[n]).alias(f"sj_k{n}") for n, pair in enumerate(keys)]
+    if not keys:
+        cols.append(F.lit(0).alias("sj_k0"))
+    for other, name, column, dtype in fields:
+        mine = other == side and column in df.columns
+        if mine and column == spec.rowtime:
+            cols.append(F.when(~F.col(BOUND), F.unix_micros(F.col(column))).otherwise(F.lit(NULL_US)).alias(name))
+        elif mine and isinstance(dtype, TimestampType):
+            cols.append(F.coalesce(F.unix_micros(F.col(column)), F.lit(NULL_US)).alias(name))
+        elif mine:
+            cols.append(F.col(column).alias(name))
+        elif isinstance(dtype, TimestampType):
+            cols.append(F.lit(NULL_US).alias(name))
+        else:
+            cols.append(F.lit(None).cast(dtype).alias(name))
+    return cols

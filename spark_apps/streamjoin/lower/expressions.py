@@ -1,0 +1,63 @@
+"""The plan's expressions translated for where they run (a base module: it imports nothing else
+from `lower`): Spark SQL over the lowered frames' flat columns, Python over `scope[alias][column]`
+(streamjoin's operator), PostgreSQL over one table's own columns (a pushed-down filter)."""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from streamjoin.lower.columns import ROWTIME_COLUMN, flat
+
+
+def spark_sql(expression: exp.Expression) -> str:
+    """The streaming dialect's expression as Spark SQL: `alias.column` becomes the flat column
+    `alias__column`, the output ROWTIME the computed `__rowtime`, `FLOOR(ts TO HOUR)`
+    `date_trunc('HOUR', ts)`."""
+    tree = expression.copy()
+    for col in list(tree.find_all(exp.Column)):
+        if not col.table and col.name == "ROWTIME" and not col.this.quoted:
+            replacement = exp.column(ROWTIME_COLUMN)
+        elif col.table:  # alias.column -> `alias__column`
+            replacement = exp.Column(this=exp.Identifier(this=flat(col.table, col.name), quoted=True))
+        else:
+            continue
+        tree = replacement if col is tree else tree
+        col.replace(replacement)
+    for floor in list(tree.find_all(exp.Floor)):
+        if floor.args.get("to"):  # FLOOR(ts TO HOUR): Spark spells it date_trunc('HOUR', ts)
+            trunc = exp.Anonymous(this="date_trunc", expressions=[exp.Literal.string(floor.text("to").upper()), floor.this])
+            tree = trunc if floor is tree else tree
+            floor.replace(trunc)
+    return tree.sql(dialect="spark")
+
+
+def local_sql(expression: exp.Expression, alias: str) -> str:
+    """An expression over one input's own (unprefixed) columns, as Spark SQL."""
+    tree = expression.copy()
+    for col in list(tree.find_all(exp.Column)):
+        if col.table == alias:
+            replacement = exp.Column(this=exp.Identifier(this=col.name, quoted=True))
+            if col is tree:
+                tree = replacement
+            else:
+                col.replace(replacement)
+    return tree.sql(dialect="spark")
+
+
+def python_code(expression: exp.Expression) -> str:
+    """Python source over `scope[alias][column]` (sqlglot's executor environment: SQL NULL
+    semantics) for streamjoin's operator and the ASOF lookup."""
+    from sqlglot.executor.python import Python
+
+    return Python().generator(identify=True, comments=False).generate(expression)
+
+
+def postgres_sql(expression: exp.Expression, alias: str) -> str | None:
+    """An expression over one table input as PostgreSQL SQL over its unqualified columns, or None
+    when it names another input (it is then applied after reading)."""
+    tree = expression.copy()
+    for col in tree.find_all(exp.Column):
+        if col.table != alias:
+            return None
+        col.set("table", None)
+    return tree.sql(dialect="postgres")

@@ -1,0 +1,28 @@
+"""What lowering gives the runtime: the streaming frame and everything needed to run and release it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from streamjoin.io.staging import InputSpec
+from streamjoin.plan.model import Emit
+
+OP = "op"  # the changelog's column (EMIT CHANGES): +I or -D
+
+
+@dataclass
+class Lowered:
+    frame: object  # the streaming DataFrame of output columns plus __rowtime
+    inputs: list[InputSpec]
+    columns: list[str]  # output column names, in order
+    order_delay_ms: int  # how far behind the watermark output is final (outer joins)
+    snapshots: list = field(default_factory=list)  # lower.tables.Snapshot, one per table input
+    bucketed: object = None  # lower.bucketed.BucketedJoin when the last join preserves a table
+    sink: object = None  # io.table_sink.SinkSpec for INSERT INTO an S3 sink; None: JSON Lines
+    custom: bool = False  # the frame comes from streamjoin's operator (meta rows, holds; streamjoin.operator)
+    emit: Emit = Emit.FINAL
+    # a chain cut after outer joins (strategy.cuts): the queries before this one, in order; each
+    # writes its rows, in rowtime order and with rowtime bounds, to `stage_output` as parquet
+    upstream: list = field(default_factory=list)
+    stage_output: str | None = None
+    stage_spec: InputSpec | None = None  # how the next part reads `stage_output`

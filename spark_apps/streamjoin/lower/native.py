@@ -1,0 +1,263 @@
+"""A join chain on Spark's own joins (SEMANTICS.md §4-§7): the query's inputs (staged streams,
+table snapshots, temporal tables, stream views) joined left-deep, one `DataFrame.join` per join
+(how each kind joins: `JOINS`), then WHERE, the output rowtime, and an aggregation or a bucketed
+table-preserving join at the end.
+
+Each stream input is a staged file stream (`streamjoin.io`) with a watermark on its engine time
+(delay = the input's allowed lateness, so Spark's watermark is the stream clock of §1). Each
+stream-stream join's condition is the plan's keys, residual and the co-presence time bounds of
+§4 (on engine time), which is also what lets Spark drop state as the clock advances. The output
+rowtime (§4) is the latest presence start among the non-null input rows.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamjoin.lower.tables as tables
+from streamjoin.io.formats import BOUND
+from streamjoin.io.staging import InputSpec
+from streamjoin.io.types import arrow_schema
+from streamjoin.lower.columns import (
+    ET_COLUMN,
+    ROWTIME_COLUMN,
+    START,
+    ZERO,
+    bound_column,
+    engine_time,
+    et,
+    et_of,
+    event_time,
+    flat,
+    inner_only,
+    not_bound,
+    one_event_time,
+    or_bound,
+    q,
+    rowtime_column,
+    rowtime_of,
+)
+from streamjoin.lower.expressions import spark_sql
+from streamjoin.lower.support import start_bounds
+from streamjoin.plan.model import Input, Join, JoinKind, JoinType, Kind, Query, Relation, Script
+
+_SPARK_JOIN = {JoinType.INNER: "inner", JoinType.CROSS: "inner", JoinType.LEFT: "left", JoinType.RIGHT: "right",
+               JoinType.FULL: "full"}
+
+
+class NativeLowering:
+    """Builds the frames of one query (and of the stream views it reads); collects the snapshots
+    its tables were loaded from."""
+
+    def __init__(self, spark, script: Script, specs: dict[str, InputSpec], checkpoint: Path):
+        self.spark, self.script, self.specs, self.checkpoint = spark, script, specs, checkpoint
+        self.snapshots = []
+
+    def query_frame(self, query: Query, prefix: str = ""):
+        """(streaming frame of output columns + __rowtime + __et, BucketedJoin or None)."""
+        frames = {i.alias: self.input_frame(query, i, prefix) for i in query.inputs}
+        joined, bucketed_join = self.join_chain(query, frames, frames[query.inputs[0].alias], query.joins)
+        return self.finish(query, frames, joined, bucketed_join)
+
+    def join_chain(self, query: Query, frames: dict, joined, joins, before: tuple[str, ...] = ()):
+        """Join `joins` onto `joined`; `before`: the stream inputs an intermediate stream (the
+        output of an earlier query of a cut chain) brings, NULL for its NULL-extended rows.
+        Returns (the joined frame, the bucketed join that ends the chain or None)."""
+        streams = query.streams()
+        for join in joins:
+            if join.kind == JoinKind.BUCKETED:
+                return joined, join  # joined when its bucket closes: lower.bucketed
+            joined = JOINS[join.kind](joined, frames[join.right], query, join, before)
+            sides = [a for a in (*join.left_inputs, join.right) if a in streams]
+            if join.kind.stream_stream and join is not joins[-1]:
+                joined = one_event_time(joined, sides)
+        return joined, None
+
+    def finish(self, query: Query, frames: dict, joined, bucketed_join):
+        from pyspark.sql import functions as F
+
+        streams = query.streams()
+        if query.where is not None and bucketed_join is None:
+            joined = joined.where(F.expr(or_bound(spark_sql(query.where), streams)))
+        if not inner_only(query):  # an inner join's own guard keeps bound rows out
+            joined = joined.where(F.expr(not_bound(streams, [rowtime_of(query, a) for a in streams])))
+        if bucketed_join is not None:
+            return self.bucketed(query, frames, joined, bucketed_join)
+        if query.aggregation is not None:
+            from streamjoin.lower.aggregate import aggregate
+
+            return aggregate(joined, query, et(streams[0])), None
+        joined = joined.withColumn(ROWTIME_COLUMN, rowtime_column(query, streams))
+        selected = [F.expr(spark_sql(c.expression)).alias(c.name) for c in query.output]
+        return joined.select(*selected, F.col(ROWTIME_COLUMN), event_time(query, streams).alias(ET_COLUMN)), None
+
+    def bucketed(self, query: Query, frames: dict, joined, join: Join):
+        """The stream side of a bucketed table-preserving join, and the join that runs per bucket."""
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        from streamjoin.lower.bucketed import BucketedJoin
+
+        streams = query.streams()
+        left = [a for a in streams if a in join.left_inputs]
+        joined = joined.withColumn(ROWTIME_COLUMN, rowtime_column(query, left))
+        internal = {bound_column(a) for a in streams} | {flat(a, ZERO) for a in streams} | {et(a) for a in streams}
+        carried = [c for c in joined.columns if c not in internal]
+        bucket = query.input(join.left_inputs[-1]).window
+        frame = joined.select(*carried)
+        bucketed = BucketedJoin(self.spark, query, join, frames[join.right], carried, bucket.unit)
+        bucketed.empty = to_arrow_schema(frame.schema, timezone="UTC").empty_table()
+        return frame, bucketed
+
+    def input_frame(self, query: Query, item: Input, prefix: str):
+        relation = self.script.relation(item.relation)
+        if relation.view and self.script.view(relation.name).kind == Kind.STREAM:
+            return self.view_frame(item, relation, prefix)
+        if item.kind == Kind.STREAM:
+            return stream_frame(self.spark, self.specs[prefix + item.alias], item.alias)
+        if item.temporal:
+            join = next(j for j in query.joins if j.right == item.alias)
+            tables.check_temporal_key(relation, join)
+            return tables.temporal_frame(self.spark, relation, item.alias)
+        view_rows = self.table_view_rows(relation) if relation.view else None
+        frame, snapshot = tables.load_snapshot(
+            self.spark, relation, item.alias, query, item, self.checkpoint / "snapshots", view_rows
+        )
+        self.snapshots.append(snapshot)
+        return frame
+
+    def view_frame(self, item: Input, relation: Relation, prefix: str):
+        """A stream view's output as an input: its columns flat under the input's alias."""
+        from pyspark.sql import functions as F
+
+        view = self.script.view(relation.name)
+        frame, _ = self.query_frame(view, f"{prefix}{relation.name}.")
+        out = [c.name for c in view.output]
+        cols = [F.col(c).alias(flat(item.alias, c)) for c in out]
+        if relation.rowtime not in out:
+            cols.append(F.col(ROWTIME_COLUMN).alias(flat(item.alias, relation.rowtime)))
+        return frame.select(
+            *cols,
+            F.col(ET_COLUMN).alias(et(item.alias)),
+            F.lit(False).alias(bound_column(item.alias)),
+            (F.unix_micros(F.col(ROWTIME_COLUMN)) * 0).alias(flat(item.alias, ZERO)),
+        )
+
+    def table_view_rows(self, relation: Relation):
+        """A `SELECT TABLE` view over a stream (Lenses): the stream's rows as they are now; with a
+        `_key` column, the latest row per key (a compacted topic)."""
+        from pyspark.sql import Window
+        from pyspark.sql import functions as F
+
+        from streamjoin.env import expand
+        from streamjoin.io.tables import read_files
+
+        view = self.script.view(relation.name)
+        item = view.inputs[0]
+        source = self.script.relation(item.relation)
+        fmt = (source.option("format") or ("json" if source.kind == Kind.STREAM else "csv")).lower()
+        rows = read_files(expand(source.option("path")), fmt, arrow_schema(source.columns))
+        frame = self.spark.createDataFrame(rows.rename_columns([flat(item.alias, c) for c in rows.column_names]))
+        if source.kind == Kind.STREAM:
+            frame = frame.withColumn(ROWTIME_COLUMN, F.col(flat(item.alias, source.rowtime)))
+        if view.where is not None:
+            frame = frame.where(F.expr(spark_sql(view.where)))
+        order = [F.col(ROWTIME_COLUMN).desc()] if source.kind == Kind.STREAM else []
+        frame = frame.select(*[F.expr(spark_sql(c.expression)).alias(c.name) for c in view.output], *(
+            [F.col(ROWTIME_COLUMN)] if order else []))
+        if "_key" in frame.columns and order:
+            latest = Window.partitionBy("_key").orderBy(*order)
+            frame = frame.withColumn("__n", F.row_number().over(latest)).where("__n = 1").drop("__n")
+        return frame.drop(ROWTIME_COLUMN).toArrow()
+
+
+# ---------------------------------------------------------------------------- how each kind of join joins
+
+
+def _dataframe_join(joined, right, query: Query, join: Join, before: tuple[str, ...]):
+    """A stream-stream, stream-table or table-table join: one DataFrame.join on the condition
+    (keys, time bounds, residual) and the guard against bound rows and NULL keys."""
+    from pyspark.sql import functions as F
+
+    streams = query.streams()
+    sides = [a for a in (*join.left_inputs, join.right) if a in streams]
+    keys = [e for pair in join.condition.keys for e in pair]
+    guard = not_bound(sides, [rowtime_of(query, a) for a in sides], [spark_sql(k) for k in keys])
+    condition = " AND ".join(p for p in (join_condition(join, query, sides, before), guard) if p)
+    return joined.join(right, F.expr(condition), _SPARK_JOIN[join.join_type])
+
+
+def _asof_lookup(joined, right, query: Query, join: Join, before: tuple[str, ...]):
+    from streamjoin.lower.asof_table import asof_lookup
+
+    return asof_lookup(joined, right, query, join)
+
+
+JOINS = {
+    JoinKind.STREAM_STREAM_WINDOW: _dataframe_join,
+    JoinKind.INTERVAL: _dataframe_join,
+    JoinKind.SNAPSHOT: _dataframe_join,
+    JoinKind.TEMPORAL: _dataframe_join,
+    JoinKind.TABLE_TABLE: _dataframe_join,
+    JoinKind.ASOF_TABLE: _asof_lookup,
+}
+
+
+def join_condition(join: Join, query: Query, sides: list[str], before: tuple[str, ...] = ()) -> str | None:
+    """`sides`: the stream inputs of the join (their bound rows pass residual filters).
+    `before`: the inputs of an intermediate stream on the left (a cut chain, see lower.cut_chain)."""
+    c = join.condition
+    parts = [f"{spark_sql(a)} = {spark_sql(b)}" for a, b in c.keys]
+    if not parts and join.kind.with_table:
+        parts.append("true")
+    elif not parts:  # Spark's stream-stream join needs an equality: all rows share one key
+        parts.append(f"{q(flat(join.left_inputs[0], ZERO))} = {q(flat(join.right, ZERO))}")
+    for b in c.time_bounds:
+        # engine times (Spark drops state by them); an intermediate input (`before`) has none
+        if b.left in before:
+            right, left = rowtime_of(query, b.right), rowtime_of(query, b.left)
+        else:
+            right, left = et_of(b.right), et_of(b.left)
+        bound = []
+        if b.low_ms is not None:
+            bound.append(f"{right} >= {left} + INTERVAL {b.low_ms} MILLISECONDS")
+        if b.high_ms is not None:
+            bound.append(f"{right} <= {left} + INTERVAL {b.high_ms} MILLISECONDS")
+        if b.left in before and b.origin != "condition" and bound:
+            # co-presence (§4) counts the non-null rows only: a NULL-extended input has no window
+            bound = [f"({left} IS NULL OR ({' AND '.join(bound)}))"]
+        parts.extend(bound)
+    if before and join.right in query.streams():
+        low, high = start_bounds(join, list(before), query)  # implied by the bounds above, on the event time
+        right = et_of(join.right)
+        parts.append(f"{right} >= {q(START)} + INTERVAL {low} MILLISECONDS")
+        parts.append(f"{right} <= {q(START)} + INTERVAL {high} MILLISECONDS")
+    parts.extend(or_bound(spark_sql(r), sides) for r in c.residual)
+    return " AND ".join(parts) if parts else None
+
+
+def order_delay(query: Query) -> int:
+    """How long after the watermark a NULL-extended row may still come: every preserved row
+    waits at most for its partners' reach, which no window sum exceeds. Stream-table joins
+    decide at once."""
+    if all(j.join_type in (JoinType.INNER, JoinType.CROSS) or j.kind.with_table or j.kind == JoinKind.BUCKETED
+           for j in query.joins):
+        return 0
+    return sum(getattr(i.window, "size_ms", 0) for i in query.inputs if i.kind == Kind.STREAM)
+
+
+def stream_frame(spark, spec: InputSpec, alias: str):
+    """A staged stream input with its watermark on its engine time, columns flat under `alias`."""
+    from pyspark.sql import functions as F
+
+    from streamjoin.io.source import staged_stream
+
+    df = staged_stream(spark, spec).withColumn(ET_COLUMN, engine_time(F.col(spec.rowtime)))
+    # Bound rows must reach the watermark operator, and Spark pushes any filter on them below
+    # it. So they go through: no join condition accepts them, and they leave after the joins.
+    df = df.withWatermark(ET_COLUMN, f"{spec.lateness_ms} milliseconds")
+    names = {c: flat(alias, c) for c in df.columns if c != BOUND}
+    return df.select(
+        *[F.col(c).alias(n) for c, n in names.items()],
+        F.col(BOUND).alias(bound_column(alias)),
+        (F.unix_micros(F.col(spec.rowtime)) * 0).alias(flat(alias, ZERO)),
+    )

@@ -1,0 +1,121 @@
+"""How each join runs (physical choices the plan leaves open, for `explain` and `lower`): Spark's
+native stream-stream join where it gives SEMANTICS.md's answer, streamjoin's own stateful operator
+(`streamjoin.operator`, on transformWithStateInPandas) where it cannot, and where a chain of
+joins is cut into several Spark queries. Spark-free: `check` and `explain` use it without Spark.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from streamjoin.plan.model import Emit, Join, JoinKind, JoinType, Query, sql
+from streamjoin.plan.windows import RowsWindow
+from streamjoin.settings import Settings
+
+NATIVE = "Spark's native stream-stream join"
+CUSTOM = "streamjoin's stateful join operator (transformWithStateInPandas, RocksDB state, event-time timers)"
+
+
+@dataclass(frozen=True)
+class LoweringOptions:
+    """Choices the lowering makes that the query does not: which operator runs a two-stream RANGE
+    join (`auto`: the default choice per join; `native`; `custom`), and the hash groups of the
+    custom operator."""
+
+    join_operator: str = "auto"
+    operator_groups: int = 32
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> LoweringOptions:
+        return cls(settings.join_operator, settings.operator_groups)
+
+
+def custom_reason(query: Query, join: Join, options: LoweringOptions = LoweringOptions()) -> str | None:
+    """Why `join` needs the custom operator, or None when Spark's join (or a table join) runs it.
+
+    `join_operator = custom` sends two-stream RANGE joins to the custom operator too (to
+    measure it against the native join, bench/custom_operator_throughput.py)."""
+    if join.kind == JoinKind.ASOF:
+        return "Spark has no ASOF join"
+    if join.kind == JoinKind.WINDOW_TVF:
+        return "a window join pairs rows per window and drops the window when it closes"
+    if join.kind == JoinKind.CHANGELOG:
+        return "the table changes by key while the query runs: a later table row meets the stream rows still waiting for one"
+    if not join.kind.stream_stream:
+        return None
+    rows = [a for a in (*join.left_inputs, join.right) if isinstance(query.input(a).window, RowsWindow)]
+    if rows:
+        return f"ROWS windows ({', '.join(rows)}) count rows, which Spark's join cannot"
+    if query.emit != Emit.FINAL:
+        return f"EMIT {query.emit}: Spark's join emits NULL-extended rows only once they are final"
+    if options.join_operator == "custom" and len(query.inputs) == 2:
+        return "STREAMJOIN_JOIN_OPERATOR=custom"
+    return None
+
+
+def uses_custom(query: Query, options: LoweringOptions = LoweringOptions()) -> bool:
+    return any(custom_reason(query, j, options) for j in query.joins)
+
+
+def group_keys(query: Query, join: Join) -> tuple[tuple[exp.Expression, exp.Expression], ...]:
+    """The key pairs the operator partitions by (hash groups); () = one group for everything.
+
+    A ROWS window counts rows across the whole input (or its PARTITION BY), so grouping by the
+    join keys is only right when every ROWS side's keys are columns it is partitioned by."""
+    # equal windows are paired per window by the operator itself: their columns are not input columns
+    window = ("window_start", "window_end")
+    keys = tuple((a, b) for a, b in join.condition.keys if not (_column(a) in window and _column(b) in window))
+    if join.join_type == JoinType.CROSS:
+        return ()
+    if join.kind == JoinKind.CHANGELOG and "_key" in query.input(join.right).columns and "_key" not in {_column(b) for _, b in keys}:
+        return ()  # a table row may change its join key: its old version must be in the same group
+    for n, alias in enumerate((join.left_inputs[-1], join.right)):
+        rows = query.input(alias).window
+        if isinstance(rows, RowsWindow):
+            side_keys = {_column(pair[n]) for pair in keys}
+            if not keys or None in side_keys or not side_keys <= set(rows.partition_by):
+                return ()
+    return keys
+
+
+def cuts(query: Query) -> list[int]:
+    """The joins after which `run` cuts the chain into another Spark query: every outer
+    stream-stream join that a later stream-stream join follows. Spark's later join would run its
+    watermark ahead of the NULL-extended rows such a join emits late (and miss their matches),
+    so its output is released in rowtime order, with rowtime bounds, as the next query's input
+    (docs/runtime.md, "Outer joins inside a chain"). A stream-table join keeps no state: late
+    rows meet the snapshot like any other."""
+    return [
+        n for n, j in enumerate(query.joins)
+        if j.join_type.outer and j.kind.stream_stream
+        and any(later.kind.stream_stream for later in query.joins[n + 1:])
+    ]
+
+
+def describe(query: Query, join: Join, options: LoweringOptions = LoweringOptions()) -> list[str]:
+    """explain's lines about the operator of one join."""
+    if join.kind == JoinKind.ASOF_TABLE:
+        return ["operator: a stateless lookup of each stream row's nearest row in the broadcast snapshot"]
+    if not (join.kind.stream_stream or join.kind in (JoinKind.ASOF, JoinKind.WINDOW_TVF, JoinKind.CHANGELOG)):
+        return []
+    reason = custom_reason(query, join, options)
+    if reason is None:
+        lines = [f"operator: {NATIVE} (time-range condition from the windows; state dropped by the watermark)"]
+        if query.joins.index(join) in cuts(query):
+            lines.append("    then: the chain is cut here; this join's rows, released in rowtime order, are the "
+                         "input of the next Spark query (an outer join followed by another join)")
+        return lines
+    keys = group_keys(query, join)
+    if keys:
+        groups = "groups: by the join keys " + ", ".join(f"{sql(a)} = {sql(b)}" for a, b in keys) + " (parallel)"
+    elif join.kind == JoinKind.CHANGELOG:
+        groups = "groups: ONE group: a table row keyed by _key may change its join key, so it runs on one task"
+    else:
+        groups = "groups: ONE group: the join is one ordered sequence (no key partitions every window), so it runs on one task"
+    return [f"operator: {CUSTOM}", f"    why: {reason}", f"    {groups}"]
+
+
+def _column(expression: exp.Expression) -> str | None:
+    return expression.name if isinstance(expression, exp.Column) else None

@@ -1,0 +1,333 @@
+"""What `run` runs: one table of rules, each a condition and the message `Unsupported` carries
+when a query breaks it (exit 2, before Spark starts or any data is read). Spark-free.
+
+A rule is `(what it checks, function)`; the function gets a `Context` and returns None, or the
+message. Rules run in table order and the first message wins. `NATIVE_RULES` hold for queries on
+Spark's joins (and views, recursively), `CUSTOM_RULES` for a query whose join needs streamjoin's
+operator (`strategy.uses_custom`); `check_runnable` picks the table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from streamjoin.env import expand
+from streamjoin.errors import Unsupported
+from streamjoin.lower.columns import lag
+from streamjoin.lower.inputs import STREAM_CONNECTORS, check_stream_path
+from streamjoin.lower.lowered import OP
+from streamjoin.lower.strategy import LoweringOptions, cuts, uses_custom
+from streamjoin.plan.model import Emit, JoinKind, JoinType, Kind, Query, Relation, Script, sql
+from streamjoin.plan.windows import BucketWindow, RangeWindow
+
+
+@dataclass(frozen=True)
+class Context:
+    script: Script
+    query: Query
+    top: bool  # the query `run` runs (not a view it reads)
+    options: LoweringOptions
+
+    def relation(self, alias: str) -> Relation:
+        return self.script.relation(self.query.input(alias).relation)
+
+
+Rule = tuple[str, Callable[[Context], str | None]]
+
+
+def check_runnable(script: Script, query: Query, options: LoweringOptions = LoweringOptions()) -> None:
+    """Raise Unsupported for what this runtime does not run yet, naming it."""
+    if query.kind != Kind.STREAM:
+        raise Unsupported("`run` runs streaming queries (SELECT STREAM over streams)")
+    check_query(Context(script, query, True, options))
+    sink_spec(script, query)
+
+
+def check_query(ctx: Context) -> None:
+    rules = CUSTOM_RULES if uses_custom(ctx.query, ctx.options) else NATIVE_RULES
+    for _, rule in rules:
+        message = rule(ctx)
+        if message:
+            raise Unsupported(message)
+
+
+def sink_spec(script: Script, query: Query):
+    """The INSERT INTO target as a SinkSpec (None without INSERT INTO), or Unsupported."""
+    from streamjoin.io.table_sink import HOUR, SinkSpec
+
+    if not query.sink:
+        return None
+    relation = next((r for r in script.sinks if r.name == query.sink), None)
+    if relation is None:
+        return None  # an undeclared target (Lenses' topics): rows go to `run`'s --output
+    try:
+        spec = SinkSpec.from_options(relation.name, dict(relation.options), expand)
+    except ValueError as error:
+        raise Unsupported(str(error)) from None
+    if spec.partitioned_by == HOUR and any(o.name == HOUR for o in query.output):
+        raise Unsupported(f"sink '{relation.name}' is partitioned by '{HOUR}', which is also an output column: rename the column")
+    if spec.partitioned_by == HOUR:
+        units = {query.aggregation.bucket_unit if query.aggregation else None}
+        units |= {i.window.unit for i in query.inputs if isinstance(i.window, BucketWindow)}
+        coarse = sorted(u for u in units if u and u.upper() in ("DAY", "WEEK", "MONTH", "YEAR"))
+        if coarse:  # a day's rows carry the day's start but come when it closes: hour 00 cannot be marked at 01:00
+            raise Unsupported(f"sink '{relation.name}' marks hours complete, but the query's {coarse[0]} buckets close "
+                              "later than their hours: partition such a sink by nothing (leave out partitioned_by)")
+    return spec
+
+
+def start_bounds(join, before: list[str], query: Query) -> tuple[int, int] | None:
+    """(L, H) with `L <= right.rowtime - start <= H` for every match of `join`, where `start` is
+    the output rowtime (latest presence start) of a row of the inputs `before`: what lets
+    Spark drop state between an intermediate stream and `join.right`. None if an input of
+    `before` has no two-sided time bound with the right input."""
+    lows, highs = [], []
+    for alias in before:
+        mine = [b for b in join.condition.time_bounds if b.left == alias and b.right == join.right]
+        low = max((b.low_ms for b in mine if b.low_ms is not None), default=None)
+        high = min((b.high_ms for b in mine if b.high_ms is not None), default=None)
+        if low is None or high is None:
+            return None
+        lows.append(low - lag(query.input(alias)))
+        highs.append(high - lag(query.input(alias)))
+    return min(lows), max(highs)
+
+
+# ---------------------------------------------------------------------------- queries on Spark's joins
+
+
+def _analytic_window(ctx: Context) -> str | None:
+    for o in ctx.query.output:
+        if o.expression.find(exp.Window):
+            return (f"output column '{o.name}': an aggregate OVER a window of rows (an analytic window function) is "
+                    "not supported by `run`; it runs joins, and GROUP BY over time buckets")
+    return None
+
+
+def _emit_mode(ctx: Context) -> str | None:
+    q = ctx.query
+    if q.emit != Emit.FINAL and (not ctx.top or q.aggregation is not None or any(j.kind == JoinKind.BUCKETED for j in q.joins)):
+        return f"EMIT {q.emit} of an aggregation, a bucketed join or a view is not supported by `run` yet; EMIT FINAL is"
+    return None
+
+
+def _inputs(ctx: Context) -> str | None:
+    """Each input: a window function only under GROUP BY, a view runnable itself, a table
+    readable, a stream with a supported connector and path, RANGE windows on joined streams."""
+    q = ctx.query
+    stream_joined = {a for j in q.joins if j.kind.stream_stream for a in (j.right, *j.left_inputs)}
+    for i in q.inputs:
+        relation = ctx.script.relation(i.relation)
+        if i.time_window is not None and q.aggregation is None:
+            return f"input '{i.alias}': {i.time_window.function} window joins are not supported by `run` yet"
+        if relation.view:
+            message = _view_input(ctx, i.alias, ctx.script.view(relation.name))
+        elif i.kind == Kind.TABLE:
+            message = _table(relation)
+        else:
+            message = _stream(relation, i.alias)
+        if message:
+            return message
+        if not relation.view and i.kind == Kind.STREAM and i.alias in stream_joined and not isinstance(i.window, RangeWindow):
+            return f"input '{i.alias}': {type(i.window).__name__} windows are not supported by `run` yet (RANGE windows are)"
+    return None
+
+
+def _view_input(ctx: Context, alias: str, view: Query) -> str | None:
+    if view.kind == Kind.TABLE:
+        return _table_view(ctx.script, view)
+    check_query(Context(ctx.script, view, False, ctx.options))  # raises for the view's own reasons
+    if view.aggregation is not None and any(not (j.kind.with_table or j.kind == JoinKind.BUCKETED) for j in ctx.query.joins):
+        return f"input '{alias}' is an aggregating view: it can feed stream-table joins, not stream-stream joins, in `run` yet"
+    return None
+
+
+def _stream(relation: Relation, alias: str) -> str | None:
+    connector = (relation.option("connector") or "files").lower()
+    if connector not in STREAM_CONNECTORS:
+        return f"input '{alias}': connector '{relation.option('connector')}' is not supported for streams yet (use 'files' or 's3')"
+    if not relation.option("path"):
+        return f"stream '{relation.name}' needs WITH (path = '...') to be read"
+    if "${" not in relation.option("path"):  # else checked once expanded (inputs.input_specs)
+        try:
+            check_stream_path(relation, connector, relation.option("path"))
+        except Unsupported as error:
+            return str(error)
+    return None
+
+
+def _table(relation: Relation) -> str | None:
+    connector = (relation.option("connector") or "files").lower()
+    if connector in ("files", "s3") and not relation.option("path"):
+        return f"table '{relation.name}' needs WITH (path = '...') to be read"
+    if connector == "postgres" and not (relation.option("url") and (relation.option("table") or relation.option("query"))):
+        return f"table '{relation.name}': connector 'postgres' needs url and table (or query)"
+    if connector not in ("files", "postgres", "s3"):
+        return f"table '{relation.name}': connector '{connector}' is not supported (use 'files', 'postgres' or 's3')"
+    return None
+
+
+def _table_view(script: Script, view: Query) -> str | None:
+    if view.joins or view.aggregation is not None or len(view.inputs) != 1:
+        return f"table view '{view.name}': `run` takes table views over one stream or table, without joins or GROUP BY"
+    relation = script.relation(view.inputs[0].relation)
+    if relation.view or relation.option("connector", "files") != "files" or not relation.option("path"):
+        return f"table view '{view.name}': its source must be a declared files stream or table with a path"
+    return None
+
+
+def _join_kinds(ctx: Context) -> str | None:
+    q = ctx.query
+    for j in q.joins:
+        if not (j.kind.stream_stream or j.kind.with_table or j.kind == JoinKind.BUCKETED):
+            return f"{j.kind}s are not supported by `run` yet"
+        if j.kind == JoinKind.ASOF_TABLE and j.condition.residual:
+            return "an ASOF join takes equality keys and one inequality; filter other conditions in WHERE"
+        if j.kind == JoinKind.BUCKETED:
+            if j is not q.joins[-1] or not ctx.top or q.aggregation is not None:
+                return "a bucketed table-preserving join must be the last join of the final query in `run`"
+            if q.input(j.right).kind != Kind.TABLE or j.join_type != JoinType.RIGHT:
+                return "a bucketed table-preserving join runs as `stream OVER (bucket) RIGHT JOIN table` in `run`"
+            if not isinstance(q.input(j.left_inputs[-1]).window, BucketWindow):
+                return "the stream of a bucketed table-preserving join must be its last input before the table"
+    return None
+
+
+def _cut_chains(ctx: Context) -> str | None:
+    q = ctx.query
+    if not cuts(q):
+        return None
+    first = q.joins[cuts(q)[0]]
+    where = f"a {first.join_type} JOIN followed by another join"
+    if not ctx.top:
+        return f"{where} inside a view is not supported by `run` yet; put the chain in the final query"
+    if any(j.kind == JoinKind.BUCKETED for j in q.joins):
+        return f"{where} and a bucketed table-preserving join in one query are not supported by `run` yet"
+    if sink_spec(ctx.script, q) is not None:
+        return f"{where} writes to --output (JSON Lines) in `run` yet, not to an S3 sink"
+    streams = q.streams()
+    for n in cuts(q):
+        before = [a for a in streams if a in (*q.joins[n].left_inputs, q.joins[n].right)]
+        for j in q.joins[n + 1:]:
+            if j.right in streams and start_bounds(j, before, q) is None:
+                return (f"{where}: the later join with '{j.right}' needs a time bound (windows or a time range) "
+                        f"between '{j.right}' and each of {', '.join(repr(a) for a in before)}")
+    return None
+
+
+def _aggregation(ctx: Context) -> str | None:
+    q, agg = ctx.query, ctx.query.aggregation
+    if agg is None:
+        return None
+    if agg.bucket is None:
+        return ("GROUP BY without a time bucket never closes a group under EMIT FINAL: "
+                "group by FLOOR(ROWTIME TO unit) or TUMBLE(...)'s window_start")
+    if (agg.bucket_unit or "").upper() in ("MONTH", "YEAR"):
+        return f"GROUP BY FLOOR(ROWTIME TO {agg.bucket_unit}) is not supported by `run` yet (SECOND to DAY are)"
+    streams = [q.input(a) for a in q.streams()]
+    if len(streams) != 1 or any(not j.kind.with_table for j in q.joins):
+        return "`run` aggregates one stream (joined with tables only); aggregate joined streams in a later issue"
+    stream = streams[0]
+    relation = ctx.script.relation(stream.relation)
+    if relation.view and ctx.script.view(relation.name).aggregation is not None:
+        return "an aggregation over an aggregating view is not supported by `run` yet"
+    if stream.window is not None and lag(stream):
+        return "an aggregation over a lagged window is not supported by `run` yet"
+    for o in q.output:
+        for node in o.expression.find_all(exp.Count, exp.Sum, exp.Min, exp.Max, exp.Avg):
+            if isinstance(node.this, exp.Distinct) and not (
+                isinstance(node, exp.Count) or (isinstance(node, exp.Min | exp.Max) and len(node.this.expressions) == 1)
+            ):
+                return f"{sql(node)}: of the DISTINCT aggregates, `run` supports COUNT, MIN and MAX in streams yet"
+    return None
+
+
+NATIVE_RULES: tuple[Rule, ...] = (
+    ("no analytic window functions", _analytic_window),
+    ("EMIT EAGER / CHANGES only for the final query's joins", _emit_mode),
+    ("inputs that can be read, views that run, RANGE windows", _inputs),
+    ("join kinds that run, a bucketed join last", _join_kinds),
+    ("a cut chain's later joins bound in time", _cut_chains),
+    ("GROUP BY over one stream and a time bucket", _aggregation),
+)
+
+
+# ---------------------------------------------------------------------------- streamjoin's operator
+
+
+def _custom_shape(ctx: Context) -> str | None:
+    q = ctx.query
+    if not ctx.top:
+        return "a view whose join needs streamjoin's own operator is not supported by `run` yet"
+    if len(q.joins) != 1 or len(q.inputs) != 2:
+        return ("a join that needs streamjoin's own operator (ROWS windows, EMIT EAGER/CHANGES, ASOF, TUMBLE/HOP) "
+                "must be the query's only join in `run` yet: join further inputs in a view over it")
+    join = q.joins[0]
+    for i in q.inputs:
+        relation = ctx.script.relation(i.relation)
+        if relation.view or i.kind != Kind.STREAM:
+            return (f"input '{i.alias}': {join.kind}s with streamjoin's operator read declared streams in `run` yet, "
+                    "not tables or views")
+        if i.time_window and i.time_window.column != relation.rowtime:
+            return f"input '{i.alias}': {i.time_window.function} must window the stream's rowtime ({relation.rowtime})"
+    if q.aggregation is not None:
+        return "an aggregation over a join that needs streamjoin's operator is not supported by `run` yet"
+    for i in q.inputs:
+        if isinstance(i.window, BucketWindow):
+            return (f"input '{i.alias}': a bucket window (ORDER BY FLOOR(ROWTIME TO ...)) joined with another stream "
+                    "runs on Spark's join under EMIT FINAL only; use TUMBLE(...) window joins")
+    return None
+
+
+_FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
+
+
+def _custom_condition(ctx: Context) -> str | None:
+    from streamjoin.lower.custom import compile_condition
+
+    q = ctx.query
+    join = q.joins[0]
+    if join.kind == JoinKind.ASOF:
+        asof = join.condition.asof
+        lrt = f"{join.left_inputs[0]}.{q.input(join.left_inputs[0]).rowtime}"
+        rrt = f"{join.right}.{q.input(join.right).rowtime}"
+        if _plain(asof.left) != lrt or _plain(asof.right) != rrt:
+            return f"an ASOF join of two streams orders by their rowtimes: write {rrt} {_FLIP[asof.op]} {lrt}"
+        if join.condition.residual:
+            return "an ASOF join takes equality keys and one inequality; filter other conditions in WHERE"
+        if q.emit == Emit.EAGER:
+            return "EMIT EAGER is not defined for ASOF joins (SEMANTICS §6 covers window joins): use FINAL or CHANGES"
+    if q.emit == Emit.CHANGES and any(o.name == OP for o in q.output):
+        return f"EMIT CHANGES adds a column '{OP}': rename the output column '{OP}'"
+    try:
+        compile_condition(join)  # fails here, before any data is read, if Python cannot evaluate it
+    except Unsupported as error:
+        return str(error)
+    return None
+
+
+def _custom_inputs(ctx: Context) -> str | None:
+    for i in ctx.query.inputs:
+        relation = ctx.script.relation(i.relation)
+        connector = (relation.option("connector") or "files").lower()
+        if connector not in STREAM_CONNECTORS:
+            return f"input '{i.alias}': connector '{connector}' is not supported for streams yet (use 'files' or 's3')"
+        if not relation.option("path"):
+            return f"stream '{relation.name}' needs WITH (path = '...') to be read"
+    if sink_spec(ctx.script, ctx.query) is not None:
+        return "a join on streamjoin's own operator writes to --output (JSON Lines) in `run` yet, not to an S3 sink"
+    return None
+
+
+def _plain(expression: exp.Expression) -> str:
+    return f"{expression.table}.{expression.name}" if isinstance(expression, exp.Column) else sql(expression)
+
+
+CUSTOM_RULES: tuple[Rule, ...] = (
+    ("one join of two declared streams", _custom_shape),
+    ("a condition the operator evaluates", _custom_condition),
+    ("inputs that can be read, output to JSON Lines", _custom_inputs),
+)

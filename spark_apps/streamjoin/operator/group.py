@@ -1,0 +1,169 @@
+"""One group of streamjoin's join operator, in plain Python (no Spark): what a join does
+(`Spec`, in the plan's vocabulary), its condition compiled to Python, and `GroupJoin`, the base of
+every engine: the buffer of events not yet complete and the loop that processes complete ones.
+
+The Spark side (`streamjoin.operator.processor`) keeps one `GroupJoin` per group key in the state
+store and calls it from `transformWithStateInPandas`. A group holds every row that can affect
+the rows of its group: the join keys (hash-partitioned), or everything when a ROWS window counts
+rows across keys ("one ordered sequence").
+
+Events are buffered until their instant is complete (the join clock has passed it, so every row
+of that instant has arrived), then processed in SEMANTICS.md §2 order: by rowtime, left before
+right, then by position in the input. Every group reports a *hold*: the lowest rowtime it may
+still emit for events already processed (a preserved row that may yet be NULL-extended), so the
+sink can release FINAL output in order. The engines: `window_join` (RANGE / ROWS windows),
+`asof_join`, `tvf_join` (TUMBLE / HOP), `changelog_join`; `engine.new_group` picks one.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+
+from streamjoin.plan.model import Emit, JoinKind, JoinType, TimeWindowFunction
+from streamjoin.plan.windows import RangeWindow, RowsWindow
+
+INF = math.inf
+INSERT, DELETE = "+I", "-D"
+
+
+@dataclass(frozen=True)
+class Side:
+    alias: str
+    window: RangeWindow | RowsWindow | None = None  # the input's window (§3); None: a TUMBLE/HOP or table side
+
+
+@dataclass(frozen=True)
+class Spec:
+    """What a group's join does, in the plan's vocabulary; shipped to Spark's workers with the
+    processor."""
+
+    kind: JoinKind  # a stream-stream window or interval join, ASOF, a window join (TUMBLE/HOP), a changelog join
+    join_type: JoinType
+    emit: Emit
+    left: Side
+    right: Side
+    keys: tuple = ()  # ((left code, right code), ...) Python source over `scope`
+    residual: str | None = None  # Python source over `scope`, or None
+    asof_op: str | None = None  # `right.rowtime OP left.rowtime`
+    time_window: TimeWindowFunction | None = None  # a window join's TUMBLE / HOP (both sides have it)
+    table_key: tuple = ()  # changelog: the columns that identify a table row
+    pending_us: float = INF  # changelog: how long a stream row waits for its table row
+
+    def preserves(self, side: int) -> bool:
+        return self.join_type == JoinType.FULL or (self.join_type, side) in ((JoinType.LEFT, 0), (JoinType.RIGHT, 1))
+
+
+class Condition:
+    """The join condition as compiled Python (keys: both non-NULL and equal; residual: TRUE)."""
+
+    def __init__(self, spec: Spec):
+        from sqlglot.executor.env import ENV
+
+        self.spec = spec
+        env = dict(ENV)
+        self.keys = [(eval(f"lambda scope: {a}", env), eval(f"lambda scope: {b}", env)) for a, b in spec.keys]
+        self.residual = eval(f"lambda scope: {spec.residual}", env) if spec.residual else None
+
+    def __call__(self, left: dict, right: dict) -> bool:
+        if self.spec.join_type == JoinType.CROSS:
+            return True
+        scope = {self.spec.left.alias: left, self.spec.right.alias: right}
+        for a, b in self.keys:
+            x, y = a(scope), b(scope)
+            if x is None or y is None or x != y:
+                return False
+        return self.residual is None or self.residual(scope) is True
+
+    def key_of(self, side: int, values: dict):
+        """The row's join-key values (its index key in a group), or None when one is NULL (such a
+        row matches nothing). CROSS and key-less joins: ()."""
+        if self.spec.join_type == JoinType.CROSS or not self.keys:
+            return ()
+        scope = {(self.spec.left, self.spec.right)[side].alias: values}
+        key = tuple(pair[side](scope) for pair in self.keys)
+        return None if None in key else tuple(hashable(v) for v in key)
+
+    def residual_ok(self, left: dict, right: dict) -> bool:
+        """The condition for two rows whose keys are already equal."""
+        if self.residual is None or self.spec.join_type == JoinType.CROSS:
+            return True
+        return self.residual({self.spec.left.alias: left, self.spec.right.alias: right}) is True
+
+
+@dataclass
+class Output:
+    op: str
+    rowtime_us: int
+    left: dict | None
+    right: dict | None
+
+
+@dataclass
+class Entry:
+    """One row in a group's state."""
+
+    side: int
+    t: int  # rowtime, microseconds
+    seq: int  # position in its input
+    values: dict
+    start: float = 0  # the instant its presence starts
+    end: float = INF  # RANGE: the last instant it is present
+    matched: bool = False
+    eager: bool = False  # its NULL-extended row was emitted early (EAGER, CHANGES)
+    active: bool = False
+    gone: bool = False
+    key: tuple | None = ()  # the join-key values (None: a NULL key, matches nothing)
+
+
+@dataclass
+class GroupJoin(ABC):
+    """Base: the buffer of incomplete events and the processing loop."""
+
+    spec: Spec
+    buffer: list = field(default_factory=list)  # (t, side, seq, values) not yet complete
+
+    def add(self, side: int, t: int, seq: int, values: dict) -> None:
+        self.buffer.append((t, side, seq, values))
+
+    def advance(self, limit: float, cond: Condition) -> list[Output]:
+        """Process every event at instants <= limit (complete); INF = end of input."""
+        ready = sorted((e for e in self.buffer if e[0] <= limit), key=lambda e: e[:3])
+        self.buffer = [e for e in self.buffer if e[0] > limit]
+        out: list[Output] = []
+        self.run(ready, limit, cond, out)
+        return out
+
+    def wakeup(self) -> float:
+        """The next instant at which this group has work (an event or a timed change)."""
+        return min([e[0] for e in self.buffer] + [self.next_change()], default=INF)
+
+    def next_change(self) -> float:
+        return INF
+
+    @abstractmethod
+    def run(self, ready, limit, cond, out) -> None:
+        """Process the complete events `ready` (sorted) up to instant `limit`, appending to `out`."""
+
+    def hold(self) -> float:
+        """The lowest rowtime this group may still emit for processed events (INF: none)."""
+        return INF
+
+    def size(self) -> int:
+        """Rows held (buffered or in windows): the operator's state, for the status."""
+        return len(self.buffer)
+
+    def null_row(self, e: Entry, rowtime: int, op: str = INSERT) -> Output:
+        return Output(op, rowtime, e.values if e.side == 0 else None, e.values if e.side == 1 else None)
+
+    def pair(self, left: Entry, right: Entry, rowtime: int, out: list, op: str = INSERT) -> None:
+        for e in (left, right):
+            if e.eager and not e.matched and self.spec.emit == Emit.CHANGES:
+                out.append(self.null_row(e, int(e.start), DELETE))  # the eager NULL row is withdrawn
+            e.matched = True
+        out.append(Output(op, rowtime, left.values, right.values))
+
+
+def hashable(value):
+    return tuple(value) if isinstance(value, list) else value

@@ -1,0 +1,270 @@
+"""One SELECT: its FROM items and their windows, its joins in order, its select list, WHERE and
+GROUP BY, as a `model.Query`."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Protocol
+
+from sqlglot import exp
+
+import streamjoin.plan.analyzer.classify as classify
+import streamjoin.plan.analyzer.joins as joins
+from streamjoin.dialect import SelectKind, Within
+from streamjoin.plan.analyzer.names import Item, Scope, is_rowtime
+from streamjoin.plan.analyzer.window_specs import WindowSpecs
+from streamjoin.plan.conditions import split
+from streamjoin.plan.model import (
+    Aggregation,
+    Emit,
+    Input,
+    Join,
+    JoinType,
+    Kind,
+    OutputColumn,
+    Query,
+    Relation,
+    TimeWindowFunction,
+    WindowFunction,
+)
+from streamjoin.plan.scope import Located, ident_name, interval_to_ms
+from streamjoin.plan.state import describe_state
+from streamjoin.plan.windows import CURRENT_ROW
+
+
+class Relations(Protocol):
+    """What a query's analysis asks of the script's analysis (`statements.Analyzer`)."""
+
+    where: Located
+
+    def relation(self, table: exp.Table) -> Relation: ...
+
+AGGREGATES = (exp.Count, exp.Sum, exp.Min, exp.Max, exp.Avg)
+
+
+class QueryAnalysis:
+    """Analyses one SELECT of the script (`Analyzer` resolves the relations it names)."""
+
+    def __init__(self, analyzer: Relations, select: exp.Select, named_windows: dict):
+        self.a = analyzer
+        self.where = analyzer.where
+        self.select = select
+        self.windows = WindowSpecs(self.where, named_windows)
+        self.scope = Scope(self.where)
+        self.joins: list[Join] = []
+
+    @property
+    def items(self) -> list[Item]:
+        return self.scope.items
+
+    def run(self, name: str, sink: str | None) -> Query:
+        select = self.select
+        self.add_item(select.args["from_"].this, None)
+        for join in select.args.get("joins") or []:
+            self.join(join)
+        has_stream = any(i.is_stream for i in self.items)
+        kind_node = select.args.get("hint")
+        select_kind = kind_node.name if isinstance(kind_node, SelectKind) else None
+        if select_kind == "STREAM" and not has_stream:
+            self.where.fail("SELECT STREAM needs at least one stream input", kind_node, "use SELECT (or SELECT TABLE) over tables")
+        emit = select.args.get("emit")
+        return Query(
+            name=name,
+            kind=Kind.TABLE if select_kind == "TABLE" or not has_stream else Kind.STREAM,
+            select_kind=select_kind,
+            inputs=tuple(self.freeze(i) for i in self.items),
+            joins=tuple(self.joins),
+            output=self.projection(),
+            where=self.filter(),
+            aggregation=self.aggregation(),
+            emit=Emit(emit.name) if emit else Emit.FINAL,
+            sink=sink,
+        )
+
+    def freeze(self, item: Item) -> Input:
+        line, col = self.where.position(item.node)
+        return Input(
+            alias=item.alias,
+            relation=item.relation.name,
+            kind=item.relation.kind,
+            columns=item.columns,
+            rowtime=item.relation.rowtime,
+            window=item.window if item.is_stream and not item.time_window else None,
+            window_source=item.window_source if item.is_stream else "table",
+            temporal=item.temporal,
+            time_window=item.time_window,
+            line=line,
+            col=col,
+        )
+
+    # ------------------------------------------------------------------ FROM items
+    def add_item(self, node: exp.Expression, within: Within | None) -> Item:
+        if not isinstance(node, exp.Table):
+            self.where.fail(
+                f"unsupported FROM item: {node.key.upper()}",
+                node,
+                "subqueries in FROM are not supported; declare a view (CREATE VIEW v AS ... or WITH v AS (...);) and join it",
+            )
+        time_window = None
+        if isinstance(node.this, (exp.Anonymous, exp.Func)) and not isinstance(node.this, exp.Identifier):
+            relation, time_window = self.time_window_function(node.this)
+        else:
+            relation = self.a.relation(node)
+        alias_node = node.args.get("alias")
+        alias = ident_name(alias_node.this) if alias_node else relation.name.split(".")[-1]
+        if any(i.alias == alias for i in self.items):
+            self.where.fail(f"the input name '{alias}' is used twice", alias_node or node, "give each input its own alias: ... AS b2")
+        item = Item(alias=alias, relation=relation, node=node, time_window=time_window)
+        version = node.args.get("version")
+        if version is not None:
+            if "PROCTIME" not in version.sql().upper():
+                self.where.fail("only FOR SYSTEM_TIME AS OF PROCTIME() is supported", version, "process-time temporal join: JOIN t FOR SYSTEM_TIME AS OF PROCTIME() ON ...")
+            if item.is_stream:
+                self.where.fail(f"FOR SYSTEM_TIME AS OF PROCTIME() applies to a table; '{relation.name}' is a stream", version, "the right side of a temporal join must be a table")
+            item.temporal = True
+        window = node.args.get("window")
+        if window is not None:
+            if not item.is_stream:
+                self.where.fail(f"a window applies to a stream; '{relation.name}' is a table", window, "remove the OVER clause: a table is joined as a snapshot")
+            item.window, item.window_source = self.windows.window(window, relation.rowtime), "OVER"
+        elif within is not None:
+            item.window_source = "WITHIN"
+        elif item.is_stream:
+            item.window = CURRENT_ROW
+        self.items.append(item)
+        return item
+
+    def time_window_function(self, func: exp.Expression) -> tuple[Relation, TimeWindowFunction]:
+        fname = (func.name or "").upper()
+        args = list(func.expressions) if isinstance(func, exp.Anonymous) else list(func.args.values())
+        if fname not in ("TUMBLE", "HOP"):
+            self.where.fail(f"unsupported table function {fname}", func, "TUMBLE(src, col, size) and HOP(src, col, slide, size) are supported in FROM")
+        expected = 3 if fname == "TUMBLE" else 4
+        if len(args) not in (expected, expected + 1) or not isinstance(args[0], (exp.Column, exp.Table)):
+            self.where.fail(f"{fname} takes {expected} arguments, or {expected + 1} with an offset", func,
+                            "TUMBLE(src, col, size [, offset]) or HOP(src, col, slide, size [, offset]), "
+                            "e.g. TUMBLE(src, col, INTERVAL '1' MINUTE)")
+        offset = 0
+        if len(args) == expected + 1:
+            offset = self.signed_interval(args.pop(), f"the offset of {fname}")
+        relation = self.a.relation(exp.Table(this=args[0].this))
+        if relation.kind != Kind.STREAM:
+            self.where.fail(f"{fname} applies to a stream; '{relation.name}' is a table", args[0], "window a stream")
+        column = ident_name(args[1])
+        if column not in relation.column_names():
+            self.where.fail(f"unknown column '{column}' in {fname}", args[1], f"columns are: {', '.join(relation.column_names())}")
+        sizes = [interval_to_ms(a, self.where) if isinstance(a, exp.Interval) else None for a in args[2:]]
+        if None in sizes or min(sizes) <= 0:
+            self.where.fail(f"{fname} sizes must be positive intervals", func, "e.g. INTERVAL '1' MINUTE")
+        size, slide = (sizes[0], sizes[0]) if fname == "TUMBLE" else (sizes[1], sizes[0])
+        return relation, TimeWindowFunction(WindowFunction(fname), column, size, slide, offset)
+
+    def signed_interval(self, node: exp.Expression, what: str) -> int:
+        """Milliseconds of `INTERVAL '...' unit`, `-INTERVAL ...` or `INTERVAL '-...' unit`."""
+        negative = isinstance(node, exp.Neg)
+        inner = node.this if negative else node
+        if not isinstance(inner, exp.Interval):
+            self.where.fail(f"{what} must be an interval", node, "e.g. INTERVAL '1' SECOND (or a negative one)")
+        ms = interval_to_ms(inner, self.where)
+        return -ms if negative else ms
+
+    # ------------------------------------------------------------------ joins
+    def join(self, join: exp.Join) -> None:
+        where = self.where
+        within = join.args.get("within")
+        left_items = list(self.items)
+        right = self.add_item(join.this, within)
+        join_type, natural, asof = joins.join_type(join)
+        on, using = join.args.get("on"), [ident_name(u) for u in join.args.get("using") or []]
+        if join_type == JoinType.CROSS and (on is not None or using):
+            where.fail("CROSS JOIN takes no ON or USING condition", on if on is not None else join.args["using"][0], "drop the condition, or write JOIN ... ON to join on it")
+        if within is not None:
+            joins.apply_within(where, within, left_items, right)
+        if natural:
+            using = joins.natural_columns(self.scope, left_items, right, join)
+        if using:
+            on = joins.using_condition(self.scope, using, join, left_items, right)
+        elif on is None and join_type != JoinType.CROSS and not joins.is_comma(join):
+            on = joins.key_condition(where, left_items, right, join)
+        condition_ast = self.scope.qualify(on) if on is not None else None
+        left_aliases = {i.alias for i in left_items}
+        from_where = False
+        if join_type == JoinType.CROSS and not asof:
+            condition_ast = joins.where_condition(self.scope, self.select, right, left_aliases)
+            if condition_ast is not None:
+                join_type, from_where = JoinType.INNER, True
+        asof_part = None
+        if asof:
+            condition_ast, asof_part = joins.asof_condition(where, condition_ast, left_aliases, right, join)
+        condition = replace(split(condition_ast, left_aliases, right.alias, where), asof=asof_part, from_where=from_where)
+        kind = classify.classify(where, join, join_type, asof, left_items, right, condition)
+        condition = classify.with_window_bounds(kind, condition, left_items, right)
+        line, col = where.position(join)
+        self.joins.append(
+            Join(
+                join_type=join_type,
+                kind=kind,
+                right=right.alias,
+                left_inputs=tuple(i.alias for i in left_items),
+                condition=condition,
+                using=tuple(using),
+                natural=natural,
+                state=describe_state(kind, join_type, left_items, right, condition),
+                line=line,
+                col=col,
+            )
+        )
+
+    # ------------------------------------------------------------------ SELECT list, WHERE, GROUP BY
+    def projection(self) -> tuple[OutputColumn, ...]:
+        columns: list[tuple[str, exp.Expression, str | None]] = []  # (name, expression, name if a star brought it twice)
+        for i, node in enumerate(self.select.expressions):
+            if isinstance(node, exp.Star):
+                columns.extend(self.scope.star(None))
+            elif isinstance(node, exp.Column) and isinstance(node.this, exp.Star):
+                columns.extend(self.scope.star(node))
+            else:
+                expr = node.this if isinstance(node, exp.Alias) else node
+                q = self.scope.qualify(expr, output_rowtime=True)
+                if isinstance(node, exp.Alias):
+                    name = ident_name(node.args["alias"])
+                elif isinstance(expr, exp.Column):
+                    name = ident_name(expr.this)
+                else:
+                    name = f"_c{i}"
+                columns.append((name, q, None))
+        seen: dict[str, int] = {}
+        for name, _, _ in columns:
+            seen[name] = seen.get(name, 0) + 1
+        out = []
+        for name, expression, star_name in columns:
+            if seen[name] > 1:
+                if star_name is None:
+                    node = next((n for n in self.select.expressions if n.alias_or_name.lower() == name), self.select)
+                    self.where.fail(f"duplicate output column '{name}'", node, "give each output column its own name with AS")
+                name = star_name  # alias.col; a USING column keeps its plain name
+            out.append(OutputColumn(name, expression))
+        return tuple(out)
+
+    def filter(self) -> exp.Expression | None:
+        where = self.select.args.get("where")
+        return self.scope.qualify(where.this, output_rowtime=True) if where is not None else None
+
+    def aggregation(self) -> Aggregation | None:
+        group = self.select.args.get("group")
+        has_aggregates = any(
+            not a.find_ancestor(exp.Window) for n in self.select.expressions for a in n.find_all(*AGGREGATES)
+        )
+        if group is None and not has_aggregates:
+            return None
+        keys = [self.scope.qualify(k, output_rowtime=True) for k in (group.expressions if group else [])]
+        bucket, unit, window = None, None, None
+        for k in keys:
+            if isinstance(k, exp.Floor) and k.args.get("to") and is_rowtime(k.this):
+                bucket, unit = k, k.text("to").upper()
+            elif isinstance(k, exp.Column) and k.name == "window_start":
+                item = next((i for i in self.items if i.alias == k.table and i.time_window), None)
+                if item is not None:
+                    window = item.time_window
+                    bucket, unit = k, f"{window.function} {window.size_ms} ms"
+        return Aggregation(bucket=bucket, bucket_unit=unit, keys=tuple(keys), window=window)

@@ -1,0 +1,132 @@
+"""The statements of a SQL file: declarations (CREATE STREAM / TABLE / SOURCE / SINK), views
+(CREATE VIEW, Lenses' `WITH v AS (...);`), SET, and the one final query (or INSERT INTO)."""
+
+from __future__ import annotations
+
+import difflib
+
+from sqlglot import exp
+
+from streamjoin.dialect import parse_script
+from streamjoin.plan.analyzer.query import QueryAnalysis
+from streamjoin.plan.catalog import relation_from_create
+from streamjoin.plan.model import Column, Kind, Query, Relation, Script
+from streamjoin.plan.scope import Located, ident_name, relation_name
+
+
+def analyze(sql: str, filename: str = "<sql>") -> Script:
+    """Parse and analyse a SQL file; raises SqlError on the first rejected construct. (The plan
+    `run` and `explain` use is `streamjoin.plan.compile`'s: this, then the rewrites.)"""
+    return Analyzer(Located(sql, filename)).script(parse_script(sql, filename))
+
+
+class Analyzer:
+    def __init__(self, where: Located):
+        self.where = where
+        self.relations: dict[str, Relation] = {}
+        self.sinks: dict[str, Relation] = {}
+        self.settings: list[tuple[str, str]] = []
+        self.queries: list[Query] = []
+
+    def script(self, statements: list[exp.Expression]) -> Script:
+        for statement in statements:
+            self.statement(statement)
+        return Script(
+            relations=tuple(self.relations.values()),
+            sinks=tuple(self.sinks.values()),
+            settings=tuple(self.settings),
+            queries=tuple(self.queries),
+        )
+
+    def statement(self, st: exp.Expression) -> None:
+        if isinstance(st, exp.Create):
+            self.create(st)
+        elif isinstance(st, exp.With):  # Lenses: WITH name AS (query);
+            for cte in st.expressions:
+                self.view(ident_name(cte.args["alias"]), cte.this, cte)
+        elif isinstance(st, exp.Set):
+            for item in st.expressions:
+                eq = item.this
+                key = eq.this.sql() if isinstance(eq, exp.EQ) else eq.sql()
+                value = eq.expression.sql() if isinstance(eq, exp.EQ) else ""
+                self.settings.append((key, value))
+        elif isinstance(st, exp.Insert):
+            target = st.this.this if isinstance(st.this, exp.Schema) else st.this
+            self.final(st.expression, sink=relation_name(target))
+        elif isinstance(st, exp.Query):
+            self.final(st)
+        else:
+            self.where.fail(
+                f"unsupported statement: {st.key.upper()}",
+                st,
+                "a file holds CREATE STREAM/TABLE/VIEW/SINK, WITH, SET, INSERT INTO and one query",
+            )
+
+    def create(self, st: exp.Create) -> None:
+        kind = (st.text("kind") or "").upper()
+        if kind == "VIEW":
+            self.view(relation_name(st.this), st.expression, st)
+        elif kind in ("STREAM", "TABLE", "SINK") and st.expression is None:
+            relation = relation_from_create(st, self.where)
+            target = self.sinks if kind == "SINK" else self.relations
+            if relation.name in self.relations or relation.name in self.sinks:
+                self.where.fail(f"'{relation.name}' is declared twice", st.this, "give each stream, table and sink its own name")
+            target[relation.name] = relation
+        else:
+            self.where.fail(
+                f"unsupported statement: CREATE {kind}" + (" ... AS query" if st.expression else ""),
+                st.this,
+                "use CREATE STREAM | TABLE | SOURCE | SINK name (...) WITH (...) or CREATE VIEW name AS query",
+            )
+
+    def view(self, name: str, query: exp.Expression, node: exp.Expression) -> None:
+        if name in self.relations:
+            self.where.fail(f"'{name}' is declared twice", node, "give each view its own name")
+        plan = self.query(query, name)
+        self.queries.append(plan)
+        columns = [Column(c.name, "UNKNOWN") for c in plan.output]
+        implicit = plan.kind == Kind.STREAM and "rowtime" not in [c.name for c in columns]
+        if implicit:
+            columns.append(Column("rowtime", "TIMESTAMP"))
+        self.relations[name] = Relation(
+            name=name,
+            kind=plan.kind,
+            columns=tuple(columns),
+            rowtime="rowtime" if plan.kind == Kind.STREAM else None,
+            view=True,
+            implicit_rowtime=implicit,
+        )
+
+    def final(self, query: exp.Expression, sink: str | None = None) -> None:
+        if any(q.name == "query" for q in self.queries):
+            self.where.fail("a file holds one final query; this is a second one", query, "turn the earlier one into a CREATE VIEW")
+        self.queries.append(self.query(query, "query", sink))
+
+    def query(self, select: exp.Expression, name: str, sink: str | None = None) -> Query:
+        if isinstance(select, exp.Subquery):
+            select = select.unnest()
+        if not isinstance(select, exp.Select):
+            self.where.fail(f"unsupported query form: {select.key.upper()}", select, "write a single SELECT")
+        if select.args.get("with_"):
+            self.where.fail("WITH inside a query is not supported", select.args["with_"], "declare each part as a view first: WITH name AS (query);")
+        from_ = select.args.get("from_")
+        if from_ is None:
+            self.where.fail("a query needs a FROM clause", select, "SELECT STREAM ... FROM stream")
+        named_windows = {ident_name(w.this): w for w in select.args.get("windows") or []}
+        return QueryAnalysis(self, select, named_windows).run(name, sink)
+
+    def relation(self, table: exp.Table) -> Relation:
+        name = relation_name(table)
+        candidates = [name, name.split(".")[-1]]
+        for candidate in candidates:
+            if candidate in self.relations:
+                return self.relations[candidate]
+        by_last_part = [r for n, r in self.relations.items() if n.split(".")[-1] == name]
+        if len(by_last_part) == 1:  # `order_quantity` for a declared `stocks.order_quantity`
+            return by_last_part[0]
+        known = sorted(self.relations)
+        close = difflib.get_close_matches(name, known, n=3)
+        hint = f"did you mean {', '.join(close)}?" if close else (
+            f"declared: {', '.join(known)}" if known else "declare it first: CREATE STREAM name (...) WITH (...)"
+        )
+        self.where.fail(f"unknown stream or table '{name}'", table, hint)

@@ -1,0 +1,37 @@
+"""What a checkpoint must be for this streamjoin to resume it. A checkpoint records the format
+it was written in (`format.json`); one written before the engine-time change (2026-11-24: Spark's
+event time is the rowtime plus `io.instants.SHIFT_US`, and its state and watermark hold engine
+times), or before staged steps were Spark's file source (2026-11-23), is refused with the reason,
+before any part of the query starts: resuming it would mix two notions of time."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+FORMAT = 2  # 2: engine time (io.instants); 1 (no file): rowtimes as Spark's event time
+
+
+def check_resumable(checkpoint: Path) -> None:
+    """Raise ValueError when `checkpoint` holds a query this streamjoin cannot resume."""
+    spark = checkpoint / "spark"
+    offsets = [p for p in (spark / "offsets").glob("*") if p.name.isdigit()]
+    if not offsets:
+        return  # nothing has run on it yet
+    if '{"steps":' in max(offsets, key=lambda p: int(p.name)).read_text():
+        raise ValueError(f"{checkpoint} was written by an earlier streamjoin (its inputs' offsets are "
+                         "the old staged source's): start this query on a new checkpoint")
+    if written_format(checkpoint) < FORMAT:
+        raise ValueError(f"{checkpoint} was written by an earlier streamjoin (its Spark state holds rowtimes, not the "
+                         "engine times of io.instants): start this query on a new checkpoint")
+
+
+def stamp(checkpoint: Path) -> None:
+    """Record the format this streamjoin writes, once its query starts."""
+    checkpoint.mkdir(parents=True, exist_ok=True)
+    (checkpoint / "format.json").write_text(json.dumps({"format": FORMAT}))
+
+
+def written_format(checkpoint: Path) -> int:
+    path = checkpoint / "format.json"
+    return int(json.loads(path.read_text()).get("format", 1)) if path.exists() else 1

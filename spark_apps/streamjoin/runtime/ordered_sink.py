@@ -1,0 +1,225 @@
+"""EMIT FINAL output in rowtime order (SEMANTICS §6): each micro-batch's rows wait in the
+checkpoint (`output/carry-N.arrow`) until Spark's watermark, less the time a NULL-extended row may
+still take to appear, has passed their rowtime; then they are written sorted by rowtime. With
+`--until-idle` every clock goes to +infinity at the end and the rest is released.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.ipc as ipc
+
+from streamjoin.io.instants import END_US, spark_watermark_rowtime_us
+from streamjoin.lower.columns import ROWTIME_COLUMN
+from streamjoin.runtime.writer import RowWriter
+
+
+@dataclass
+class SinkState:
+    last_batch: int = -1  # the last micro-batch whose rows are in the carry
+    carry: str | None = None  # unreleased rows (an Arrow file in checkpoint/output)
+    rows_emitted: int = 0
+    releases: int = 0  # output files written so far (their names count up)
+    next_bucket_us: int | None = None  # bucketed table-preserving join: the first bucket not yet closed
+    next_marker_us: int | None = None  # S3 sink: the first hour without a completeness marker
+    pending_last_us: int | None = None  # a bucketed release being written: its last bucket (a replay redoes exactly it)
+    groups: dict | None = None  # custom operator: group -> [hold (us) or None, rows held] (streamjoin.operator)
+    bound_us: int | None = None  # a part of a cut chain (StageSink): the last rowtime bound written
+    pending_stage_us: int | None = None  # a StageSink release being written: its threshold (a replay redoes exactly it)
+
+
+class OrderedSink:
+    """Keeps result rows in the checkpoint until they are final, then writes them in order.
+
+    `__call__` is the foreachBatch target: it adds a micro-batch's rows to the carry (once per
+    batch id, so a replayed batch is not added twice). `release` runs after every micro-batch
+    with the watermark Spark used in it: rows at or below (watermark - order delay) can no
+    longer be preceded by another row, so they are written sorted by rowtime.
+    A crash between writing a release and recording it releases those rows again on restart,
+    under the same file name: with `--output DIR` the file is rewritten (each row exactly once);
+    on stdout, which cannot be taken back, that one release is printed again.
+    """
+
+    def __init__(self, checkpoint: Path, writer: RowWriter, columns: list[str], order_delay_ms: int,
+                 bucketed=None, input_top_us=None, custom: bool = False, emit: str = "FINAL"):
+        self.writer, self.columns, self.order_delay_ms = writer, columns, order_delay_ms
+        # streamjoin's operator: its meta rows carry each group's hold (the lowest rowtime it may
+        # still emit); FINAL output is released up to the clock and below every hold. EAGER and
+        # CHANGES are not ordered (SEMANTICS §6): their rows leave with the batch that made them.
+        self.custom, self.emit = custom, emit
+        self.bucketed = bucketed  # streamjoin.lower.bucketed.BucketedJoin, or None
+        self.input_top_us = input_top_us  # () -> the latest rowtime (or bound) any input has delivered
+        self.dir = checkpoint / "output"
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.state_path = self.dir / "state.json"
+        self.lock = threading.Lock()
+
+    def state(self) -> SinkState:
+        return SinkState(**json.loads(self.state_path.read_text())) if self.state_path.exists() else SinkState()
+
+    def __call__(self, frame, batch_id: int) -> None:
+        new = frame.toArrow()
+        with self.lock:
+            state = self.state()
+            if batch_id <= state.last_batch:
+                return  # already in the carry (a replay after a crash)
+            if self.custom:
+                new = self._take_meta(state, new)
+            tables = [t for t in (self._load(state.carry), new) if t is not None and t.num_rows]
+            state.last_batch = batch_id
+            self._save(state, pa.concat_tables(tables) if tables else None)
+        if self.custom and self.emit != "FINAL":
+            self._release(None)
+
+    def _take_meta(self, state: SinkState, table):
+        """Record the operator's meta rows (the latest per group wins) and return the data rows."""
+        meta = pc.fill_null(table.column("__meta"), False)
+        groups = dict(state.groups or {})
+        rows = table.filter(meta).select(["__group", "__rowtime", "__state"])
+        holds = pc.cast(rows.column("__rowtime"), pa.int64()).to_pylist()
+        for group, hold, held in zip(rows.column("__group").to_pylist(), holds, rows.column("__state").to_pylist(), strict=True):
+            if hold is None and not held:
+                groups.pop(group, None)
+            else:
+                groups[group] = [hold, held]
+        state.groups = groups
+        return table.filter(pc.invert(meta)).drop_columns(["__meta", "__group", "__state"])
+
+    def release(self, watermark: str | None) -> None:
+        """Release by the watermark of a batch's progress report (Spark's, in engine time)."""
+        at_us = spark_watermark_rowtime_us(watermark)
+        if at_us is None:
+            return
+        if self.custom:
+            if self.emit != "FINAL":
+                return self._release(None)
+            # the operator's watermark is the clock - 1 ms: every instant up to it is complete
+            holds = [h for h, _ in (self.state().groups or {}).values() if h is not None]
+            return self._release(min([at_us + 999, *holds]))
+        self._release(at_us - self.order_delay_ms * 1000)
+
+    def finish(self) -> None:
+        """End of input: release everything left."""
+        self._release(None)
+
+    def settle(self, clock_us: int) -> None:
+        """Release what a stateless query's clock (see Runner.settle) makes final: buckets that end at
+        or before it; rows older than it (a row at the clock itself may still come)."""
+        if self.bucketed is not None:
+            self._release(clock_us)
+        else:
+            self._release(clock_us - 1 - self.order_delay_ms * 1000)
+
+    def _release(self, threshold_us: int | None) -> None:
+        if self.bucketed is not None:
+            return self._release_buckets(threshold_us)
+        with self.lock:
+            state = self.state()
+            table = self._load(state.carry)
+            done, rest = None, None
+            if table is not None and table.num_rows:
+                if threshold_us is None:
+                    done = table
+                else:
+                    ready = pc.less_equal(pc.cast(table.column(ROWTIME_COLUMN), pa.int64()), threshold_us)
+                    done, rest = table.filter(ready), table.filter(pc.invert(ready))
+            if self._write(state, done, threshold_us):
+                self._save(state, rest)
+
+    def _write(self, state: SinkState, done, threshold_us: int | None) -> bool:
+        """Write the released rows `done` (all rows up to `threshold_us`); False: nothing to do."""
+        if done is None or not done.num_rows:
+            return False
+        rows = done.sort_by([(ROWTIME_COLUMN, "ascending")]).select(self.columns).to_pylist()
+        self.writer.write(f"part-{state.releases:08d}", rows)  # names sort in emission order
+        state.releases += 1
+        state.rows_emitted += len(rows)
+        return True
+
+    def _release_buckets(self, threshold_us: int | None) -> None:
+        """Close every bucket whose end the clock has passed (at end of input: up to the bucket of
+        the latest rowtime any input delivered), in order, including buckets without stream
+        rows, and write the bucketed join's rows for them."""
+        b = self.bucketed
+        with self.lock:
+            state = self.state()
+            table = self._load(state.carry)
+            rowtimes = pc.cast(table.column(ROWTIME_COLUMN), pa.int64()) if table is not None else None
+            if state.next_bucket_us is None:
+                if table is None or not table.num_rows:
+                    return  # buckets count from the first stream row's
+                state.next_bucket_us = b.bucket_of(pc.min(rowtimes).as_py())
+            # No clock passes the latest rowtime (or bound) an input delivered, except at end of
+            # input, where the watermark sits just below +infinity (END minus the lateness):
+            # buckets close at most up to the latest delivered one, never up to year 9000.
+            tops = [self.input_top_us() if self.input_top_us else None]
+            tops.append(pc.max(rowtimes).as_py() if table is not None and table.num_rows else None)
+            tops = [t for t in tops if t is not None]
+            if not tops:
+                return
+            last = b.bucket_of(max(tops))
+            if threshold_us is not None and threshold_us < END_US:
+                last = min(last, b.bucket_of(threshold_us - b.unit_us))  # buckets whose end <= the clock
+            if state.pending_last_us is not None:
+                # a release that crashed while being written: redo exactly its buckets, so that a
+                # sink that skips the replayed version skips the same rows (no bucket is lost)
+                last = state.pending_last_us
+            if last < state.next_bucket_us:
+                return
+            buckets = list(range(state.next_bucket_us, last + b.unit_us, b.unit_us))
+            if table is not None and table.num_rows:
+                ready = pc.less(rowtimes, last + b.unit_us)
+                done, rest = table.filter(ready), table.filter(pc.invert(ready))
+            else:
+                done, rest = table, None
+            state.pending_last_us = last
+            self._save_state(state)  # the plan first: a crash from here on replays this very release
+            state.rows_emitted += self._write_buckets(done, buckets, state.releases)
+            state.releases += 1
+            state.next_bucket_us = last + b.unit_us
+            state.pending_last_us = None
+            self._save(state, rest)
+
+    def _write_buckets(self, rows, buckets: list[int], release: int) -> int:
+        """Write the bucketed join's output for closed buckets as release number `release`."""
+        result = self.bucketed(rows, buckets).select(self.columns).to_pylist()
+        self.writer.write(f"part-{release:08d}", result)
+        return len(result)
+
+    def status(self) -> dict:
+        """What the sink adds to status.json: the rows streamjoin's operator holds (its state)."""
+        if not self.custom:
+            return {}
+        return {"operator_state_rows": sum(held for _, held in (self.state().groups or {}).values())}
+
+    def _save_state(self, state: SinkState) -> None:
+        """state.json alone (the carry stays as it is)."""
+        tmp = self.state_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(state.__dict__))
+        os.replace(tmp, self.state_path)
+
+    def _save(self, state: SinkState, carry) -> None:
+        old = state.carry
+        state.carry = None
+        if carry is not None and carry.num_rows:
+            state.carry = f"carry-{state.last_batch:08d}-{state.releases:08d}.arrow"
+            with ipc.new_file(self.dir / state.carry, carry.schema) as w:
+                w.write_table(carry)
+        tmp = self.state_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(state.__dict__))
+        os.replace(tmp, self.state_path)
+        if old and old != state.carry:
+            (self.dir / old).unlink(missing_ok=True)
+
+    def _load(self, name: str | None):
+        if not name:
+            return None
+        with ipc.open_file(self.dir / name) as reader:
+            return reader.read_all()

@@ -1,0 +1,74 @@
+"""The one path from SQL text to a running query: compile (`plan.compile_sql`), check what `run`
+runs (`lower.support`), lower onto Spark (`lower.lower`), run (`runtime.runner.Runner`). The CLI,
+the app runner, the demo, the benchmarks and the tests all go through here.
+
+>>> pipeline = Pipeline.from_sql("CREATE STREAM s (k INT) WITH (connector = 'files', path = '/in'); SELECT STREAM k FROM s;")
+>>> [o.name for o in pipeline.query.output]
+['k']
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from streamjoin.errors import Unsupported
+from streamjoin.io.staging import InputSpec
+from streamjoin.lower.inputs import input_specs
+from streamjoin.lower.lowered import Lowered
+from streamjoin.lower.strategy import LoweringOptions
+from streamjoin.lower.support import check_runnable
+from streamjoin.plan.compile import compile_sql
+from streamjoin.plan.model import Query, Script
+from streamjoin.runtime.runner import Runner, run_query
+from streamjoin.settings import Settings
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    script: Script
+    query: Query  # the query `run` runs (Script.final)
+    filename: str
+    options: LoweringOptions
+
+    @classmethod
+    def from_sql(cls, sql: str, filename: str = "<sql>", settings: Settings | None = None) -> Pipeline:
+        """Compile and check (SqlError, Unsupported: exit 2 in the CLI) before any Spark starts."""
+        script = compile_sql(sql, filename)
+        query = script.final
+        if query is None:
+            raise Unsupported("the file has no final query to run")
+        options = LoweringOptions.from_settings(settings or Settings.from_env())
+        check_runnable(script, query, options)
+        return cls(script, query, filename, options)
+
+    @classmethod
+    def from_file(cls, path: str | Path, settings: Settings | None = None) -> Pipeline:
+        return cls.from_sql(Path(path).read_text(encoding="utf-8"), str(path), settings)
+
+    def input_specs(self, checkpoint: Path, late_root: Path) -> list[InputSpec]:
+        return input_specs(self.script, self.query, checkpoint, late_root)
+
+    def lower(self, spark, checkpoint: Path, late_root: Path) -> Lowered:
+        """The query on Spark (tables' snapshots are taken here)."""
+        from streamjoin.lower import lower
+
+        return lower(spark, self.script, self.query, self.input_specs(checkpoint, late_root), checkpoint, self.options)
+
+    def runner(self, spark, checkpoint: Path, output: str, until_idle: bool = False, late_root: Path | None = None,
+               name: str | None = None) -> Runner:
+        """A runner of the query, not started (`Runner.start`); `name` is what its status and the
+        sink's hour markers call the query (default: the SQL file)."""
+        late_root = late_root if late_root is not None else default_late_root(checkpoint, output)
+        lowered = self.lower(spark, checkpoint, late_root)
+        return Runner(spark, lowered, checkpoint, output, name or self.filename, until_idle=until_idle)
+
+    def run(self, spark, checkpoint: Path, output: str, until_idle: bool) -> dict:
+        """Run until idle (then flush and return) or until SIGTERM/SIGINT; returns the last status."""
+        lowered = self.lower(spark, checkpoint, default_late_root(checkpoint, output))
+        return run_query(spark, lowered, checkpoint, output, until_idle, self.filename)
+
+
+def default_late_root(checkpoint: Path, output: str) -> Path:
+    """Late rows go beside the output (`DIR/late/`), or into the checkpoint for stdout."""
+    return Path(output) / "late" if output != "-" else checkpoint / "late"

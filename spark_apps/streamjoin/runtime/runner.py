@@ -1,0 +1,261 @@
+"""`streamjoin run`'s running query: a `Runner` stages the inputs (`io.staging`), runs the lowered
+query (and the earlier parts of a cut chain) on Spark, releases output through its sink, keeps
+the status, and stops it. `run_query` drives one for the CLI; tests drive it step by step.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+import time
+import uuid
+from pathlib import Path
+
+from streamjoin.errors import one_line_reason
+from streamjoin.io.instants import END_US
+from streamjoin.io.source import steps_read
+from streamjoin.io.staging import Stager
+from streamjoin.lower.lowered import Lowered
+from streamjoin.runtime.checkpoint import check_resumable, stamp
+from streamjoin.runtime.committed_sink import CommittedSink
+from streamjoin.runtime.listener import ProgressListener
+from streamjoin.runtime.ordered_sink import OrderedSink
+from streamjoin.runtime.stage_sink import StageSink
+from streamjoin.runtime.status import Status
+from streamjoin.runtime.writer import RowWriter
+
+log = logging.getLogger("streamjoin.run")
+
+
+class Runner:
+    """One running query: start it, feed it, end its input, stop it. `run_query` drives it for
+    the CLI; tests drive it step by step."""
+
+    def __init__(self, spark, lowered: Lowered, checkpoint: Path, output: str, query_file: str = "<sql>", quiet: bool = False,
+                 until_idle: bool = False):
+        """Builds the parts; `start()` starts them. `until_idle`: what the inputs hold now is all
+        there is; `end_of_input` then flushes it. The end is staged with those rows, so Spark
+        reads, joins and flushes them in two batches (the second one Spark runs by itself, its
+        watermark having moved to +infinity)."""
+        self.spark, self.lowered, self.checkpoint, self.until_idle = spark, lowered, checkpoint, until_idle
+        # a chain cut after its outer joins (lower.strategy.cuts): one query per earlier part, each
+        # feeding the next; this Runner is the last part and drives them all. Only the first part
+        # reads nothing but the user's inputs: only it can end before it starts.
+        self.upstream = [
+            Runner(spark, part, checkpoint / "stages" / str(n), "", query_file, quiet=True, until_idle=until_idle and n == 0)
+            for n, part in enumerate(lowered.upstream)
+        ]
+        self.stagers = [Stager(spec) for spec in lowered.inputs]
+        self.feed_error: Exception | None = None  # a file that cannot be staged: the query fails
+        self._feeding = threading.Lock()  # one staging pass at a time (the feeder thread's, process_available's)
+        self._stopping = threading.Event()
+        if lowered.stage_output is not None:
+            self.sink = StageSink(checkpoint, lowered.stage_spec, lowered.columns, lowered.order_delay_ms)
+        elif lowered.sink is not None:
+            self.sink = CommittedSink(checkpoint, lowered, self.input_top_us, query_file)
+        else:
+            self.sink = OrderedSink(
+                checkpoint, RowWriter(output), lowered.columns, lowered.order_delay_ms, lowered.bucketed, self.input_top_us,
+                lowered.custom, lowered.emit,
+            )
+        parts = {part.stage_spec.alias for part in lowered.upstream}  # staged inputs that are not the user's
+        user = [s for r in [*self.upstream, self] for s in r.stagers if s.spec.alias not in parts]
+        self.status = Status(checkpoint, user, self.sink, query_file, lowered.snapshots, self.upstream)
+        self.name = f"streamjoin-{uuid.uuid4().hex[:12]}"  # the listener hears every query of the session
+        self.listener = ProgressListener(self.status, self.sink, self.name, quiet)
+        self.query = None
+        self._feeder: threading.Thread | None = None
+
+    def start(self) -> Runner:
+        """Stage what the inputs hold, start every part's query (the earlier parts first) and the
+        feeder thread; refuses a checkpoint this streamjoin cannot resume before any part starts."""
+        check_resumable(self.checkpoint)
+        for part in self.upstream:
+            part.start()
+        stamp(self.checkpoint)
+        if self.until_idle and not self.upstream:
+            self._end_inputs()
+        try:
+            self.feed()  # before the start: the first batch reads everything there is
+        except Exception as error:  # noqa: BLE001 - kept: the runner's next check raises it as the query's failure
+            self.feed_error = error
+        self.spark.streams.addListener(self.listener)
+        self.query = (
+            self.lowered.frame.writeStream.foreachBatch(self.sink)
+            .queryName(self.name)
+            .option("checkpointLocation", str(self.checkpoint / "spark"))
+            .trigger(processingTime="500 milliseconds")
+            .start()
+        )
+        self.listener.query = self.query
+        self.listener.settle = self.settle
+        self._feeder = threading.Thread(target=self._feed_every, args=(0.5,), name=f"{self.name}-feeder", daemon=True)
+        self._feeder.start()
+        self.status.write(self.query)  # at once: a restarted query shows its new snapshots before any batch
+        return self
+
+    def input_top_us(self) -> int | None:
+        """The latest rowtime, or rowtime bound short of end of input, any input delivered."""
+        tops = []
+        for s in self.stagers:
+            m = s.manifest()
+            tops += [v for v in (m.max_rowtime_us,) if v is not None]
+            if m.bound_us is not None and m.bound_us < END_US:
+                tops.append(m.bound_us - 1)
+        return max(tops) if tops else None
+
+    def feed(self) -> None:
+        """Stage what the inputs hold now (all inputs at once), as steps Spark reads next. A
+        failed step records nothing: the file is read again by the next pass."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        with self._feeding, ThreadPoolExecutor(max_workers=max(1, len(self.stagers))) as pool:
+            for future in [pool.submit(s.advance) for s in self.stagers]:
+                future.result()
+
+    def _feed_every(self, seconds: float) -> None:
+        """The feeder thread: stage new files as they arrive, until the query stops or a file
+        cannot be staged (then the runner fails the query with that reason)."""
+        while self.feed_error is None and not self._stopping.wait(seconds):
+            try:
+                self.feed()
+            except Exception as error:
+                log.debug("staging failed", exc_info=True)
+                self.feed_error = error
+
+    def process_available(self) -> None:
+        """Ingest and process everything the inputs hold now."""
+        for part in self.upstream:
+            part.process_available()
+        self._raise_if_failed()
+        self.feed()
+        self.query.processAllAvailable()
+        self._raise_if_failed()
+        # The listener releases after every batch, but asynchronously, and a restarted query's
+        # first batch may never reach it: release here by the last batch's watermark too, so what
+        # is final is written when this returns (a release is idempotent, under the sink's lock).
+        recent = self.query.recentProgress
+        if recent:
+            self.sink.release((recent[-1].get("eventTime") or {}).get("watermark"))
+            self.status.write(self.query)
+        self._raise_if_failed()
+        self.settle()
+
+    def settle(self) -> None:
+        """Release by the inputs' clock when the query is stateless and idle.
+
+        A query without a stateful operator (a stream-table join, say) emits every row in the
+        batch that reads it, but Spark runs no batch just to move its watermark on, so the last
+        hour would wait for the next row. Once every staged step is processed, rows older than
+        the join clock (min of the inputs' clocks) can no longer come: release up to it."""
+        progress = self.query.lastProgress or {}
+        if not progress or progress.get("stateOperators"):
+            return  # Spark's watermark, after each batch, drives a stateful query
+        manifests = [s.manifest() for s in self.stagers]
+        for stager, m in zip(self.stagers, manifests, strict=True):
+            read = [steps_read(self.checkpoint / "spark", source, stager) for source in progress.get("sources", [])]
+            read = [n for n in read if n is not None]  # the sources that read this input's steps
+            if not read or any(n != m.steps for n in read):
+                return  # a step is staged but not processed yet: the next batch settles
+        clocks = [s.clock_us(m) for s, m in zip(self.stagers, manifests, strict=True)]
+        if clocks and None not in clocks:
+            self.sink.settle(min(clocks))
+
+    def end_of_input(self) -> None:
+        """Every clock to +infinity: flush all pending results (SEMANTICS §1)."""
+        for part in self.upstream:  # each part's rows are all written before the next part ends
+            part.end_of_input()
+        self._end_inputs()
+        deadline = time.time() + 600
+        # once the end is staged, processAllAvailable returns only after the batch that reads it
+        # and the no-data batch that follows it (Spark constructs that one before reporting idle)
+        self.process_available()
+        while not all(s.manifest().ended for s in self.stagers):
+            if time.time() > deadline:
+                raise TimeoutError("the end-of-input flush did not finish within 10 minutes")
+            self.process_available()
+        self.sink.finish()
+
+    def _end_inputs(self) -> None:
+        for s in self.stagers:
+            (s.dir / "END").touch()
+
+    def wait_for_signal(self, until=None, tick=None) -> None:
+        """Run until SIGTERM/SIGINT, or until `until()` is true (checked every second; `tick()`
+        runs then too), then let the running micro-batch finish."""
+        stop = threading.Event()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: stop.set())
+        while not stop.is_set() and all(r.query.isActive and r.listener.error is None and r.feed_error is None
+                                        for r in self._parts()):
+            if until is not None and until():
+                break
+            if tick is not None:
+                tick()
+            stop.wait(1.0)
+        self._raise_if_failed()
+        for r in self._parts():
+            while r.query.isActive and r.query.status.get("isTriggerActive"):
+                time.sleep(0.1)  # let the current micro-batch finish
+
+    def _parts(self) -> list[Runner]:
+        return [*self.upstream, self]
+
+    def _raise_if_failed(self) -> None:
+        for part in self.upstream:
+            part._raise_if_failed()
+        if self.feed_error is not None:
+            raise self.feed_error
+        _raise_if_query_failed(self.query)
+        if self.listener.error is not None:
+            error = self.listener.error
+            raise RuntimeError(f"releasing output failed: {type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}")
+
+    def stop(self, final: str) -> dict:
+        for part in self.upstream:
+            part.stop(final)
+        self._stopping.set()
+        if self._feeder is not None:
+            self._feeder.join()  # a staging pass in progress ends first: a restart must not stage beside it
+        if self.query is None:  # never started
+            return self.status.write(None, final=final)
+        # the last batch's progress event may still be releasing output: let it finish, so that
+        # a query restarted in this process never has two sinks on one checkpoint
+        last = (self.query.lastProgress or {}).get("batchId")
+        deadline = time.time() + 5  # a missed release is not lost: the rows stay in the carry
+        while last is not None and self.listener.handled < last and time.time() < deadline and self.listener.error is None:
+            time.sleep(0.05)
+        self.spark.streams.removeListener(self.listener)  # before stop: no callback into a closing driver
+        self.query.stop()
+        with self.sink.lock:  # a release still running (a progress event, an idle settle) ends first
+            pass
+        return self.status.write(self.query, final=final)
+
+    def fail(self, error: Exception) -> None:
+        self.status.error = one_line_reason(error)  # the root cause, as the CLI's last line says it
+        try:
+            self.stop("failed")
+        except Exception:
+            log.debug("stopping a failed query", exc_info=True)
+
+
+def run_query(spark, lowered: Lowered, checkpoint: Path, output: str, until_idle: bool, query_file: str) -> dict:
+    """Run until idle (then flush and return) or until SIGTERM/SIGINT; returns the last status."""
+    runner = Runner(spark, lowered, checkpoint, output, query_file, until_idle=until_idle)
+    try:
+        runner.start()
+        if until_idle:
+            runner.end_of_input()
+        else:
+            runner.wait_for_signal()
+    except Exception as error:
+        runner.fail(error)
+        raise
+    return runner.stop("finished" if until_idle else "stopped")
+
+
+def _raise_if_query_failed(query) -> None:
+    error = query.exception()
+    if error is not None:
+        raise RuntimeError(str(error).splitlines()[0])

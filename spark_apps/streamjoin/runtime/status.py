@@ -1,0 +1,90 @@
+"""The query's status (`<checkpoint>/status.json`, docs/status.md) and its one-line progress summary."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import threading
+from pathlib import Path
+
+from streamjoin.io.instants import spark_watermark_rowtime_us
+from streamjoin.io.jsonlines import format_instant
+from streamjoin.io.staging import Stager
+from streamjoin.runtime.ordered_sink import OrderedSink
+
+
+class Status:
+    """The query's status file (checkpoint/status.json) and a one-line progress summary."""
+
+    def __init__(self, checkpoint: Path, stagers: list[Stager], sink: OrderedSink, query_file: str, snapshots=(), upstream=()):
+        self.path = checkpoint / "status.json"
+        self.stagers, self.sink, self.query_file = stagers, sink, query_file
+        self.upstream = upstream  # the Runners of the earlier parts of a cut chain: their state counts too
+        self.snapshots = [s.identity() for s in snapshots]
+        self.started_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+        self.error: str | None = None
+        self.final: str | None = None
+        self.lock = threading.Lock()
+
+    def snapshot(self, query) -> dict:
+        progress = (query.lastProgress if query is not None else None) or {}
+        inputs = {}
+        clocks = []
+        for s in self.stagers:
+            m = s.manifest()
+            clock = s.clock_us(m)
+            clocks.append(clock)
+            inputs[s.spec.alias] = {
+                "rows_read": m.rows,
+                "late_rows": m.late_rows,
+                "files": len(m.files),
+                "clock": format_instant(clock),
+                "late_rows_output": s.spec.late_dir,
+            }
+        known = [c for c in clocks if c is not None]
+        return {
+            "query": self.query_file,
+            "state": "failed" if self.error else "running",
+            "error": self.error,
+            "batch": progress.get("batchId"),
+            "inputs": inputs,
+            "snapshots": self.snapshots,
+            "join_clock": format_instant(min(known)) if len(known) == len(clocks) and known else None,
+            "rows_emitted": self.sink.state().rows_emitted,
+            **self.sink.status(),
+            "late_rows": sum(v["late_rows"] for v in inputs.values()),
+            # Spark's state rows, or for streamjoin's operator the join rows it holds
+            "state_rows": self.sink.status().get("operator_state_rows", state_rows(progress))
+            + sum(state_rows(r.query.lastProgress or {}) for r in self.upstream),
+            "last_batch_ms": (progress.get("durationMs") or {}).get("triggerExecution"),
+            "watermark": format_instant(spark_watermark_rowtime_us((progress.get("eventTime") or {}).get("watermark"))),
+            "updated_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            "started_at": self.started_at,
+            "pid": os.getpid(),
+        }
+
+    def write(self, query, final: str | None = None) -> dict:
+        snap = self.snapshot(query)
+        with self.lock:
+            if self.final and not final:
+                return snap  # a progress callback that arrives after the query ended
+            if final:
+                snap["state"] = self.final = final
+            tmp = self.path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(snap, indent=2))
+            os.replace(tmp, self.path)
+        return snap
+
+    def line(self, snap: dict) -> str:
+        reads = " ".join(f"{a}={v['rows_read']}" for a, v in snap["inputs"].items())
+        return (
+            f"streamjoin: batch {snap['batch']} read {reads} emitted {snap['rows_emitted']} "
+            f"late {snap['late_rows']} state {snap['state_rows']} clock {snap['join_clock']}"
+        )
+
+
+def state_rows(progress: dict) -> int:
+    return sum(op.get("numRowsTotal", 0) for op in progress.get("stateOperators", []))
+
+
