@@ -16,6 +16,7 @@ from runtime_helpers import read_output, run_to_end, run_until_idle, start, writ
 from streamjoin.io.staging import late_rows
 
 EPOCH = dt.datetime(1970, 1, 1)
+BASE = dt.datetime(2024, 1, 1)
 
 
 def at(ms: int, base: dt.datetime = EPOCH) -> str:
@@ -197,7 +198,7 @@ GROUP_SHAPES = {  # function call, size, slide, offset (ms)
 def test_tumble_and_hop_with_offsets_group_rows_into_the_windows_the_reference_gives(spark, tmp_path):
     rng = random.Random(42)
     events = sorted(({"ts": rng.randint(0, 40_000), "u": rng.randint(0, 5)} for _ in range(80)), key=lambda e: e["ts"])
-    base = dt.datetime(2024, 1, 1)
+    base = BASE
     write_jsonl(tmp_path / "e" / "1.json", [{"ts": at(e["ts"], base), "u": e["u"]} for e in events])
     for name, (call, size, slide, offset) in GROUP_SHAPES.items():
         sql = (f"CREATE STREAM e (u INT, ts TIMESTAMP) WITH (connector = 'files', format = 'json', path = '{tmp_path / 'e'}', rowtime = 'ts');\n"
@@ -210,3 +211,58 @@ def test_tumble_and_hop_with_offsets_group_rows_into_the_windows_the_reference_g
                 expected.setdefault(ws, []).append(e["u"])
         assert [(ms_of(r["window_start"], base), ms_of(r["window_end"], base), r["n"], r["users"]) for r in rows] == [
             (ws, ws + size, len(us), len(set(us))) for ws, us in sorted(expected.items())], name
+
+
+# ---------------------------------------------------------------------------- joined windowed aggregates
+
+AGG_VIEWS = """CREATE STREAM a (k INT, v INT, u INT, ts TIMESTAMP) WITH (connector = 'files', format = 'json', path = '{a}', rowtime = 'ts');
+CREATE STREAM b (k INT, v INT, u INT, ts TIMESTAMP) WITH (connector = 'files', format = 'json', path = '{b}', rowtime = 'ts');
+CREATE VIEW aw AS SELECT STREAM window_start, window_end, k, COUNT(*) AS n, SUM(v) AS total
+  FROM TUMBLE(a, ts, INTERVAL '5' SECOND) GROUP BY window_start, window_end, k;
+CREATE VIEW bw AS SELECT STREAM FLOOR(b.ts TO SECOND) AS s, k, COUNT(DISTINCT u) AS users, COUNT(*) AS n
+  FROM b GROUP BY FLOOR(b.ts TO SECOND), k;
+"""
+
+
+def windowed(events: list[dict], size_ms: int) -> dict[tuple[int, int], list[dict]]:
+    """(bucket start, key) -> the events of that bucket and key."""
+    out: dict[tuple[int, int], list[dict]] = {}
+    for e in events:
+        out.setdefault((e["t"] // size_ms * size_ms, e["k"]), []).append(e)
+    return out
+
+
+def test_two_windowed_aggregates_join_per_window_and_key_inner_and_full_as_the_reference_says(spark, tmp_path):
+    """The everyday "join two per-window summaries" query: each view emits a bucket's row when the
+    bucket closes, rowtime = the bucket start; the join pairs rows of equal bucket and key. The
+    5-second TUMBLE buckets of `a` meet the 1-second FLOOR buckets of `b` where they start alike."""
+    rng = random.Random(20241124)
+    streams = []
+    for side in ("a", "b"):
+        t, events = 0, []
+        for _ in range(150):
+            t += rng.randint(0, 400)
+            events.append({"t": t, "k": rng.randint(0, 2), "v": rng.randint(1, 9), "u": rng.randint(0, 3)})
+        write_jsonl(tmp_path / side / "1.json", [{"ts": at(e["t"], BASE), "k": e["k"], "v": e["v"], "u": e["u"]} for e in events])
+        streams.append(events)
+    left = {key: (len(es), sum(e["v"] for e in es)) for key, es in windowed(streams[0], 5000).items()}
+    right = {key: (len({e["u"] for e in es}), len(es)) for key, es in windowed(streams[1], 1000).items()}
+    for join, expected_keys in (("JOIN", left.keys() & right.keys()), ("FULL JOIN", left.keys() | right.keys())):
+        for operator in ("auto", "custom"):
+            sql = AGG_VIEWS.format(a=tmp_path / "a", b=tmp_path / "b") + (
+                "SELECT STREAM ROWTIME, COALESCE(aw.window_start, bw.s) AS ws, COALESCE(aw.k, bw.k) AS k, aw.n AS an, "
+                f"aw.total, bw.users, bw.n AS bn FROM aw {join} bw ON aw.k = bw.k AND aw.window_start = bw.s"
+                + (" EMIT CHANGES;" if operator == "custom" else ";"))
+            work = tmp_path / f"{join.split()[0]}-{operator}"
+            rows, status = run_until_idle(spark, sql, work)
+            assert status["late_rows"] == 0
+            folded = Counter()  # EMIT CHANGES: the changelog folds to the FINAL rows
+            for r in rows:
+                folded[(ms_of(r["rowtime"], BASE), ms_of(r["ws"], BASE), r["k"], r["an"], r["total"], r["users"], r["bn"])] += (
+                    -1 if r.get("op") == "-D" else 1)
+            got = sorted(folded.elements())
+            expected = sorted((ws, ws, k, *(left.get((ws, k)) or (None, None)), *(right.get((ws, k)) or (None, None)))
+                              for ws, k in expected_keys)
+            assert got == expected, (join, operator)
+            if operator == "auto":
+                assert [r["rowtime"] for r in rows] == sorted(r["rowtime"] for r in rows)  # EMIT FINAL order

@@ -17,6 +17,7 @@ from pathlib import Path
 from streamjoin.io.staging import InputSpec
 from streamjoin.lower.columns import ET_COLUMN
 from streamjoin.lower.lowered import OP, Lowered
+from streamjoin.lower.staged_views import lower_staged_views
 from streamjoin.lower.strategy import LoweringOptions, cuts, uses_custom
 from streamjoin.lower.support import check_runnable, sink_spec
 from streamjoin.plan.model import Emit, Query, Script
@@ -26,17 +27,21 @@ def lower(spark, script: Script, query: Query, specs: list[InputSpec], checkpoin
           options: LoweringOptions = LoweringOptions()) -> Lowered:
     check_runnable(script, query, options)
     checkpoint = checkpoint if checkpoint is not None else Path(specs[0].state_dir).parent.parent
+    late_root = Path(specs[0].late_dir).parent if specs else checkpoint / "late"
     columns = [c.name for c in query.output]
+    # aggregating views joined with streams run first, as parts of their own (lower.staged_views)
+    parts, staged, specs = lower_staged_views(spark, script, query, specs, checkpoint, late_root)
+    inputs = specs + list(staged.values())
     if uses_custom(query, options):
         from streamjoin.lower.custom import lower_custom
 
-        frame = lower_custom(spark, query, {s.alias: s for s in specs}, options)
+        frame = lower_custom(spark, query, {**{s.alias: s for s in specs}, **staged}, options)
         if query.emit == Emit.CHANGES:
             columns.insert(0, OP)
-        return Lowered(frame, specs, columns, 0, sink=sink_spec(script, query), custom=True, emit=query.emit)
+        return Lowered(frame, inputs, columns, 0, sink=sink_spec(script, query), custom=True, emit=query.emit, upstream=parts)
     from streamjoin.lower.native import NativeLowering, order_delay
 
-    lowering = NativeLowering(spark, script, {s.alias: s for s in specs}, checkpoint)
+    lowering = NativeLowering(spark, script, {s.alias: s for s in specs}, checkpoint, staged)
     if cuts(query):
         from streamjoin.lower.cut_chain import lower_cut_chain
 
@@ -48,7 +53,8 @@ def lower(spark, script: Script, query: Query, specs: list[InputSpec], checkpoin
 
         frame = frame.select(F.lit("+I").alias(OP), "*")
         columns.insert(0, OP)
-    return Lowered(frame, specs, columns, order_delay(query), lowering.snapshots, bucketed, sink_spec(script, query))
+    return Lowered(frame, inputs, columns, order_delay(query), lowering.snapshots, bucketed, sink_spec(script, query),
+                   upstream=parts)
 
 
 __all__ = ["Lowered", "LoweringOptions", "check_runnable", "lower"]

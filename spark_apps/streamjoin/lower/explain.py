@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from streamjoin.lower.strategy import LoweringOptions, describe
+from streamjoin.lower.strategy import LoweringOptions, describe, staged_views
 from streamjoin.plan.model import Emit, Input, Join, Kind, Query, Script, sql
 
 _EMIT = {
@@ -16,7 +16,7 @@ _EMIT = {
 
 
 def explain_text(script: Script, options: LoweringOptions = LoweringOptions()) -> str:
-    blocks = [_relations(script)] + [_query(q, options) for q in script.queries]
+    blocks = [_relations(script)] + [_query(script, q, options) for q in script.queries]
     return "\n\n".join(b for b in blocks if b) + "\n"
 
 
@@ -40,12 +40,16 @@ def _relations(script: Script) -> str:
     return "declared:\n" + "\n".join(lines) if lines else ""
 
 
-def _query(q: Query, options: LoweringOptions) -> str:
+def _query(script: Script, q: Query, options: LoweringOptions) -> str:
     title = "query" if q.name == "query" else f"view {q.name}"
     target = f" -> INSERT INTO {q.sink}" if q.sink else ""
     lines = [f"{title}: {q.kind}{target}", f"  emit: {_EMIT[q.emit]}", "  inputs:"]
+    staged = {sv.alias for sv in staged_views(script, q)}
     for i in q.inputs:
         lines.append(f"    {i.alias}: {i.kind} {i.relation}{_input_detail(i)}")
+        if i.alias in staged:
+            lines.append("      an aggregating view joined with a stream: it runs as a query of its own; its rows, released in "
+                         "rowtime order once their bucket closes, are this input")
         for f in i.pushed_filters:
             lines.append(f"      filter before loading: {sql(f)}")
     for n, j in enumerate(q.joins, 1):

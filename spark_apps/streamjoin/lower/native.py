@@ -49,8 +49,11 @@ class NativeLowering:
     """Builds the frames of one query (and of the stream views it reads); collects the snapshots
     its tables were loaded from."""
 
-    def __init__(self, spark, script: Script, specs: dict[str, InputSpec], checkpoint: Path):
+    def __init__(self, spark, script: Script, specs: dict[str, InputSpec], checkpoint: Path,
+                 staged: dict[str, InputSpec] | None = None):
+        """`staged`: inputs (by alias) that an earlier part stages for this query (lower.staged_views)."""
         self.spark, self.script, self.specs, self.checkpoint = spark, script, specs, checkpoint
+        self.staged = staged or {}
         self.snapshots = []
 
     def query_frame(self, query: Query, prefix: str = ""):
@@ -110,6 +113,8 @@ class NativeLowering:
 
     def input_frame(self, query: Query, item: Input, prefix: str):
         relation = self.script.relation(item.relation)
+        if not prefix and item.alias in self.staged:
+            return stream_frame(self.spark, self.staged[item.alias], item.alias)
         if relation.view and self.script.view(relation.name).kind == Kind.STREAM:
             return self.view_frame(item, relation, prefix)
         if item.kind == Kind.STREAM:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from streamjoin.plan.model import Emit, Join, JoinKind, JoinType, Query, sql
+from streamjoin.plan.model import Emit, Input, Join, JoinKind, JoinType, Kind, Query, Script, sql
 from streamjoin.plan.windows import RowsWindow
 from streamjoin.settings import Settings
 
@@ -119,3 +119,22 @@ def describe(query: Query, join: Join, options: LoweringOptions = LoweringOption
 
 def _column(expression: exp.Expression) -> str | None:
     return expression.name if isinstance(expression, exp.Column) else None
+
+
+@dataclass(frozen=True)
+class StagedView:
+    alias: str  # the joining query's input
+    view: Query
+
+
+def staged_views(script: Script, query: Query) -> list[StagedView]:
+    """The inputs of `query` that run as parts of their own: aggregating stream views that take
+    part in a join with another stream (a view only joined with tables runs inline)."""
+    joined = {a for j in query.joins if not (j.kind.with_table or j.kind == JoinKind.BUCKETED)
+              for a in (*j.left_inputs, j.right)}
+    return [StagedView(i.alias, script.view(i.relation)) for i in query.inputs if _aggregating_view(script, i) and i.alias in joined]
+
+
+def _aggregating_view(script: Script, item: Input) -> bool:
+    relation = script.relation(item.relation)
+    return relation.view and item.kind == Kind.STREAM and script.view(relation.name).aggregation is not None

@@ -19,7 +19,7 @@ from streamjoin.errors import Unsupported
 from streamjoin.lower.columns import lag
 from streamjoin.lower.inputs import STREAM_CONNECTORS, check_stream_path
 from streamjoin.lower.lowered import OP
-from streamjoin.lower.strategy import LoweringOptions, cuts, uses_custom
+from streamjoin.lower.strategy import LoweringOptions, cuts, staged_views, uses_custom
 from streamjoin.plan.model import Emit, JoinKind, JoinType, Kind, Query, Relation, Script, sql
 from streamjoin.plan.windows import BucketWindow, RangeWindow
 
@@ -140,8 +140,11 @@ def _view_input(ctx: Context, alias: str, view: Query) -> str | None:
     if view.kind == Kind.TABLE:
         return _table_view(ctx.script, view)
     check_query(Context(ctx.script, view, False, ctx.options))  # raises for the view's own reasons
-    if view.aggregation is not None and any(not (j.kind.with_table or j.kind == JoinKind.BUCKETED) for j in ctx.query.joins):
-        return f"input '{alias}' is an aggregating view: it can feed stream-table joins, not stream-stream joins, in `run` yet"
+    if alias in {sv.alias for sv in staged_views(ctx.script, ctx.query)}:  # runs as a part of its own
+        if not ctx.top:
+            return f"input '{alias}': an aggregating view joined with a stream inside a view is not supported by `run` yet"
+        if cuts(ctx.query):
+            return f"input '{alias}': an aggregating view in a chain cut after an outer join is not supported by `run` yet"
     return None
 
 
@@ -266,11 +269,14 @@ def _custom_shape(ctx: Context) -> str | None:
         return ("a join that needs streamjoin's own operator (ROWS windows, EMIT EAGER/CHANGES, ASOF, TUMBLE/HOP) "
                 "must be the query's only join in `run` yet: join further inputs in a view over it")
     join = q.joins[0]
+    staged = {sv.alias for sv in staged_views(ctx.script, q)}
     for i in q.inputs:
         relation = ctx.script.relation(i.relation)
-        if relation.view or i.kind != Kind.STREAM:
-            return (f"input '{i.alias}': {join.kind}s with streamjoin's operator read declared streams in `run` yet, "
-                    "not tables or views")
+        if (relation.view and i.alias not in staged) or i.kind != Kind.STREAM:
+            return (f"input '{i.alias}': {join.kind}s with streamjoin's operator read declared streams or aggregating "
+                    "views in `run` yet, not tables or other views")
+        if i.alias in staged:
+            continue
         if i.time_window and i.time_window.column != relation.rowtime:
             return f"input '{i.alias}': {i.time_window.function} must window the stream's rowtime ({relation.rowtime})"
     if q.aggregation is not None:
@@ -310,8 +316,12 @@ def _custom_condition(ctx: Context) -> str | None:
 
 
 def _custom_inputs(ctx: Context) -> str | None:
+    staged = {sv.alias for sv in staged_views(ctx.script, ctx.query)}
     for i in ctx.query.inputs:
         relation = ctx.script.relation(i.relation)
+        if i.alias in staged:
+            check_query(Context(ctx.script, ctx.script.view(relation.name), False, ctx.options))
+            continue
         connector = (relation.option("connector") or "files").lower()
         if connector not in STREAM_CONNECTORS:
             return f"input '{i.alias}': connector '{connector}' is not supported for streams yet (use 'files' or 's3')"

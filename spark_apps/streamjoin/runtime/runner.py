@@ -39,11 +39,13 @@ class Runner:
         reads, joins and flushes them in two batches (the second one Spark runs by itself, its
         watermark having moved to +infinity)."""
         self.spark, self.lowered, self.checkpoint, self.until_idle = spark, lowered, checkpoint, until_idle
-        # a chain cut after its outer joins (lower.strategy.cuts): one query per earlier part, each
-        # feeding the next; this Runner is the last part and drives them all. Only the first part
-        # reads nothing but the user's inputs: only it can end before it starts.
-        self.upstream = [
-            Runner(spark, part, checkpoint / "stages" / str(n), "", query_file, quiet=True, until_idle=until_idle and n == 0)
+        # the earlier parts (a chain cut after its outer joins, lower.cut_chain; aggregating views,
+        # lower.staged_views): one query each, feeding later ones; this Runner is the last part
+        # and drives them all. A part that reads only the user's inputs can end before it starts.
+        staged = {part.stage_spec.alias for part in lowered.upstream}
+        self.upstream = [  # a part that reads an earlier part's rows ends after it, in end_of_input
+            Runner(spark, part, checkpoint / "stages" / str(n), "", query_file, quiet=True,
+                   until_idle=until_idle and not any(s.alias in staged for s in part.inputs))
             for n, part in enumerate(lowered.upstream)
         ]
         self.stagers = [Stager(spec) for spec in lowered.inputs]

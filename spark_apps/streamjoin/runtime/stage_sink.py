@@ -13,8 +13,9 @@ from streamjoin.runtime.ordered_sink import OrderedSink, SinkState
 
 
 class StageSink(OrderedSink):
-    """The sink of a part of a cut chain (lower.strategy.cuts) but the last: its rows, in
-    rowtime order, are the next part's input. Each release is one parquet file in the folder the
+    """The sink of a part that feeds another: an earlier part of a cut chain (lower.cut_chain), or
+    an aggregating view joined with streams (lower.staged_views). Its rows, in rowtime order, are
+    the next part's input (`spec`, whose rowtime column they carry). Each release is one parquet file in the folder the
     next part reads (the same staging as any input), ending with a rowtime bound at the release
     threshold: no later row of this part can be older, so the next part's clock advances with
     this part's, rows or not."""
@@ -49,7 +50,7 @@ class StageSink(OrderedSink):
         if rows is not None:
             parts.append(rows.append_column(BOUND, pa.array([False] * rows.num_rows)).cast(schema))
         if bound is not None:
-            parts.append(bound_row(schema, ROWTIME_COLUMN, bound))
+            parts.append(bound_row(schema, self.spec.rowtime, bound))
         name = f"part-{state.releases:08d}.parquet"  # a replayed release rewrites the same file
         state.pending_stage_us = END_US if threshold_us is None else threshold_us
         self._save_state(state)  # the plan first: a crash from here on replays this very release
