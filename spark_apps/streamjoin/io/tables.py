@@ -45,7 +45,7 @@ def read_table(name: str, options: Mapping[str, str], schema: pa.Schema, where: 
         rows = postgres.read_table(url, table, sql, schema, where=where, columns=None)
         return TableRead(rows, f"postgres {redact(url)} {table or '(query)'}" + (f" WHERE {where}" if where else ""))
     if connector not in ("files", "s3"):
-        raise Unsupported(f"table '{name}': connector '{connector}' is not supported (use {', '.join(repr(c) for c in CONNECTORS)})")
+        raise Unsupported(f"table '{name}': connector '{connector}' is not supported (use 'files', 'postgres' or 's3')")
     path = expand(options.get("path"))
     if not path:
         raise Unsupported(f"table '{name}' needs WITH (path = '...') to be read")
