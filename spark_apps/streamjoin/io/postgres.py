@@ -71,7 +71,18 @@ def parse_url(url: str) -> dict:
         kwargs["user"] = unquote(parts.username)
     if parts.password is not None:
         kwargs["password"] = unquote(parts.password)
-    for key, value in parse_qsl(parts.query, keep_blank_values=True):
+    _url_parameters(parts.query, kwargs, url)
+    kwargs.setdefault("user", os.environ.get("PGUSER") or "postgres")
+    try:
+        kwargs["connect_timeout"] = int(kwargs.get("connect_timeout", 10))
+    except ValueError:
+        raise ValueError(f"connect_timeout is not a number in PostgreSQL url {_redact(url)}") from None
+    return kwargs
+
+
+def _url_parameters(query: str, kwargs: dict, url: str) -> None:
+    """URL parameters into connection arguments: libpq's as they are, JDBC's translated."""
+    for key, value in parse_qsl(query, keep_blank_values=True):
         if key in _LIBPQ_PARAMS:
             kwargs[key] = value
         elif key == "currentSchema":
@@ -81,12 +92,6 @@ def parse_url(url: str) -> dict:
                 kwargs.setdefault("sslmode", "require")
         else:
             raise ValueError(f"unknown parameter {key!r} in PostgreSQL url {_redact(url)}")
-    kwargs.setdefault("user", os.environ.get("PGUSER") or "postgres")
-    try:
-        kwargs["connect_timeout"] = int(kwargs.get("connect_timeout", 10))
-    except ValueError:
-        raise ValueError(f"connect_timeout is not a number in PostgreSQL url {_redact(url)}") from None
-    return kwargs
 
 
 def _redact(url: str) -> str:
@@ -133,20 +138,8 @@ def _split_name(name: str) -> list[tuple[str, bool]]:
         while i < n and name[i].isspace():
             i += 1
         if i < n and name[i] == '"':
-            j, buf = i + 1, []
-            while True:
-                if j >= n:
-                    raise ValueError(f"unbalanced quotes in table name {name!r}")
-                if name[j] == '"':
-                    if j + 1 < n and name[j + 1] == '"':
-                        buf.append('"')
-                        j += 2
-                        continue
-                    break
-                buf.append(name[j])
-                j += 1
-            parts.append(("".join(buf), True))
-            i = j + 1
+            part, i = _quoted_part(name, i)
+            parts.append((part, True))
             while i < n and name[i].isspace():
                 i += 1
         else:
@@ -165,6 +158,22 @@ def _split_name(name: str) -> list[tuple[str, bool]]:
     if not 1 <= len(parts) <= 2:
         raise ValueError(f"bad table name {name!r} (want table or schema.table)")
     return parts
+
+
+def _quoted_part(name: str, i: int) -> tuple[str, int]:
+    """The quoted part of `name` that starts at `i` (a `""` inside stands for `"`), and where it ends."""
+    j, buf, n = i + 1, [], len(name)
+    while True:
+        if j >= n:
+            raise ValueError(f"unbalanced quotes in table name {name!r}")
+        if name[j] == '"':
+            if j + 1 < n and name[j + 1] == '"':
+                buf.append('"')
+                j += 2
+                continue
+            return "".join(buf), j + 1
+        buf.append(name[j])
+        j += 1
 
 
 def _match_rank(wanted: str, quoted: bool, actual: str) -> int | None:
@@ -329,7 +338,6 @@ def read_table(
     differing only in case (then the exact spelling wins). Errors are ValueErrors naming the table.
     """
     import psycopg2
-    import pyarrow.csv as pacsv
     from psycopg2 import sql
 
     if (table is None) == (query is None):
@@ -356,15 +364,7 @@ def read_table(
                 cur.execute(sql.SQL("SELECT * FROM {} LIMIT 0").format(source))
                 available = [d.name for d in cur.description]
 
-            exprs, wire_types, quoted = [], {}, []
-            for i, f in enumerate(fields):
-                col = sql.Identifier(_match_column(f.name, available, label))
-                expr, wire, force_quote = _select_expr(col, f.type)
-                alias = f"c{i}"
-                exprs.append(sql.SQL("{} AS {}").format(expr, sql.Identifier(alias)))
-                wire_types[alias] = wire
-                if force_quote:
-                    quoted.append(sql.Identifier(alias))
+            exprs, wire_types, quoted = _select_list(fields, available, label)
 
             if not exprs:  # nothing to read but the number of rows
                 count = sql.SQL("SELECT count(*) FROM {}").format(source)
@@ -389,6 +389,29 @@ def read_table(
         raise ValueError(f"cannot read {label}: {_one_line(e)}") from None
     finally:
         conn.close()
+
+    return _parse_copy(buf, wire_types, out_schema, label)
+
+
+def _select_list(fields, available: list[str], label: str):
+    """(the SELECT list, each column's type on the wire, the columns COPY must quote)."""
+    from psycopg2 import sql
+
+    exprs, wire_types, quoted = [], {}, []
+    for i, f in enumerate(fields):
+        col = sql.Identifier(_match_column(f.name, available, label))
+        expr, wire, force_quote = _select_expr(col, f.type)
+        alias = f"c{i}"
+        exprs.append(sql.SQL("{} AS {}").format(expr, sql.Identifier(alias)))
+        wire_types[alias] = wire
+        if force_quote:
+            quoted.append(sql.Identifier(alias))
+    return exprs, wire_types, quoted
+
+
+def _parse_copy(buf, wire_types: dict, out_schema: pa.Schema, label: str) -> pa.Table:
+    """COPY's CSV as the declared Arrow schema."""
+    import pyarrow.csv as pacsv
 
     buf.seek(0)
     try:
