@@ -5,36 +5,40 @@ Every hour, for the hour H that just ended:
 1. `resolve_hour`: the app and H (the `hour` param, else the last hour ended by the run's
    data interval end), and where H's completeness marker is (`<output>/_complete/hour=H.json`).
 2. `wait_for_complete_hour`: waits for the marker in S3 (the app's output must be an `s3://`
-   prefix). Deferrable when aiobotocore is installed (the S3 trigger needs it); otherwise it
-   pokes in reschedule mode, which frees the worker slot between pokes.
+   prefix), poking in reschedule mode (the worker slot is free between pokes). It fails at once,
+   saying why and what to do, when the marker cannot come: H has not ended yet, the app's
+   complete hours start after H, or the app's input has ended without H; after 10 min when no
+   input for H has reached the app (its status.json clock is before H, or it never ran); and
+   after 2 h in any case (`include.ops.report.hour_ready`).
 3. `check_and_publish`: runs the quality checkpoint on H (verdict under `<output>/_quality/hour=H/`,
    an e-mail/webhook alert when it fails), then publishes the report to `<reports>/<app>/hour=H/`:
    `index.html` (a row per city, a chart of sales by region, the verdict), `cities.csv`,
    `sales_by_region.png`, `quality.json`. A failed hour's report says NOT VALIDATED and the task
    fails without retrying (retrying would not change the data, and the alert is out).
 
-Trigger it from the UI with params to (re)check a chosen hour of a chosen app.
+Trigger it from the UI with params to (re)check a chosen hour of a chosen app (`hour` empty: the
+hour that just ended). The DAG starts paused; the trigger form's "Unpause on trigger" box (ticked
+by default) also starts its hourly schedule: untick it to run once.
 Operator's guide: docs/operations.md.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import importlib.util
 import os
 import sys
 from pathlib import Path
 
-from airflow.providers.amazon.aws.sensors.s3 import S3KeySensor
-from airflow.sdk import Param, dag, task
+from airflow.sdk import Param, PokeReturnValue, dag, task
 from airflow.sdk.exceptions import AirflowFailException
 
 ROOT = os.environ.get("STREAMJOIN_HOME") or str(Path(__file__).resolve().parents[1])
 sys.path[:0] = [] if ROOT in sys.path else [ROOT]  # the tasks import include.ops from the repository root
 
-# S3KeySensor's trigger runs on aiobotocore (the Amazon provider's [aiobotocore] extra).
-DEFERRABLE = importlib.util.find_spec("aiobotocore") is not None
 POKE_SECONDS = float(os.environ.get("STREAMJOIN_MARKER_POKE_SECONDS", "120"))  # how often to look for the marker
+# how long to wait for it when no input for the hour has reached the app (default 10 min), and at most (2 h)
+NO_INPUT_WAIT_SECONDS = float(os.environ.get("STREAMJOIN_REPORT_NO_INPUT_WAIT_SECONDS", "600"))
+MAX_WAIT_SECONDS = float(os.environ.get("STREAMJOIN_REPORT_MAX_WAIT_SECONDS", "7200"))
 
 
 @dag(
@@ -48,7 +52,9 @@ POKE_SECONDS = float(os.environ.get("STREAMJOIN_MARKER_POKE_SECONDS", "120"))  #
     params={
         "app": Param("hourly_city_sales", type="string", minLength=1, title="App",
                      description="The app whose output to check and report: its name under include/apps/."),
-        "hour": Param("", type="string", title="Hour (UTC)", pattern=r"^$|^\d{4}-\d{2}-\d{2}[T ]\d{2}(:\d{2}(:\d{2})?)?$",
+        # optional: Airflow's trigger form requires every field whose type does not allow null
+        "hour": Param(None, type=["null", "string"], title="Hour (UTC)",
+                      pattern=r"^$|^\s*\d{4}-\d{2}-\d{2}[T ]\d{2}(:\d{2}(:\d{2})?)?\s*$",
                       description="The hour to check and report, YYYY-MM-DDTHH in UTC (e.g. 2024-01-01T10). "
                                   "Empty: the hour that just ended."),
     },
@@ -69,12 +75,20 @@ def hourly_enrichment_report():
         except DataQualityFailed as failed:
             raise AirflowFailException(str(failed)) from failed
 
+    @task.sensor(poke_interval=POKE_SECONDS, mode="reschedule", timeout=MAX_WAIT_SECONDS + 2 * POKE_SECONDS + 60)
+    def wait_for_complete_hour(app: str, hour: str, marker: str, dag_run=None) -> PokeReturnValue:
+        from include.ops.report import HourCannotComplete, hour_ready
+
+        now = dt.datetime.now(dt.UTC)
+        started = getattr(dag_run, "start_date", None) or now
+        try:
+            ready = hour_ready(app, hour, now, (now - started).total_seconds(), MAX_WAIT_SECONDS, NO_INPUT_WAIT_SECONDS)
+        except HourCannotComplete as cannot:
+            raise AirflowFailException(f"{cannot} (marker: {marker})") from cannot
+        return PokeReturnValue(is_done=ready)
+
     target = resolve_hour()
-    wait = S3KeySensor(
-        task_id="wait_for_complete_hour", bucket_key=target["marker"], aws_conn_id="aws_default",
-        deferrable=DEFERRABLE, mode="poke" if DEFERRABLE else "reschedule",
-        poke_interval=POKE_SECONDS, timeout=6 * 3600,
-    )
+    wait = wait_for_complete_hour(target["app"], target["hour"], target["marker"])
     wait >> check_and_publish(target["app"], target["hour"])
 
 

@@ -2,8 +2,10 @@
 
 Starts `streamjoin s3 serve` and `airflow standalone` (AIRFLOW_HOME=.airflow, SQLite, this repo's
 dags/), configures the connections from environment variables (`AIRFLOW_CONN_AWS_DEFAULT` to the
-embedded S3, `AIRFLOW_CONN_SPARK_DEFAULT` to local[2]), prints the URL and the login, and stops
-both cleanly on Ctrl-C (standalone shuts down cleanly only on SIGINT).
+embedded S3, `AIRFLOW_CONN_SPARK_DEFAULT` to local[2]), prints the URL, the login and the S3
+endpoint with its credentials, and stops both cleanly on Ctrl-C (standalone shuts down cleanly
+only on SIGINT). The API server listens on 127.0.0.1 only, unless `AIRFLOW__API__HOST` says
+otherwise (`AIRFLOW__API__HOST=0.0.0.0 make airflow` for every interface).
 
     .venv/bin/python include/airflow_local.py [--port 8080] [--s3-port 9000]
 """
@@ -35,6 +37,7 @@ def airflow_env(home: Path, s3_env: dict[str, str], api_port: int) -> dict[str, 
         "AIRFLOW__CORE__DAGS_FOLDER": str(ROOT / "dags"),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": "admin:admin",
+        "AIRFLOW__API__HOST": api_host(),
         "AIRFLOW__API__PORT": str(api_port),
         "AIRFLOW__API__BASE_URL": f"http://127.0.0.1:{api_port}",
         "STREAMJOIN_HOME": str(ROOT),
@@ -50,6 +53,26 @@ def airflow_env(home: Path, s3_env: dict[str, str], api_port: int) -> dict[str, 
         "CITY_INFO_SNAPSHOTS_PATH": os.environ.get("CITY_INFO_SNAPSHOTS_PATH", "s3://streamjoin/snapshots/city_info"),
         "REPORTS_PATH": os.environ.get("REPORTS_PATH", "s3://streamjoin/reports"),
     }
+
+
+def api_host() -> str:
+    """Where the API server listens: this machine only (a laptop tool), unless asked otherwise."""
+    return os.environ.get("AIRFLOW__API__HOST") or "127.0.0.1"
+
+
+def banner(url: str, password: str, s3_env: dict[str, str]) -> list[str]:
+    """What `make airflow` prints once Airflow is up: the UI and its login, the DAGs, and how to
+    reach the embedded S3 (endpoint and credentials, as exports for another shell)."""
+    host = api_host()
+    where = ("this machine only (AIRFLOW__API__HOST=0.0.0.0 make airflow to listen on every interface)"
+             if host in ("127.0.0.1", "localhost", "::1") else host)
+    return [
+        f"Airflow is up: {url}  (login admin / {password}); listening on {where}",
+        "DAGs: streaming_join_apps, lookup_snapshot_refresh, hourly_enrichment_report",
+        f"embedded S3: {s3_env['AWS_ENDPOINT_URL']}, bucket s3://streamjoin/ "
+        f"(access key {s3_env['AWS_ACCESS_KEY_ID']}, secret key {s3_env['AWS_SECRET_ACCESS_KEY']}); from another shell:",
+        *(f"  export {name}={value}" for name, value in s3_env.items()),
+    ]
 
 
 def main() -> int:
@@ -82,9 +105,7 @@ def main() -> int:
         while not stop["asked"] and standalone.poll() is None and not _up(f"{url}/api/v2/monitor/health"):
             time.sleep(1)
         if standalone.poll() is None and not stop["asked"]:
-            print(f"Airflow is up: {url}  (login admin / {_password(home)})", flush=True)
-            print("DAGs: streaming_join_apps, lookup_snapshot_refresh, hourly_enrichment_report; "
-                  "S3 objects: s3://streamjoin/ on " + s3.settings.endpoint_url, flush=True)
+            print("\n".join(banner(url, _password(home), s3.env())), flush=True)
             print("stop with Ctrl-C", flush=True)
         while not stop["asked"] and standalone.poll() is None:
             time.sleep(0.5)

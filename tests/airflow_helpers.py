@@ -170,7 +170,7 @@ def _airflow(args: list[str], env: dict[str, str], timeout: float, check: bool =
 def probe_dag_file(path: Path, timeout: float = 120) -> dict:
     """Parse a DAG file in a fresh process: {"heavy_baseline": the HEAVY_MODULES `import airflow.sdk`
     loads, "heavy_added": those the file's import adds, "import_error": the import's exception or None,
-    "import_errors": DagBag's, "dags": [{"dag_id", "fileloc", "tags", "retries", "catchup", "doc_md"}]}."""
+    "import_errors": DagBag's, "dags": [{"dag_id", "fileloc", "tags", "retries", "catchup", "doc_md", "params": {name: {"default", "description", "schema"}}}]}."""
     process = subprocess.run([sys.executable, __file__, "--probe", str(path)], env=airflow_env(), cwd=REPO,
                              capture_output=True, text=True, timeout=timeout)
     lines = process.stdout.strip().splitlines()
@@ -201,10 +201,15 @@ def _probe(path: str) -> dict:
 
     bag = DagBag(dag_folder=path, safe_mode=False)
     dags = [{"dag_id": dag.dag_id, "fileloc": dag.fileloc, "tags": sorted(dag.tags or []),
-             "retries": (dag.default_args or {}).get("retries"), "catchup": dag.catchup, "doc_md": dag.doc_md}
+             "retries": (dag.default_args or {}).get("retries"), "catchup": dag.catchup, "doc_md": dag.doc_md,
+             "params": {name: _param(dag.params.get_param(name)) for name in dag.params}}
             for dag in bag.dags.values()]
     return {"heavy_baseline": sorted(baseline), "heavy_added": sorted(added), "import_error": import_error,
             "import_errors": {str(k): v for k, v in bag.import_errors.items()}, "dags": dags}
+
+
+def _param(param) -> dict:
+    return {"default": param.value if param.has_value else None, "description": param.description or "", "schema": param.schema}
 
 
 if __name__ == "__main__" and sys.argv[1:2] == ["--probe"]:

@@ -56,3 +56,14 @@ def test_the_dag_has_tags_retries_docs_and_no_catchup(path):
 def test_the_dag_file_imports_nothing_heavy_at_module_level(path):
     result = probe(path)
     assert result["heavy_added"] == [], f"imported at module level: {result['heavy_added']} (import them inside the tasks)"
+
+
+@each_dag_file
+def test_a_param_whose_help_says_it_may_be_empty_is_optional_in_the_trigger_form(path):
+    # Airflow's trigger form requires every field whose JSON schema type does not allow null
+    for name, param in the_dag(path)["params"].items():
+        schema = param["schema"]
+        if "empty" in param["description"].lower():
+            kinds = schema.get("type")
+            assert "null" in (kinds if isinstance(kinds, list) else [kinds]), f"param {name}: its type must allow null"
+            assert param["default"] in (None, ""), f"param {name}: default {param['default']!r}"

@@ -31,6 +31,8 @@ SCANNED_FOLDERS = ("spark_apps", "include", "dags")
 NOT_SET_BY_THE_STACK = {
     "PYSPARK_GATEWAY_PORT": "set by spark-submit for the Python driver it starts; tells the code it runs under spark-submit",
     "PATH": "the system's search path (include/airflow_local.py, the laptop launcher, prepends .venv/bin to it)",
+    "AIRFLOW__API__HOST": "read by include/airflow_local.py (the laptop launcher) only, to listen beyond 127.0.0.1 when "
+                          "asked; the stack's api-server keeps Airflow's default (0.0.0.0 inside its container)",
     "CHECKPOINT_PATH": "a one-run override of an app's [paths] checkpoint: one value for the whole stack would make "
                        "every app share one checkpoint (the defaults lie on the shared volume: tested below)",
 }

@@ -34,7 +34,16 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # include/ imports as a package from the repository root, as in the DAG
 
 from include.ops import apps  # noqa: E402
-from include.ops.report import DataQualityFailed, OutputNotOnS3, check_and_publish, marker_key, resolve, resolve_hour  # noqa: E402
+from include.ops.report import (  # noqa: E402
+    DataQualityFailed,
+    HourCannotComplete,
+    OutputNotOnS3,
+    check_and_publish,
+    hour_ready,
+    marker_key,
+    resolve,
+    resolve_hour,
+)
 from include.reports import hourly_city_sales as report_module  # noqa: E402
 
 DAG_ID = "hourly_enrichment_report"
@@ -196,6 +205,58 @@ def test_check_and_publish_publishes_a_failed_hour_as_not_validated_then_raises(
     assert "NOT VALIDATED: failed quality checks" in s3.read_bytes(outcome["report"]).decode()
 
 
+def an_app(output: str, checkpoint, clock: str | None = None) -> apps.AppConfig:
+    """hourly_city_sales writing to `output`, with its checkpoint at `checkpoint` holding a
+    status.json whose input clock is `clock` (none when None)."""
+    import dataclasses
+
+    if clock is not None:
+        checkpoint.mkdir(parents=True, exist_ok=True)
+        (checkpoint / "status.json").write_text(json.dumps({"inputs": {"s": {"clock": clock}}}))
+    return dataclasses.replace(apps.load_app("hourly_city_sales"), output=output, checkpoint=str(checkpoint))
+
+
+AFTER_HOUR = dt.datetime(2024, 1, 1, 11, 5, tzinfo=dt.UTC)  # five minutes after HOUR ended
+
+
+def test_the_report_refuses_at_once_an_hour_that_has_not_ended(tmp_path):
+    app = an_app("s3://streamjoin/nowhere", tmp_path / "ck")
+    with pytest.raises(HourCannotComplete, match="hour 2024-01-01T10 has not ended yet .*leave `hour` empty"):
+        hour_ready(app, HOUR, dt.datetime(2024, 1, 1, 10, 59, tzinfo=dt.UTC), waited_s=0)
+
+
+def test_the_report_refuses_at_once_an_hour_before_the_apps_complete_hours(s3_prefix, tmp_path):
+    write_hour(f"{s3_prefix}/output", good_rows())
+    app = an_app(f"{s3_prefix}/output", tmp_path / "ck", clock="2024-01-01 11:30:00.000")
+    assert hour_ready(app, HOUR, AFTER_HOUR, waited_s=0) is True
+    with pytest.raises(HourCannotComplete, match="complete hours after it \\(2024-01-01T10 to 2024-01-01T10\\) but not it"):
+        hour_ready(app, "2024-01-01T09", AFTER_HOUR, waited_s=0)
+
+
+def test_the_report_gives_up_after_a_short_wait_when_no_input_for_the_hour_reached_the_app(s3_prefix, tmp_path):
+    never_ran = an_app(f"{s3_prefix}/output", tmp_path / "none")
+    assert hour_ready(never_ran, HOUR, AFTER_HOUR, waited_s=0, no_input_wait_s=600) is False  # it may be starting
+    with pytest.raises(HourCannotComplete, match="no input for hour 2024-01-01T10 has reached app hourly_city_sales after 10 min "
+                                                 "\\(the app has not run.*generate.py"):
+        hour_ready(never_ran, HOUR, AFTER_HOUR, waited_s=600, no_input_wait_s=600)
+    behind = an_app(f"{s3_prefix}/output", tmp_path / "behind", clock="2024-01-01 04:58:00.000")
+    with pytest.raises(HourCannotComplete, match="the app's input clock is at 2024-01-01 04:58:00"):
+        hour_ready(behind, HOUR, AFTER_HOUR, waited_s=600, no_input_wait_s=600)
+
+
+def test_the_report_waits_while_the_apps_input_is_in_the_hour_up_to_the_longest_wait(s3_prefix, tmp_path):
+    app = an_app(f"{s3_prefix}/output", tmp_path / "ck", clock="2024-01-01 10:59:00.000")
+    assert hour_ready(app, HOUR, AFTER_HOUR, waited_s=3600, max_wait_s=7200, no_input_wait_s=600) is False
+    with pytest.raises(HourCannotComplete, match="still not complete after 120 min"):
+        hour_ready(app, HOUR, AFTER_HOUR, waited_s=7200, max_wait_s=7200)
+
+
+def test_the_report_refuses_at_once_an_hour_the_apps_ended_input_did_not_hold(s3_prefix, tmp_path):
+    app = an_app(f"{s3_prefix}/output", tmp_path / "ck", clock="end of input")
+    with pytest.raises(HourCannotComplete, match="input has ended .* without hour 2024-01-01T10"):
+        hour_ready(app, HOUR, AFTER_HOUR, waited_s=0)
+
+
 # --- the DAG, end to end -----------------------------------------------------------------------
 
 def report_objects(prefix: str) -> dict[str, tuple[str, bytes]]:
@@ -289,3 +350,30 @@ def test_the_dag_waits_for_the_hours_completeness_marker_then_checks_the_hour(s3
     assert run.succeeded, run.tail()
     assert "Rescheduling task, marking task as UP_FOR_RESCHEDULE" in run.output or "running trigger in line" in run.output
     assert "<strong>VALIDATED</strong>" in report_objects(s3_prefix)["index.html"][1].decode()
+
+
+def test_the_dag_fails_at_once_with_the_reason_when_asked_for_an_hour_that_has_not_ended(s3_prefix):
+    future = (dt.datetime.now(dt.UTC) + dt.timedelta(days=2)).strftime("%Y-%m-%dT%H")
+    started = time.monotonic()
+    run = dags_test(DAG_ID, conf={"app": "hourly_city_sales", "hour": future},
+                    env={"OUTPUT_PATH": f"{s3_prefix}/output", "REPORTS_PATH": f"{s3_prefix}/reports",
+                         **dict.fromkeys(ALERT_VARIABLES)})
+    assert run.state == "failed", run.tail()
+    assert run.task_states["wait_for_complete_hour"] == "failed" and run.task_states["check_and_publish"] == "upstream_failed"
+    assert f"hour {future} has not ended yet" in run.output
+    assert time.monotonic() - started < 240  # no retries, no waiting
+
+
+def test_the_dags_hour_is_optional_and_an_hour_without_input_fails_after_the_short_wait_with_what_to_do(s3_prefix):
+    def just_ended() -> str:
+        return (dt.datetime.now(dt.UTC) - dt.timedelta(hours=1)).strftime("%Y-%m-%dT%H")
+
+    before = just_ended()
+    run = dags_test(DAG_ID, conf={"app": "hourly_city_sales"},  # no hour: the hour that just ended
+                    env={"OUTPUT_PATH": f"{s3_prefix}/output", "REPORTS_PATH": f"{s3_prefix}/reports",
+                         "STREAMJOIN_REPORT_NO_INPUT_WAIT_SECONDS": "0", **dict.fromkeys(ALERT_VARIABLES)})
+    assert run.state == "failed", run.tail()
+    assert run.task_states["resolve_hour"] == "success" and run.task_states["wait_for_complete_hour"] == "failed"
+    assert any(f"no input for hour {hour} has reached app hourly_city_sales" in run.output
+               for hour in (before, just_ended())), run.tail()
+    assert "include/apps/hourly_city_sales/generate.py" in run.output

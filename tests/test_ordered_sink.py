@@ -122,3 +122,20 @@ def test_a_cut_chain_part_redoes_a_crashed_release_with_its_own_threshold(tmp_pa
     sink.release(watermark("2024-01-01T00:00:10.000Z"))
     assert read("part-00000001.parquet") == ([9], [10])
     assert sorted(p.name for p in (tmp_path / "rows").iterdir()) == ["part-00000000.parquet", "part-00000001.parquet"]
+
+
+def test_status_rows_emitted_counts_over_runs_of_a_checkpoint_and_rows_emitted_this_run_this_run_only(tmp_path):
+    from streamjoin.runtime.ordered_sink import SinkState
+    from streamjoin.runtime.status import Status, summary
+
+    sink = OrderedSink(tmp_path, None, ["v"], 0)
+    sink._save_state(SinkState(rows_emitted=800))  # an earlier run of this checkpoint
+    status = Status(tmp_path, [], sink, "q.sql")  # this run starts
+    snap = status.snapshot(None)
+    assert (snap["rows_emitted"], snap["rows_emitted_this_run"]) == (800, 0)
+    assert summary({**snap, "state": "finished"}) == "finished: 0 rows emitted (800 over every run of this checkpoint), 0 late rows"
+    sink._save_state(SinkState(rows_emitted=803))
+    snap = status.snapshot(None)
+    assert (snap["rows_emitted"], snap["rows_emitted_this_run"]) == (803, 3)
+    fresh = Status(tmp_path / "new", [], OrderedSink(tmp_path / "new", None, ["v"], 0), "q.sql").snapshot(None)
+    assert summary({**fresh, "state": "finished"}) == "finished: 0 rows emitted, 0 late rows"

@@ -239,3 +239,26 @@ def test_streamjoin_quality_check_exits_1_for_a_bad_hour_and_for_an_incomplete_o
     out = capsys.readouterr().out
     assert "FAILED" in out and "hour: expect_column_values_to_be_between on sales_hour" in out
     assert "expected: >= 2024-01-01T10:00:00+00:00 and < 2024-01-01T11:00:00+00:00" in out
+
+
+def test_checking_an_hour_logs_no_great_expectations_registration_noise_but_keeps_its_warnings(tmp_path):
+    # a fresh process, as an Airflow task: Great Expectations is imported by the check, with the root logger at INFO
+    import subprocess
+    import sys
+
+    script = tmp_path / "check.py"
+    script.write_text(f"""
+import logging, sys
+logging.basicConfig(level=logging.INFO, format="%(name)s: %(levelname)s: %(message)s", stream=sys.stderr)
+sys.path[:0] = [{str(Path(__file__).parent)!r}]
+from hour_fixtures import HOUR, good_rows, write_hour
+from streamjoin.quality import check_hour
+write_hour({str(tmp_path / "output")!r}, good_rows())
+print(check_hour({str(APP)!r}, HOUR, output={str(tmp_path / "output")!r}, alert=False).status)
+print(logging.getLogger("great_expectations").getEffectiveLevel())
+""")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == ["passed", str(logging.WARNING)]
+    noise = [line for line in done.stderr.splitlines() if line.startswith("great_expectations") and ": INFO: " in line]
+    assert noise == [], f"{len(noise)} lines, e.g. {noise[:3]}"

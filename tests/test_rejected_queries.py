@@ -243,3 +243,17 @@ def test_unterminated_string_points_at_its_opening_quote():
     error = rejection("SELECT STREAM *\nFROM orders o WHERE o.ticker = 'IBM;")
     assert error.message == "syntax error: unterminated string: missing '"
     assert at(error) == (2, 32)
+
+
+def test_a_misspelt_statement_keyword_is_reported_at_the_misspelt_word():
+    error = rejection("SELEC * FROM orders;")
+    assert error.message == "syntax error: unknown statement 'SELEC'"
+    assert at(error) == (1, 1)
+    assert error.hint == "did you mean SELECT?"
+
+
+def test_a_misspelt_keyword_inside_a_query_is_reported_at_the_misspelt_word():
+    error = rejection("SELECT STREAM *\n  FRM orders;")
+    assert error.message == "syntax error: unexpected 'FRM'"
+    assert at(error) == (2, 3)
+    assert error.hint == "did you mean FROM?"

@@ -4,8 +4,10 @@ and keeps its exit-code contract."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -64,3 +66,33 @@ def test_run_fails_with_exit_1_and_a_one_line_reason_on_bad_data(tmp_path):
     assert last.startswith("streamjoin: ") and "column k does not read as int32" in last
     status = json.loads((tmp_path / "ck" / "status.json").read_text())  # what a supervisor reads
     assert status["state"] == "failed" and "column k does not read as int32" in status["error"]
+
+
+def leftovers(tmp: Path) -> list[str]:
+    return sorted(p.name for p in tmp.glob("streamjoin-*"))
+
+
+def test_a_run_without_checkpoint_leaves_no_temporary_folder_after_success_or_failure(tmp_path):
+    temp = tmp_path / "tmp"  # the system temp folder of the run (tempfile follows TMPDIR)
+    temp.mkdir()
+    env = {**os.environ, "TMPDIR": str(temp), "PYSPARK_PYTHON": sys.executable}
+    write_jsonl(tmp_path / "good" / "1.json", [{"rowtime": ts(0), "k": 1}])
+    write_jsonl(tmp_path / "bad" / "1.json", [{"rowtime": ts(0), "k": "not a number"}])
+    for name, code in (("good", 0), ("bad", 1)):
+        query = tmp_path / f"{name}.sql"
+        query.write_text(f"CREATE STREAM a (k INT) WITH (connector = 'files', format = 'json', path = '{tmp_path / name}');\n"
+                         "SELECT STREAM * FROM a;")
+        result = subprocess.run([sys.executable, "-m", "streamjoin.cli", "run", str(query), "--until-idle"],
+                                capture_output=True, text=True, timeout=300, env=env)
+        assert result.returncode == code, result.stderr[-2000:]
+        assert leftovers(temp) == [], f"{name}: {result.stderr[-2000:]}"
+    assert result.stderr.strip().splitlines()[-1].startswith("streamjoin: ")
+
+
+def test_a_run_with_checkpoint_keeps_it_to_resume_from(tmp_path):
+    write_jsonl(tmp_path / "a" / "1.json", [{"rowtime": ts(0), "k": 1}])
+    query = tmp_path / "q.sql"
+    query.write_text(f"CREATE STREAM a (k INT) WITH (connector = 'files', format = 'json', path = '{tmp_path / 'a'}');\nSELECT STREAM * FROM a;")
+    result = cli(query, "--until-idle", "--checkpoint", tmp_path / "ck")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert json.loads((tmp_path / "ck" / "status.json").read_text())["state"] == "finished"

@@ -32,6 +32,18 @@ class OutputNotOnS3(ValueError):
     """The app writes to a local folder: the DAG's S3 sensor cannot wait for its markers."""
 
 
+class HourCannotComplete(LookupError):
+    """Waiting for the hour's completeness marker is pointless (or has lasted too long): why, and
+    what to do instead."""
+
+
+# How long the report waits for an hour's marker: at most MAX_WAIT_S; only NO_INPUT_WAIT_S when no
+# input for the hour has reached the app (it may be starting).
+MAX_WAIT_S = 2 * 3600
+NO_INPUT_WAIT_S = 600
+END_OF_INPUT = dt.datetime.max.replace(tzinfo=dt.UTC)  # an app clock that will not move again
+
+
 def resolve_hour(params_hour: str | None, interval_end: dt.datetime | None) -> str:
     """The hour a run works on: `params_hour` when given (a UI trigger for a chosen hour), else
     the last hour that ended by `interval_end` (the run's data_interval_end, or its run_after).
@@ -96,3 +108,75 @@ def check_and_publish(app: str, hour: str) -> dict:
                                 f"expectations ({checks}); report published as NOT VALIDATED: {files[-1]}; "
                                 f"alerts: {verdict.alerts}", outcome)
     return outcome
+
+
+def hour_ready(app: str | AppConfig, hour: str, now: dt.datetime, waited_s: float, max_wait_s: float = MAX_WAIT_S,
+               no_input_wait_s: float = NO_INPUT_WAIT_S) -> bool:
+    """One look for the hour's completeness marker: True when it is there, False to look again,
+    or `HourCannotComplete` saying why it will not come:
+
+    - the hour has not ended yet (a future or the current hour);
+    - the app's output has complete hours after it but not it (the app's hours start later);
+    - no input for the hour has reached the app (its status.json clock is before the hour, or the
+      app never ran) after `no_input_wait_s`;
+    - `max_wait_s` have passed.
+    """
+    from streamjoin.io.hours import complete_hours, normalize_hour
+
+    config = app if isinstance(app, AppConfig) else load_app(app)
+    hour = normalize_hour(hour)
+    start = dt.datetime.strptime(hour, "%Y-%m-%dT%H").replace(tzinfo=dt.UTC)
+    end = start + dt.timedelta(hours=1)
+    if end > now:
+        raise HourCannotComplete(
+            f"hour {hour} has not ended yet (it ends at {end:%Y-%m-%d %H:%M} UTC; now is {now.astimezone(dt.UTC):%Y-%m-%d %H:%M} "
+            "UTC): its report can be made once it has ended and the app has passed it. Trigger again then, or leave "
+            "`hour` empty for the hour that just ended.")
+    hours = complete_hours(config.output)
+    if hour in hours:
+        return True
+    later = [h for h in hours if h > hour]
+    if later:
+        raise HourCannotComplete(
+            f"hour {hour} of app {config.name} will not be complete: the app's output has complete hours after it "
+            f"({later[0]} to {hours[-1]}) but not it, so the app wrote nothing for it (its hours start at {hours[0]}). "
+            f"Pick one of its hours.")
+    clock, where = app_clock(config)
+    have = f"its complete hours: {hours[0]} to {hours[-1]}" if hours else "it has no complete hour yet"
+    if clock == END_OF_INPUT:
+        raise HourCannotComplete(
+            f"app {config.name}'s input has ended (an --until-idle run) without hour {hour} ({have}): "
+            "pick one of its hours, or run the app on new input with a new checkpoint.")
+    if (clock is None or clock < start) and waited_s >= no_input_wait_s:
+        raise HourCannotComplete(
+            f"no input for hour {hour} has reached app {config.name} after {waited_s / 60:.0f} min ({where}; {have}). "
+            f"Make input for the hour (include/apps/{config.name}/generate.py), run the app (DAG streaming_join_apps, "
+            "or `spark-submit spark_apps/run_app.py`), then trigger again; or pick an hour the app has.")
+    if waited_s >= max_wait_s:
+        raise HourCannotComplete(
+            f"hour {hour} of app {config.name} is still not complete after {waited_s / 60:.0f} min ({where}; {have}): "
+            "is the app running (DAG streaming_join_apps) and its input arriving?")
+    return False
+
+
+def app_clock(config: AppConfig) -> tuple[dt.datetime | None, str]:
+    """How far the app's input has got, from its status.json: the latest input clock (None when
+    the app has not run or read nothing; END_OF_INPUT after an --until-idle run), and a phrase
+    saying so."""
+    import json
+    from pathlib import Path
+
+    if not config.checkpoint:
+        return None, "the app has no checkpoint to read its progress from"
+    path = Path(config.checkpoint) / "status.json"
+    try:
+        status = json.loads(path.read_text())
+    except (FileNotFoundError, ValueError):
+        return None, f"the app has not run: no {path}"
+    clocks = [i.get("clock") for i in (status.get("inputs") or {}).values() if i.get("clock")]
+    if any(c == "end of input" for c in clocks):
+        return END_OF_INPUT, "the app's input has ended"
+    if not clocks:
+        return None, "the app has read no input yet"
+    latest = max(dt.datetime.strptime(c[:19], "%Y-%m-%d %H:%M:%S").replace(tzinfo=dt.UTC) for c in clocks)
+    return latest, f"the app's input clock is at {latest:%Y-%m-%d %H:%M:%S}"

@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("file")
     run.add_argument("--output", default="-", help="a directory for JSON Lines files, or - for stdout (default)")
     run.add_argument("--until-idle", action="store_true", help="process what is there now, flush as end of input, exit")
-    run.add_argument("--checkpoint", help="checkpoint directory (default: a new temporary one)")
+    run.add_argument("--checkpoint", help="checkpoint directory, kept to resume from (default: a temporary one, removed at exit)")
     snapshot = commands.add_parser("snapshot", help="export a table into a new immutable snapshot version under DEST")
     snapshot.add_argument("file", metavar="TABLE_SOURCE", help="a SQL file declaring the table (CREATE TABLE ... WITH (...))")
     snapshot.add_argument("dest", metavar="DEST", help="the snapshot root: s3://bucket/prefix/name/ or a local folder")
@@ -100,28 +100,41 @@ def _explain(args) -> int:
 
 
 def _run(args) -> int:
+    import shutil
     import tempfile
 
     from streamjoin.runtime.pipeline import Pipeline, default_late_root
+    from streamjoin.runtime.status import summary
     from streamjoin.settings import Settings
 
     settings = Settings.from_env()
     pipeline = Pipeline.from_sql(_text(args.file), args.file, settings)  # before Spark starts: rejections are quick
+    # an ad-hoc run (no --checkpoint) gets a temporary checkpoint, removed when it ends however it ends
     checkpoint = Path(args.checkpoint) if args.checkpoint else Path(tempfile.mkdtemp(prefix="streamjoin-"))
-    print(f"streamjoin: checkpoint {checkpoint}, late rows under {default_late_root(checkpoint, args.output)}", file=sys.stderr)
+    late = default_late_root(checkpoint, args.output)
+    if args.checkpoint or args.output != "-":
+        print(f"streamjoin: checkpoint {checkpoint}, late rows under {late}", file=sys.stderr)
+    else:
+        print(f"streamjoin: temporary checkpoint {checkpoint} (removed at exit); late rows are counted, not kept "
+              "(--output DIR or --checkpoint DIR keeps them)", file=sys.stderr)
+    try:
+        status = _run_on_spark(pipeline, settings, checkpoint, args)
+    finally:
+        if not args.checkpoint:
+            shutil.rmtree(checkpoint, ignore_errors=True)
+    print(f"streamjoin: {summary(status)}", file=sys.stderr)
+    return EXIT_OK
+
+
+def _run_on_spark(pipeline, settings, checkpoint: Path, args) -> dict:
     from streamjoin.runtime.session import spark_session
 
     _log_progress()
     spark = spark_session(settings=settings)
     try:
-        status = pipeline.run(spark, checkpoint, args.output, args.until_idle)
+        return pipeline.run(spark, checkpoint, args.output, args.until_idle)
     finally:
         spark.stop()  # before the last line: the JVM's shutdown logs must not follow it
-    print(
-        f"streamjoin: {status['state']}: {status['rows_emitted']} rows emitted, {status['late_rows']} late rows",
-        file=sys.stderr,
-    )
-    return EXIT_OK
 
 
 def _log_progress() -> None:

@@ -113,6 +113,7 @@ def check_hour(app: str | Path, hour: str, output: str | None = None, alert: boo
         raise hours.HourNotComplete(f"hour {hour} of {output} is not complete yet (no completeness marker): nothing to check")
     expected_rows = snapshot_rows(mark, config["quality"].get("snapshot"))
     table = hours.read_hour_arrow(output, hour, settings)
+    quiet_library_logs()
     suite_module = load_suite_module(root, config["quality"].get("suite", config["name"]))
     docs_dir = Path(tempfile.mkdtemp(prefix="streamjoin-quality-docs-"))
     try:
@@ -127,6 +128,15 @@ def check_hour(app: str | Path, hour: str, output: str | None = None, alert: boo
 
         verdict.alerts = alerts.deliver(*verdict.alert())
     return verdict
+
+
+def quiet_library_logs() -> None:
+    """Great Expectations logs about 200 INFO lines as it is imported ("Skipping registering
+    function ..."), which buried the verdict in a task's log: keep its warnings and errors only,
+    unless its level has been set already (someone wants its details)."""
+    gx_log = logging.getLogger("great_expectations")
+    if gx_log.level == logging.NOTSET:
+        gx_log.setLevel(logging.WARNING)
 
 
 def read_verdict(output: str, hour: str, settings: s3.S3Settings | None = None) -> dict | None:

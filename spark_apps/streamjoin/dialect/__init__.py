@@ -321,6 +321,9 @@ def parse_script(sql: str, filename: str = "<sql>") -> list[exp.Expression]:
     except ParseError as error:
         info = error.errors[0] if error.errors else {}
         offset = info.get("offset")
+        typo = _misspelt_keyword(sql, offset) if offset is not None else None
+        if typo is not None:
+            raise SqlError(typo[1], filename, *position_of(sql, typo[0]), typo[2]) from None
         line, col = (
             position_of(sql, offset) if offset is not None else (info.get("line", 1), info.get("col", 1))
         )
@@ -336,6 +339,49 @@ def parse_script(sql: str, filename: str = "<sql>") -> list[exp.Expression]:
         raise SqlError(f"syntax error: {message}", filename, line, col, "close the quote") from None
     # comment-only chunks (a comment after the last `;`) come back as Semicolon nodes
     return [s for s in statements if s is not None and not isinstance(s, exp.Semicolon)]
+
+
+_STATEMENT_KEYWORDS = ("CREATE", "SELECT", "INSERT", "WITH", "SET")
+_KEYWORDS = (
+    *_STATEMENT_KEYWORDS, "FROM", "WHERE", "JOIN", "INNER", "LEFT", "RIGHT", "FULL", "OUTER", "CROSS",
+    "NATURAL", "ASOF", "USING", "GROUP", "ORDER", "HAVING", "WINDOW", "OVER", "RANGE", "ROWS",
+    "PRECEDING", "FOLLOWING", "INTERVAL", "BETWEEN", "WITHIN", "EMIT", "STREAM", "TABLE", "VIEW",
+    "SINK", "SOURCE", "INTO", "VALUES", "PRIMARY", "WATERMARK", "DISTINCT",
+)
+
+
+def _misspelt_keyword(sql: str, offset: int) -> tuple[int, str, str] | None:
+    """A parse error caused by a misspelt keyword, at the word (not where sqlglot gave up):
+    (offset, message, hint), or None. Two cases: the failing statement starts with a plain word
+    (`SELEC * FROM s`: sqlglot reads an expression and fails at FROM), or the word at or just
+    before the failing token is one letter or two from a keyword (`SELECT * FRM s`)."""
+    import difflib
+
+    try:
+        tokens = _DIALECT.tokenize(sql)
+    except TokenError:
+        return None
+    start, at = 0, len(tokens)
+    for index, token in enumerate(tokens):
+        if token.start >= offset:
+            at = index
+            break
+        if token.token_type == TokenType.SEMICOLON:
+            start = index + 1
+    if start >= len(tokens):
+        return None
+    first = tokens[start]
+    if first.token_type == TokenType.VAR:
+        close = difflib.get_close_matches(first.text.upper(), _STATEMENT_KEYWORDS, n=1, cutoff=0.6)
+        hint = f"did you mean {close[0]}?" if close else "a statement starts with CREATE, SELECT, INSERT INTO, WITH or SET"
+        return first.start, f"syntax error: unknown statement '{first.text}'", hint
+    for token in tokens[max(at - 1, start):at + 1]:
+        if token.token_type != TokenType.VAR or token.text.upper() in _KEYWORDS:
+            continue
+        close = difflib.get_close_matches(token.text.upper(), _KEYWORDS, n=1, cutoff=0.75)
+        if close:
+            return token.start, f"syntax error: unexpected '{token.text}'", f"did you mean {close[0]}?"
+    return None
 
 
 def _token_error_position(sql: str, message: str) -> tuple[int, int]:

@@ -79,7 +79,9 @@ def _rowtime(columns, options, watermark, where: Located, create) -> tuple[str, 
             lateness = interval_to_ms(delay.expression, where)
     else:
         rowtime = options.get("rowtime", "").lower() or "rowtime"
-        if "rowtime" in options and rowtime not in names:
+        # `rowtime = 'rowtime'` names the implicit ROWTIME (the same as leaving the option out);
+        # any other name must be a declared column.
+        if rowtime != "rowtime" and rowtime not in names:
             where.fail(
                 f"rowtime column '{rowtime}' is not a column of this stream",
                 create,

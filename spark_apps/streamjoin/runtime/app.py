@@ -229,8 +229,9 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as error:  # noqa: BLE001 - the entry point: the last line says why, as for `streamjoin run`
         print(f"run_app: {one_line_reason(error)}", file=sys.stderr)
         return 1
-    print(f"run_app: {app.name} {status['state']}: {status['rows_emitted']} rows emitted, "
-          f"{status['late_rows']} late rows", file=sys.stderr)
+    from streamjoin.runtime.status import summary
+
+    print(f"run_app: {app.name} {summary(status)}", file=sys.stderr)
     return 0
 
 

@@ -8,7 +8,7 @@ import os
 import threading
 from pathlib import Path
 
-from streamjoin.io.instants import spark_watermark_rowtime_us
+from streamjoin.io.instants import END_US, spark_watermark_rowtime_us
 from streamjoin.io.jsonlines import format_instant
 from streamjoin.io.staging import Stager
 from streamjoin.runtime.ordered_sink import OrderedSink
@@ -23,6 +23,8 @@ class Status:
         self.upstream = upstream  # the Runners of the earlier parts of a cut chain: their state counts too
         self.snapshots = [s.identity() for s in snapshots]
         self.started_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+        # rows_emitted counts over every run of this checkpoint; this run's count is the difference
+        self.emitted_before = sink.state().rows_emitted
         self.error: str | None = None
         self.final: str | None = None
         self.lock = threading.Lock()
@@ -43,6 +45,11 @@ class Status:
                 "late_rows_output": s.spec.late_dir,
             }
         known = [c for c in clocks if c is not None]
+        join_clock = min(known) if len(known) == len(clocks) and known else None
+        watermark = spark_watermark_rowtime_us((progress.get("eventTime") or {}).get("watermark"))
+        if join_clock is not None and join_clock >= END_US:
+            watermark = END_US  # +infinity less the lateness is still +infinity, not a date in 7999
+        emitted = self.sink.state().rows_emitted
         return {
             "query": self.query_file,
             "state": "failed" if self.error else "running",
@@ -50,15 +57,16 @@ class Status:
             "batch": progress.get("batchId"),
             "inputs": inputs,
             "snapshots": self.snapshots,
-            "join_clock": format_instant(min(known)) if len(known) == len(clocks) and known else None,
-            "rows_emitted": self.sink.state().rows_emitted,
+            "join_clock": format_instant(join_clock),
+            "rows_emitted": emitted,
+            "rows_emitted_this_run": emitted - self.emitted_before,
             **self.sink.status(),
             "late_rows": sum(v["late_rows"] for v in inputs.values()),
             # Spark's state rows, or for streamjoin's operator the join rows it holds
             "state_rows": self.sink.status().get("operator_state_rows", state_rows(progress))
             + sum(state_rows(r.query.lastProgress or {}) for r in self.upstream),
             "last_batch_ms": (progress.get("durationMs") or {}).get("triggerExecution"),
-            "watermark": format_instant(spark_watermark_rowtime_us((progress.get("eventTime") or {}).get("watermark"))),
+            "watermark": format_instant(watermark),
             "updated_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
             "started_at": self.started_at,
             "pid": os.getpid(),
@@ -79,9 +87,17 @@ class Status:
     def line(self, snap: dict) -> str:
         reads = " ".join(f"{a}={v['rows_read']}" for a, v in snap["inputs"].items())
         return (
-            f"streamjoin: batch {snap['batch']} read {reads} emitted {snap['rows_emitted']} "
+            f"streamjoin: batch {snap['batch']} read {reads} emitted {snap['rows_emitted_this_run']} "
             f"late {snap['late_rows']} state {snap['state_rows']} clock {snap['join_clock']}"
         )
+
+
+def summary(status: dict) -> str:
+    """The last line of a run: `finished: N rows emitted, M late rows`, N this run's; when earlier
+    runs of the same checkpoint emitted rows too, their total follows."""
+    this_run = status.get("rows_emitted_this_run", status["rows_emitted"])
+    total = f" ({status['rows_emitted']} over every run of this checkpoint)" if status["rows_emitted"] != this_run else ""
+    return f"{status['state']}: {this_run} rows emitted{total}, {status['late_rows']} late rows"
 
 
 def state_rows(progress: dict) -> int:
