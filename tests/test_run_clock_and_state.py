@@ -64,7 +64,14 @@ def test_an_until_idle_run_reads_joins_and_flushes_its_input_in_two_micro_batche
     a, b = tmp_path / "a", tmp_path / "b"
     write_jsonl(a / "1.json", [{"rowtime": ts(1_000), "k": 1, "x": 1}, {"rowtime": ts(2_000), "k": 2, "x": 2}])
     write_jsonl(b / "1.json", [{"rowtime": ts(1_500), "k": 1, "y": 5}])
-    rows, status = run_until_idle(spark, DDL.format(a=a, b=b, lateness="0 SECONDS"), tmp_path / "run")
+    from runtime_helpers import run_to_end
+    from streamjoin.settings import Settings
+
+    # Spark's native join (the batch interval join reads, joins and flushes in one micro-batch)
+    runner = start(spark, DDL.format(a=a, b=b, lateness="0 SECONDS"), tmp_path / "run", until_idle=True,
+                   settings=Settings(join_operator="native"))
+    status = run_to_end(runner)
+    rows = read_output(tmp_path / "run" / "out")
     # the unmatched row of a is only known at end of input: the flush is in the second batch
     assert rows == [{"rowtime": ts(1_500), "k": 1, "x": 1, "y": 5}, {"rowtime": ts(2_000), "k": 2, "x": 2, "y": None}]
     # batch 0 reads the rows with the end of input; batch 1 is Spark's no-data batch at +infinity
@@ -175,3 +182,16 @@ def test_the_custom_operator_state_stops_growing_on_a_long_input(spark, tmp_path
     assert state[3] > 0 and emitted[-1] > emitted[3] > 0
     assert max(state[7:]) <= max(state[2:7])
     assert max(state) < 120
+
+
+def test_at_end_of_input_status_json_says_end_of_input_for_every_clock_and_the_watermark(spark, tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    write_jsonl(a / "1.json", [{"rowtime": ts(1_000), "k": 1, "x": 1}])
+    write_jsonl(b / "1.json", [{"rowtime": ts(1_000), "k": 1, "y": 2}])
+    _, status = run_until_idle(spark, DDL.format(a=a, b=b, lateness="2 SECONDS"), tmp_path / "run")
+    written = json.loads((tmp_path / "run" / "checkpoint" / "status.json").read_text())
+    for snap in (status, written):
+        assert snap["join_clock"] == "end of input" and snap["watermark"] == "end of input"
+        assert {i["clock"] for i in snap["inputs"].values()} == {"end of input"}
+        text = json.dumps(snap)
+        assert not any(year in text for year in ("7999-", "8000-", "9000-", "9999-")), text

@@ -11,7 +11,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-JOIN_OPERATORS = ("auto", "native", "custom")
+JOIN_OPERATORS = ("auto", "native", "custom", "batch")
 
 
 @dataclass(frozen=True)
@@ -21,7 +21,8 @@ class Settings:
     driver_memory: str = "2g"
     spark_log_level: str = "ERROR"
     # which operator runs a two-stream RANGE join (lower): auto (the default choice per join),
-    # native (Spark's join wherever it gives the answer), custom (streamjoin's own operator)
+    # native (Spark's join wherever it gives the answer), custom (streamjoin's own operator),
+    # batch (streamjoin's batch interval join wherever it runs the query, lower.batch_join)
     join_operator: str = "auto"
     operator_groups: int = 32  # hash buckets of the join keys on streamjoin's operator
     home: str | None = None  # the repository root apps live under (STREAMJOIN_HOME)

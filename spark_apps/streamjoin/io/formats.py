@@ -20,16 +20,22 @@ def staged_schema(schema: pa.Schema) -> pa.Schema:
     return pa.schema([*fields, pa.field(BOUND, pa.bool_())])
 
 
-def read_text(source, fmt: str) -> pa.Table:
+def read_text(source, fmt: str, declared: pa.Schema | None = None) -> pa.Table:
     """JSON Lines or CSV, every column as text first: conform() applies the declared types.
 
-    `source` is a local path, the file's bytes (UTF-8), or a binary file object."""
+    `source` is a local path, the file's bytes (UTF-8), or a binary file object. With the
+    `declared` schema, JSON Lines are read by Arrow's JSON reader where the values it infers
+    convert to the declared types as the text would (`_typed_json`)."""
     import csv
     import io
 
     if not isinstance(source, (str, os.PathLike, bytes, bytearray, memoryview)):
         source = source.read()
     local = isinstance(source, (str, os.PathLike))
+    if fmt == "json" and declared is not None:
+        typed = _typed_json(source, declared)
+        if typed is not None:
+            return typed
     if fmt == "json":
         text = Path(source).read_text() if local else bytes(source).decode("utf-8")
         rows = [json.loads(line) for line in text.splitlines() if line.strip()]
@@ -45,6 +51,44 @@ def read_text(source, fmt: str) -> pa.Table:
         source = pa.BufferReader(source)
     text = pcsv.ConvertOptions(strings_can_be_null=True, column_types={n: pa.string() for n in header})
     return pcsv.read_csv(source, convert_options=text)
+
+
+def _typed_json(source, declared: pa.Schema) -> pa.Table | None:
+    """JSON Lines through Arrow's reader (C++, several times faster than json.loads per line), or
+    None where its inferred types could read differently from the text: a number for a
+    timestamp, a fraction for an integer or text, a date-like text for text, nested values, or
+    a file it cannot parse (the line reader then says where)."""
+    import pyarrow.json as pj
+
+    try:
+        data = pa.BufferReader(bytes(source)) if isinstance(source, (bytes, bytearray, memoryview)) else source
+        table = pj.read_json(data, read_options=pj.ReadOptions(block_size=1 << 24))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError):
+        return None
+    wanted = {f.name.lower(): f.type for f in declared}
+    wanted[BOUND] = pa.bool_()
+    keep = []
+    for name, kind in zip(table.column_names, table.schema.types, strict=True):
+        target = wanted.get(name.lower())
+        if target is None:
+            continue  # not a declared column
+        keep.append(name)
+        if pa.types.is_null(kind) or pa.types.is_string(kind):
+            continue
+        if pa.types.is_timestamp(target):
+            ok = pa.types.is_timestamp(kind)
+        elif pa.types.is_decimal(target) and (pa.types.is_integer(kind) or pa.types.is_floating(kind)):
+            # Arrow casts a number to a decimal only with room for any number of its type: as text,
+            # the shortest that reads back (as Python's str), like the line reader
+            table = table.set_column(table.column_names.index(name), name, pc.cast(table.column(name), pa.string()))
+            ok = True
+        elif pa.types.is_floating(target):
+            ok = pa.types.is_integer(kind) or pa.types.is_floating(kind)
+        else:
+            ok = pa.types.is_integer(kind) or pa.types.is_boolean(kind)
+        if not ok:
+            return None
+    return table.select(keep)
 
 
 def _as_text(value):

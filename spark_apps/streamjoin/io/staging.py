@@ -229,7 +229,7 @@ class Stager:
 
             table = pq.read_table(source if isinstance(source, str) else pa.BufferReader(source))
         else:
-            table = read_text(source, fmt)
+            table = read_text(source, fmt, self.spec.schema)
         return conform(table, self.spec.schema, self.spec.rowtime, path)
 
     def _split(self, table: pa.Table, clock_us: int | None):

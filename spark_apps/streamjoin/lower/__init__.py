@@ -18,7 +18,7 @@ from streamjoin.io.staging import InputSpec
 from streamjoin.lower.columns import ET_COLUMN
 from streamjoin.lower.lowered import OP, Lowered
 from streamjoin.lower.staged_views import lower_staged_views
-from streamjoin.lower.strategy import LoweringOptions, cuts, uses_custom
+from streamjoin.lower.strategy import LoweringOptions, batch_reason, cuts, uses_custom
 from streamjoin.lower.support import check_runnable, sink_spec
 from streamjoin.plan.model import Emit, Query, Script
 
@@ -39,6 +39,10 @@ def lower(spark, script: Script, query: Query, specs: list[InputSpec], checkpoin
         if query.emit == Emit.CHANGES:
             columns.insert(0, OP)
         return Lowered(frame, inputs, columns, 0, sink=sink_spec(script, query), custom=True, emit=query.emit, upstream=parts)
+    if not parts and batch_reason(script, query, options) is None:
+        from streamjoin.lower.batch_join import lower_batch
+
+        return lower_batch(spark, query, specs)
     from streamjoin.lower.native import NativeLowering, order_delay
 
     lowering = NativeLowering(spark, script, {s.alias: s for s in specs}, checkpoint, staged)

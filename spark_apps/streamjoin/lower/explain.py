@@ -54,7 +54,7 @@ def _query(script: Script, q: Query, options: LoweringOptions) -> str:
             lines.append(f"      filter before loading: {sql(f)}")
     for n, j in enumerate(q.joins, 1):
         lines.extend(_join(n, j))
-        lines.extend(f"    {line}" for line in describe(q, j, options))
+        lines.extend(f"    {line}" for line in describe(script, q, j, options))
     if q.where is not None:
         lines.append(f"  where (after the join): {sql(q.where)}")
     if q.aggregation:

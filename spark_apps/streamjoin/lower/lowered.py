@@ -26,3 +26,4 @@ class Lowered:
     upstream: list = field(default_factory=list)
     stage_output: str | None = None
     stage_spec: InputSpec | None = None  # how the next part reads `stage_output`
+    batch: object = None  # lower.batch_join.BatchJoin: `frame` only triggers micro-batches (runtime.batch_sink)

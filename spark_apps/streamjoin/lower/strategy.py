@@ -15,6 +15,11 @@ from streamjoin.plan.windows import RowsWindow
 from streamjoin.settings import Settings
 
 NATIVE = "Spark's native stream-stream join"
+BATCH = ("streamjoin's batch interval join (each micro-batch's new rows joined by Spark's batch engine with the "
+         "other input's rows still in range, read back from the staged steps; NULL-extended rows when rows leave the range)")
+# The batch join reads the rows still in range back on every micro-batch: worth it while the range
+# is short or the run is bounded; a long range on a live stream stays on Spark's stateful join.
+BATCH_SPAN_MS = 10 * 60 * 1000
 CUSTOM = "streamjoin's stateful join operator (transformWithStateInPandas, RocksDB state, event-time timers)"
 
 
@@ -26,6 +31,7 @@ class LoweringOptions:
 
     join_operator: str = "auto"
     operator_groups: int = 32
+    bounded: bool = False  # `run --until-idle`: what the inputs hold now is all there is
 
     @classmethod
     def from_settings(cls, settings: Settings) -> LoweringOptions:
@@ -52,6 +58,42 @@ def custom_reason(query: Query, join: Join, options: LoweringOptions = LoweringO
         return f"EMIT {query.emit}: Spark's join emits NULL-extended rows only once they are final"
     if options.join_operator == "custom" and len(query.inputs) == 2:
         return "STREAMJOIN_JOIN_OPERATOR=custom"
+    return None
+
+
+def interval(join: Join) -> tuple[int, int] | None:
+    """`(low, high)` with `low <= right rowtime - left rowtime <= high` (ms) from every time
+    bound of a two-stream join, or None when a side is unbounded."""
+    left, right = join.left_inputs[-1], join.right
+    low, high = None, None
+    for b in join.condition.time_bounds:
+        lo, hi = (b.low_ms, b.high_ms) if (b.left, b.right) == (left, right) else (
+            None if b.high_ms is None else -b.high_ms, None if b.low_ms is None else -b.low_ms)
+        low = lo if low is None else (low if lo is None else max(low, lo))
+        high = hi if high is None else (high if hi is None else min(high, hi))
+    return None if low is None or high is None else (low, high)
+
+
+def batch_reason(script: Script, query: Query, options: LoweringOptions = LoweringOptions()) -> str | None:
+    """Why the batch interval join (`lower.batch_join`) does not run `query`, or None when it does:
+    two streams read directly, one interval join with both bounds, EMIT FINAL, JSON Lines output;
+    by default (`auto`) when the run is bounded or the range spans at most BATCH_SPAN_MS."""
+    if options.join_operator not in ("auto", "batch"):
+        return f"STREAMJOIN_JOIN_OPERATOR={options.join_operator}"
+    if len(query.inputs) != 2 or len(query.joins) != 1 or len(query.streams()) != 2:
+        return "it joins two streams only"
+    join = query.joins[0]
+    if join.kind not in (JoinKind.INTERVAL, JoinKind.STREAM_STREAM_WINDOW) or custom_reason(query, join, options):
+        return "it runs interval joins only"
+    if any(script.relation(i.relation).view for i in query.inputs):
+        return "it reads streams, not views"
+    if query.aggregation is not None or query.emit != Emit.FINAL or query.sink:
+        return "it writes EMIT FINAL rows as JSON Lines, without aggregation"
+    span = interval(join)
+    if span is None:
+        return "the time range is unbounded"
+    if options.join_operator == "auto" and not options.bounded and span[1] - span[0] > BATCH_SPAN_MS:
+        return "the range is long and the run live: re-reading it every micro-batch costs more than Spark's state"
     return None
 
 
@@ -94,15 +136,20 @@ def cuts(query: Query) -> list[int]:
     ]
 
 
-def describe(query: Query, join: Join, options: LoweringOptions = LoweringOptions()) -> list[str]:
+def describe(script: Script, query: Query, join: Join, options: LoweringOptions = LoweringOptions()) -> list[str]:
     """explain's lines about the operator of one join."""
     if join.kind == JoinKind.ASOF_TABLE:
         return ["operator: a stateless lookup of each stream row's nearest row in the broadcast snapshot"]
     if not (join.kind.stream_stream or join.kind in (JoinKind.ASOF, JoinKind.WINDOW_TVF, JoinKind.CHANGELOG)):
         return []
     reason = custom_reason(query, join, options)
+    if reason is None and batch_reason(script, query, options) is None:
+        return [f"operator: {BATCH}", "    state: the staged steps holding rows still in range (no state store)"]
     if reason is None:
         lines = [f"operator: {NATIVE} (time-range condition from the windows; state dropped by the watermark)"]
+        bounded = LoweringOptions(options.join_operator, options.operator_groups, bounded=True)
+        if not options.bounded and batch_reason(script, query, bounded) is None:
+            lines.append("    with --until-idle: streamjoin's batch interval join instead (the run is bounded)")
         if query.joins.index(join) in cuts(query):
             lines.append("    then: the chain is cut here; this join's rows, released in rowtime order, are the "
                          "input of the next Spark query (an outer join followed by another join)")

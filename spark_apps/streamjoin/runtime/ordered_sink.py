@@ -33,6 +33,7 @@ class SinkState:
     groups: dict | None = None  # custom operator: group -> [hold (us) or None, rows held] (streamjoin.operator)
     bound_us: int | None = None  # a part of a cut chain (StageSink): the last rowtime bound written
     pending_stage_us: int | None = None  # a StageSink release being written: its threshold (a replay redoes exactly it)
+    join: dict | None = None  # the batch interval join (runtime.batch_sink): steps joined, clocks, retained steps
 
 
 class OrderedSink:
@@ -137,10 +138,10 @@ class OrderedSink:
         """Write the released rows `done` (all rows up to `threshold_us`); False: nothing to do."""
         if done is None or not done.num_rows:
             return False
-        rows = done.sort_by([(ROWTIME_COLUMN, "ascending")]).select(self.columns).to_pylist()
-        self.writer.write(f"part-{state.releases:08d}", rows)  # names sort in emission order
+        rows = done.sort_by([(ROWTIME_COLUMN, "ascending")]).select(self.columns)
+        self.writer.write_table(f"part-{state.releases:08d}", rows)  # names sort in emission order
         state.releases += 1
-        state.rows_emitted += len(rows)
+        state.rows_emitted += rows.num_rows
         return True
 
     def _release_buckets(self, threshold_us: int | None) -> None:

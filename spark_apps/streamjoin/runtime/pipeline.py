@@ -9,7 +9,7 @@ the app runner, the demo, the benchmarks and the tests all go through here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from streamjoin.errors import Unsupported
@@ -49,23 +49,24 @@ class Pipeline:
     def input_specs(self, checkpoint: Path, late_root: Path) -> list[InputSpec]:
         return input_specs(self.script, self.query, checkpoint, late_root)
 
-    def lower(self, spark, checkpoint: Path, late_root: Path) -> Lowered:
-        """The query on Spark (tables' snapshots are taken here)."""
+    def lower(self, spark, checkpoint: Path, late_root: Path, until_idle: bool = False) -> Lowered:
+        """The query on Spark (tables' snapshots are taken here); `until_idle`: a bounded run."""
         from streamjoin.lower import lower
 
-        return lower(spark, self.script, self.query, self.input_specs(checkpoint, late_root), checkpoint, self.options)
+        options = replace(self.options, bounded=until_idle)
+        return lower(spark, self.script, self.query, self.input_specs(checkpoint, late_root), checkpoint, options)
 
     def runner(self, spark, checkpoint: Path, output: str, until_idle: bool = False, late_root: Path | None = None,
                name: str | None = None) -> Runner:
         """A runner of the query, not started (`Runner.start`); `name` is what its status and the
         sink's hour markers call the query (default: the SQL file)."""
         late_root = late_root if late_root is not None else default_late_root(checkpoint, output)
-        lowered = self.lower(spark, checkpoint, late_root)
+        lowered = self.lower(spark, checkpoint, late_root, until_idle)
         return Runner(spark, lowered, checkpoint, output, name or self.filename, until_idle=until_idle)
 
     def run(self, spark, checkpoint: Path, output: str, until_idle: bool) -> dict:
         """Run until idle (then flush and return) or until SIGTERM/SIGINT; returns the last status."""
-        lowered = self.lower(spark, checkpoint, default_late_root(checkpoint, output))
+        lowered = self.lower(spark, checkpoint, default_late_root(checkpoint, output), until_idle)
         return run_query(spark, lowered, checkpoint, output, until_idle, self.filename)
 
 

@@ -54,6 +54,10 @@ class Runner:
         self._stopping = threading.Event()
         if lowered.stage_output is not None:
             self.sink = StageSink(checkpoint, lowered.stage_spec, lowered.columns, lowered.order_delay_ms)
+        elif lowered.batch is not None:
+            from streamjoin.runtime.batch_sink import BatchJoinSink
+
+            self.sink = BatchJoinSink(spark, checkpoint, RowWriter(output), lowered.columns, lowered.batch)
         elif lowered.sink is not None:
             self.sink = CommittedSink(checkpoint, lowered, self.input_top_us, query_file)
         else:

@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from streamjoin.io.jsonlines import format_rows
+from streamjoin.io.jsonlines import format_lines, format_rows
 
 
 class RowWriter:
@@ -29,3 +29,31 @@ class RowWriter:
             tmp = self.dir / f".{name}.jsonl.tmp"
             tmp.write_text("".join(lines))
             os.replace(tmp, path)  # idempotent by name: a replayed batch rewrites the same file
+
+    def write_table(self, name: str, table) -> None:
+        """Like `write`, for an Arrow table (formatted column by column: io.jsonlines.format_lines)."""
+        chunks = format_lines(table)
+        if self.stdout:
+            for chunk in chunks:
+                sys.stdout.buffer.write(_text_bytes(chunk))
+            sys.stdout.flush()
+        elif chunks:
+            path = self.dir / f"{name}.jsonl"
+            tmp = self.dir / f".{name}.jsonl.tmp"
+            with open(tmp, "wb") as f:
+                for chunk in chunks:
+                    f.write(_text_bytes(chunk))
+            os.replace(tmp, path)
+
+
+def _text_bytes(array) -> memoryview:
+    """The characters of a string array without nulls, end to end, as they lie in its buffer."""
+    import numpy as np
+    import pyarrow as pa
+
+    _, offsets, data = array.buffers()
+    wide = pa.types.is_large_string(array.type)
+    bounds = np.frombuffer(offsets, dtype=np.int64 if wide else np.int32)[array.offset:array.offset + len(array) + 1]
+    if data is None or not len(array):
+        return memoryview(b"")
+    return memoryview(data)[int(bounds[0]):int(bounds[-1])]

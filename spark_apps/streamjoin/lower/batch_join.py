@@ -1,0 +1,290 @@
+"""The batch interval join: a two-stream interval join (`low <= R.rowtime - L.rowtime <= high`,
+INNER, LEFT, RIGHT or FULL, EMIT FINAL) run with Spark's *batch* engine, one join per micro-batch.
+
+Spark's streaming join keeps every row in a state store and probes it row by row; its batch
+join is several times faster here (docs/runtime.md, "The batch interval join"). The staged
+steps (`io.staging`) are immutable Parquet files, and a row of an input can still meet a row
+that has not arrived only while its rowtime is within the range of the other input's clock. So
+each micro-batch joins
+
+    new L rows with (retained R rows + new R rows),  and  retained L rows with new R rows,
+
+every pair exactly once (in the micro-batch that reads the later of its two rows), where the
+retained rows are read back from the earlier steps that still hold rows in range: no state
+store, no copy. A preserved row is NULL-extended when it leaves the range unmatched: an
+anti-join of the rows leaving in this micro-batch with the other input's rows that could have
+met them (all still retained: see `retain_from`). Rows are final below `release_below`.
+
+Clocks are per input (`io.staging`: max rowtime - lateness, or a bound; staging drops rows
+below it as late), so no future L row has a rowtime below cL, none of R below cR:
+- an R row can still meet a future L row while  r >= cL + low;
+- an L row can still meet a future R row while  l >= cR - high;
+- a preserved L row leaving (l < cR - high) needs its partners r >= l + low >= cR_before - high + low
+  (and symmetrically for R), which fixes how long each input's rows are retained.
+
+`BatchJoin` builds the Spark frames; `runtime.batch_sink.BatchJoinSink` keeps the steps, the
+clocks and the output in the checkpoint and drives it once per micro-batch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from streamjoin.io.formats import BOUND
+from streamjoin.io.instants import END_US
+from streamjoin.io.staging import InputSpec
+from streamjoin.lower.columns import (
+    ET_COLUMN,
+    ROWTIME_COLUMN,
+    ZERO,
+    bound_column,
+    engine_time,
+    flat,
+    not_bound,
+    rowtime_column,
+    rowtime_of,
+)
+from streamjoin.lower.expressions import spark_sql
+from streamjoin.plan.model import Join, JoinType, Query
+
+INF = 1 << 62  # an input's clock after its end: every rowtime is below it
+
+_LOWEST = -(1 << 62)
+_BUCKET, _OTHER = "__bucket", "__partner_bucket"  # the time buckets of a join (BatchJoin._join)
+
+
+@dataclass(frozen=True)
+class Clocks:
+    """The two inputs' clocks (µs; None: no row yet, INF: ended)."""
+
+    left: int | None
+    right: int | None
+
+    @staticmethod
+    def at(value: int | None) -> int:
+        return _LOWEST if value is None else value
+
+
+@dataclass
+class BatchJoin:
+    query: Query
+    join: Join
+    left: InputSpec
+    right: InputSpec
+    low_ms: int
+    high_ms: int
+
+    @property
+    def keeps_left(self) -> bool:
+        return self.join.join_type in (JoinType.LEFT, JoinType.FULL)
+
+    @property
+    def keeps_right(self) -> bool:
+        return self.join.join_type in (JoinType.RIGHT, JoinType.FULL)
+
+    @property
+    def specs(self) -> tuple[InputSpec, InputSpec]:
+        return self.left, self.right
+
+    # ------------------------------------------------------------------ time arithmetic (µs)
+
+    def leave_left(self, clocks: Clocks) -> int:
+        """L rows below this can meet no future R row (they leave; preserved ones are final)."""
+        return _sub(Clocks.at(clocks.right), self.high_ms * 1000)
+
+    def leave_right(self, clocks: Clocks) -> int:
+        return _add(Clocks.at(clocks.left), self.low_ms * 1000)
+
+    def retain_from(self, clocks: Clocks) -> tuple[int, int]:
+        """The lowest rowtime of each input still needed by a later micro-batch: to meet future
+        rows, and to be the partners a leaving preserved row of the other input is checked against."""
+        left, right = self.leave_left(clocks), self.leave_right(clocks)
+        if self.keeps_right:  # a leaving R row (r >= leave_right) is checked against l >= r - high
+            left = min(left, _sub(right, self.high_ms * 1000))
+        if self.keeps_left:  # a leaving L row (l >= leave_left) against r >= l + low
+            right = min(right, _add(self.leave_left(clocks), self.low_ms * 1000))
+        return left, right
+
+    def release_below(self, clocks: Clocks) -> int:
+        """Output rows with a rowtime below this are final: a future pair holds a future row (its
+        rowtime at least that input's clock, the output rowtime at least that), a future
+        NULL-extended row a row that has not left yet."""
+        lows = [Clocks.at(clocks.left), Clocks.at(clocks.right)]
+        if self.keeps_left:
+            lows.append(self.leave_left(clocks))
+        if self.keeps_right:
+            lows.append(self.leave_right(clocks))
+        return min(lows)
+
+    # ------------------------------------------------------------------ Spark frames
+
+    def side(self, spark, n: int, files: list[str], low_us: int | None = None, high_us: int | None = None):
+        """The data rows of input n (0: L, 1: R) in `files` with `low_us <= rowtime < high_us`,
+        flat under its alias as the native lowering names them, or None without files."""
+        from pyspark.sql import functions as F
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        from streamjoin.io.formats import staged_schema
+
+        if not files:
+            return None
+        spec = self.specs[n]
+        frame = spark.read.schema(from_arrow_schema(staged_schema(spec.schema))).parquet(*files)
+        keep = F.col(BOUND).isNull() | ~F.col(BOUND)
+        rowtime = F.unix_micros(F.col(spec.rowtime))
+        if low_us is not None and low_us > _LOWEST:
+            keep = keep & (rowtime >= F.lit(low_us))
+        if high_us is not None and high_us < INF:
+            keep = keep & (rowtime < F.lit(high_us))
+        frame = frame.where(keep)
+        alias = spec.alias
+        return frame.select(
+            *[F.col(c).alias(flat(alias, c)) for c in frame.columns if c != BOUND],
+            F.lit(False).alias(bound_column(alias)),
+            (rowtime * 0).alias(flat(alias, ZERO)),
+            engine_time(F.col(spec.rowtime)).alias(flat(alias, ET_COLUMN)),
+        )
+
+    # Spark's equi-join compares every pair of a key; over a long stream most are far apart in
+    # time. So rows are also bucketed by time, buckets as wide as the range: a row of one input
+    # carries its own bucket, a row of the other the (at most two) buckets its partners lie in,
+    # and the join is also on the bucket: each pair meets once, in one bucket.
+    def _width_us(self) -> int:
+        return max((self.high_ms - self.low_ms) * 1000, 1000)
+
+    def _own(self, frame, n: int):
+        from pyspark.sql import functions as F
+
+        rowtime = F.unix_micros(F.col(flat(self.specs[n].alias, self.specs[n].rowtime)))
+        return frame.withColumn(_BUCKET, F.floor(rowtime / F.lit(self._width_us())))
+
+    def _reach(self, frame, n: int):
+        """Input n's rows, once per bucket of the other input their partners lie in."""
+        from pyspark.sql import functions as F
+
+        rowtime = F.unix_micros(F.col(flat(self.specs[n].alias, self.specs[n].rowtime)))
+        low, high = (self.low_ms, self.high_ms) if n == 0 else (-self.high_ms, -self.low_ms)
+        width = F.lit(self._width_us())
+        buckets = F.array_distinct(F.array(F.floor((rowtime + F.lit(low * 1000)) / width),
+                                           F.floor((rowtime + F.lit(high * 1000)) / width)))
+        return frame.withColumn(_OTHER, F.explode(buckets))
+
+    def _join(self, left, right, how: str):
+        """L rows with R rows (inner) or L rows without one (left_anti): on the condition and the bucket."""
+        from pyspark.sql import functions as F
+
+        joined = self._own(left, 0).join(self._reach(right, 1), self.condition() & (F.col(_BUCKET) == F.col(_OTHER)), how)
+        return joined.drop(_BUCKET, _OTHER)
+
+    def _unmatched_right(self, right, left):
+        from pyspark.sql import functions as F
+
+        joined = self._own(right, 1).join(self._reach(left, 0), self.condition() & (F.col(_BUCKET) == F.col(_OTHER)), "left_anti")
+        return joined.drop(_BUCKET)
+
+    def condition(self):
+        from pyspark.sql import functions as F
+
+        from streamjoin.lower.native import join_condition
+
+        query, sides = self.query, [self.left.alias, self.right.alias]
+        keys = [spark_sql(e) for pair in self.join.condition.keys for e in pair]
+        guard = not_bound(sides, [rowtime_of(query, a) for a in sides], keys)
+        return F.expr(" AND ".join(p for p in (join_condition(self.join, query, sides), guard) if p))
+
+    def step(self, spark, new: tuple[list, list], old: tuple[list, list], before: Clocks, after: Clocks):
+        """One micro-batch's output rows (output columns and __rowtime): the pairs with a new
+        row, and the preserved rows that leave unmatched. `old`: the retained steps' files,
+        read from `retain_from(before)`."""
+        retain = self.retain_from(before)
+        new_l, new_r = self.side(spark, 0, new[0]), self.side(spark, 1, new[1])
+        old_l, old_r = self.side(spark, 0, old[0], retain[0]), self.side(spark, 1, old[1], retain[1])
+        empty_l = self.side(spark, 0, [*new[0], *old[0]], INF)  # the columns, no rows
+        empty_r = self.side(spark, 1, [*new[1], *old[1]], INF)
+        new_l, new_r = new_l if new_l is not None else empty_l, new_r if new_r is not None else empty_r
+        if empty_l is None or empty_r is None:
+            return None  # an input has no step yet: nothing can pair or leave
+        all_l = new_l if old_l is None else old_l.unionByName(new_l)
+        all_r = new_r if old_r is None else old_r.unionByName(new_r)
+        parts = [self._join(new_l, all_r, "inner")]
+        if old_l is not None:
+            parts.append(self._join(old_l, new_r, "inner"))
+        columns = parts[0].columns
+        if self.keeps_left:
+            leaving = self._leaving(spark, 0, new[0], old[0], self.leave_left(before), self.leave_left(after))
+            if leaving is not None:
+                parts.append(_extend(self._join(leaving, all_r, "left_anti"), empty_r, columns))
+        if self.keeps_right:
+            leaving = self._leaving(spark, 1, new[1], old[1], self.leave_right(before), self.leave_right(after))
+            if leaving is not None:
+                parts.append(_extend(self._unmatched_right(leaving, all_l), empty_l, columns))
+        joined = parts[0]
+        for part in parts[1:]:
+            joined = joined.unionByName(part)
+        return self._project(joined)
+
+    def _leaving(self, spark, n: int, new: list, old: list, was: int, now: int):
+        """Input n's rows that leave in this micro-batch: new rows below `now`, retained rows
+        from `was` (the earlier ones have left before) to `now`."""
+        if now <= _LOWEST:
+            return None
+        frames = [f for f in (self.side(spark, n, new, None, now), self.side(spark, n, old, was, now) if was < now else None)
+                  if f is not None]
+        if not frames:
+            return None
+        return frames[0] if len(frames) == 1 else frames[0].unionByName(frames[1])
+
+    def _project(self, joined):
+        from pyspark.sql import functions as F
+
+        query, streams = self.query, [self.left.alias, self.right.alias]
+        if query.where is not None:
+            joined = joined.where(F.expr(spark_sql(query.where)))
+        joined = joined.withColumn(ROWTIME_COLUMN, rowtime_column(query, streams))
+        return joined.select(*[F.expr(spark_sql(c.expression)).alias(c.name) for c in query.output], F.col(ROWTIME_COLUMN))
+
+
+def _extend(rows, other, columns: list[str]):
+    """`rows` of one input NULL-extended with the other input's columns, as `columns`."""
+    from pyspark.sql import functions as F
+
+    types = dict(other.dtypes)
+    return rows.select(*[F.col(c) if c in rows.columns else F.lit(None).cast(types[c]).alias(c) for c in columns])
+
+
+def _add(us: int, delta: int) -> int:
+    if us >= INF:
+        return INF
+    return max(us + delta, _LOWEST) if us > _LOWEST else _LOWEST
+
+
+def _sub(us: int, delta: int) -> int:
+    return _add(us, -delta)
+
+
+def clock_of(top_us: int | None, lateness_ms: int) -> int | None:
+    """An input's clock from the highest rowtime its steps hold (bound rows included: a bound
+    is staged as bound + lateness, the end of input at END_US)."""
+    if top_us is None:
+        return None
+    return INF if top_us >= END_US else top_us - lateness_ms * 1000
+
+
+def lower_batch(spark, query: Query, specs: list[InputSpec]):
+    """The query as a batch interval join: a trigger frame over both inputs' staged steps (never
+    read: a new step starts a micro-batch), and the `BatchJoin` the sink runs."""
+    from pyspark.sql import functions as F
+
+    from streamjoin.io.source import staged_stream
+    from streamjoin.lower.lowered import Lowered
+    from streamjoin.lower.strategy import interval
+
+    join = query.joins[0]
+    by_alias = {s.alias: s for s in specs}
+    low, high = interval(join)
+    batch = BatchJoin(query, join, by_alias[join.left_inputs[-1]], by_alias[join.right], low, high)
+    trigger = None
+    for spec in batch.specs:
+        frame = staged_stream(spark, spec).select(F.lit(0).alias("__trigger"))
+        trigger = frame if trigger is None else trigger.unionByName(frame)
+    return Lowered(trigger, list(specs), [c.name for c in query.output], 0, batch=batch)

@@ -1,0 +1,149 @@
+"""The batch interval join (lower.batch_join, runtime.batch_sink): chosen where it runs the query,
+exact results when rows arrive over many micro-batches (pairs across steps, NULL-extended rows
+when rows leave the range), exactly once across a stop and a crash, state bounded by the range."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import pytest
+from runtime_helpers import ms, read_output, start, ts, write_jsonl
+from streamjoin.lower.strategy import LoweringOptions, batch_reason
+from streamjoin.plan.compile import compile_sql
+from streamjoin.settings import Settings
+from test_run_differential import CASES_PER_SHAPE, expected, shape_sql
+
+BATCH = Settings(join_operator="batch")
+
+
+def _shapes():
+    shapes = []
+    rng = random.Random(20261124)
+    for join_type in ("INNER", "LEFT", "RIGHT", "FULL"):
+        for condition in ("key", "key+theta", "theta"):
+            windows = [(rng.randint(0, 4), 0), (rng.randint(0, 4), 0)]
+            if rng.random() < 0.3:
+                windows[0] = (4, rng.randint(1, 3))  # a lag: presence starts after the rowtime
+            shapes.append((windows, [(join_type, condition, 0)]))
+    return shapes
+
+
+SHAPES = _shapes()
+
+
+def _rows(rng: random.Random) -> list[list[dict]]:
+    """Two inputs over a minute, a few rows per case, in rowtime order up to a 4 s shuffle."""
+    streams = []
+    for _ in range(2):
+        rows = []
+        for c in range(CASES_PER_SHAPE):
+            for _ in range(rng.randint(2, 12)):
+                rows.append({"id": len(rows), "c": c, "k": rng.randint(0, 2), "v": rng.randint(0, 3), "rowtime": rng.randint(0, 120) * 500})
+        rows.sort(key=lambda r: r["rowtime"] + rng.randint(0, 4000))
+        streams.append(rows)
+    return streams
+
+
+def _got(rows) -> dict:
+    got = {c: Counter() for c in range(CASES_PER_SHAPE)}
+    for r in rows:
+        got[r["c"]][(ms(r["rowtime"]), r["id0"], r["id1"])] += 1
+    return got
+
+
+def _deliver(runner, streams, dirs, chunk: int, first: int, last: int) -> None:
+    """Files `first` .. `last - 1` of each input (each `chunk` rows), one micro-batch each."""
+    for n in range(first, last):
+        for rows, d in zip(streams, dirs, strict=True):
+            part = rows[n * chunk:(n + 1) * chunk]
+            write_jsonl(d / f"{n:03d}.json", [{**r, "rowtime": ts(r["rowtime"])} for r in part])
+        runner.process_available()
+
+
+@pytest.mark.parametrize("shape", range(len(SHAPES)), ids=[f"{s[1][0][0]}.{s[1][0][1]}_w{s[0]}" for s in SHAPES])
+def test_batch_join_gives_the_reference_result_when_rows_arrive_over_many_micro_batches(spark, tmp_path, shape):
+    windows, steps = SHAPES[shape]
+    streams = _rows(random.Random(shape))
+    dirs = [tmp_path / "in0", tmp_path / "in1"]
+    for d in dirs:
+        d.mkdir()
+    sql = shape_sql(windows, steps, dirs)
+    script = compile_sql(sql)
+    assert batch_reason(script, script.final, LoweringOptions("batch")) is None
+    runner = start(spark, sql, tmp_path / "run", settings=BATCH)
+    try:
+        chunk = max(len(r) for r in streams) // 8 + 1
+        _deliver(runner, streams, dirs, chunk, 0, 9)
+        held = runner.sink.status()["operator_state_rows"]
+        runner.end_of_input()
+    finally:
+        status = runner.stop("finished")
+    rows = read_output(tmp_path / "run" / "out")
+    rowtimes = [ms(r["rowtime"]) for r in rows]
+    assert rowtimes == sorted(rowtimes), "EMIT FINAL output must come in non-descending rowtime order"
+    assert status["late_rows"] == 0
+    assert _got(rows) == expected(windows, steps, streams)
+    assert held < sum(len(s) for s in streams), "rows out of range are no longer retained"
+
+
+def test_batch_join_is_exactly_once_across_a_stop_and_a_crash_before_a_release(spark, tmp_path, monkeypatch):
+    windows, steps = [(2, 0), (3, 0)], [("FULL", "key", 0)]
+    streams = _rows(random.Random(7))
+    dirs = [tmp_path / "in0", tmp_path / "in1"]
+    for d in dirs:
+        d.mkdir()
+    sql = shape_sql(windows, steps, dirs)
+    chunk = max(len(r) for r in streams) // 8 + 1
+    runner = start(spark, sql, tmp_path / "run", settings=BATCH)
+    try:
+        _deliver(runner, streams, dirs, chunk, 0, 3)
+    finally:
+        runner.stop("stopped")
+
+    # a crash after a micro-batch's rows are recorded, before they are written
+    from streamjoin.runtime.batch_sink import BatchJoinSink
+
+    original = BatchJoinSink._release
+    crashed = []
+
+    def crash_once(self, threshold):
+        if not crashed:
+            crashed.append(threshold)
+            raise RuntimeError("killed before the release")
+        return original(self, threshold)
+
+    monkeypatch.setattr(BatchJoinSink, "_release", crash_once)
+    runner = start(spark, sql, tmp_path / "run", settings=BATCH)
+    try:
+        with pytest.raises(Exception):  # noqa: B017 - the query fails, whatever Spark wraps it in
+            _deliver(runner, streams, dirs, chunk, 3, 4)
+    finally:
+        runner.stop("failed")
+    assert crashed
+    monkeypatch.setattr(BatchJoinSink, "_release", original)
+
+    runner = start(spark, sql, tmp_path / "run", settings=BATCH)
+    try:
+        _deliver(runner, streams, dirs, chunk, 4, 9)
+        runner.end_of_input()
+    finally:
+        runner.stop("finished")
+    assert _got(read_output(tmp_path / "run" / "out")) == expected(windows, steps, streams)
+
+
+def test_auto_picks_the_batch_join_for_bounded_runs_and_short_ranges_only():
+    def reason(window: str, bounded: bool):
+        sql = ("CREATE STREAM a (k INT) WITH (connector = 'files', path = '/a');"
+               "CREATE STREAM b (k INT) WITH (connector = 'files', path = '/b');"
+               f"SELECT STREAM a.k FROM a OVER (RANGE INTERVAL {window} PRECEDING) AS a JOIN b ON a.k = b.k;")
+        script = compile_sql(sql)
+        return batch_reason(script, script.final, LoweringOptions(bounded=bounded))
+
+    assert reason("'1' MINUTE", bounded=False) is None
+    assert reason("'1' HOUR", bounded=True) is None
+    assert "long" in reason("'1' HOUR", bounded=False)
+    script = compile_sql("CREATE STREAM a (k INT) WITH (connector = 'files', path = '/a');"
+                         "CREATE STREAM b (k INT) WITH (connector = 'files', path = '/b');"
+                         "SELECT STREAM a.k FROM a OVER (ROWS 3 PRECEDING) AS a JOIN b ON a.k = b.k;")
+    assert batch_reason(script, script.final, LoweringOptions("batch")) is not None
