@@ -1,13 +1,14 @@
 # streamjoin: two commands do everything, on a fresh machine.
 #   make test   set up .venv, lint, run the tests
 #   make demo   set up .venv, run the demo
+#   make bench  streamjoin vs PyFlink on the same data (docs/benchmarks.md)
 #   make airflow   Airflow standalone on this repo's DAGs (Ctrl-C stops it)
 SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt constraints.txt pyproject.toml | sha1sum | cut -c1-12)
 
-.PHONY: test demo lint setup check-java clean airflow
+.PHONY: test test-long demo lint setup check-java clean airflow bench
 
 setup: $(STAMP)
 
@@ -32,7 +33,16 @@ lint: $(STAMP)
 	$(VENV)/bin/lint-imports
 
 test: $(STAMP) check-java lint
-	$(VENV)/bin/pytest
+	$(VENV)/bin/pytest -m "not long"
+
+# the long variants (tests marked `long`: wide differential sweeps, slow end-to-end runs)
+test-long: $(STAMP) check-java lint
+	$(VENV)/bin/pytest -m long
+
+# streamjoin vs PyFlink (and hand-written PySpark) on the same data: writes docs/benchmarks.md.
+# BENCH_ARGS e.g. "--sizes 1,4,16 --rounds 2" (see bench/run.py --help)
+bench: $(STAMP) check-java
+	@$(PY) bench/run.py $(BENCH_ARGS)
 
 demo: $(STAMP) check-java
 	@$(PY) include/demo.py

@@ -114,6 +114,7 @@ def hour_rows(output: str, hour: str) -> list[tuple]:
     return sorted((r["city"], r["region"], r["sales"]) for r in table.to_pylist())
 
 
+@pytest.mark.long  # ~160 s; test_app_dags' kill-and-restart test covers the same path in `make test`
 def test_a_killed_app_is_restarted_from_its_checkpoint_and_no_sale_is_lost_or_counted_twice(app_env):
     sales = Path(os.environ["SALES_PATH"])
     output = os.environ["OUTPUT_PATH"]

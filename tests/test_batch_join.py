@@ -61,7 +61,11 @@ def _deliver(runner, streams, dirs, chunk: int, first: int, last: int) -> None:
         runner.process_available()
 
 
-@pytest.mark.parametrize("shape", range(len(SHAPES)), ids=[f"{s[1][0][0]}.{s[1][0][1]}_w{s[0]}" for s in SHAPES])
+@pytest.mark.parametrize("shape", [
+    # per join type, the key+theta shape runs in `make test`; the key-only and theta-only ones in `make test-long`
+    pytest.param(i, id=f"{s[1][0][0]}.{s[1][0][1]}_w{s[0]}", marks=() if s[1][0][1] == "key+theta" else pytest.mark.long)
+    for i, s in enumerate(SHAPES)
+])
 def test_batch_join_gives_the_reference_result_when_rows_arrive_over_many_micro_batches(spark, tmp_path, shape):
     windows, steps = SHAPES[shape]
     streams = _rows(random.Random(shape))
