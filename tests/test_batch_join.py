@@ -8,7 +8,7 @@ import random
 from collections import Counter
 
 import pytest
-from runtime_helpers import ms, read_output, start, ts, write_jsonl
+from runtime_helpers import ms, read_output, run_to_end, start, ts, write_jsonl
 from streamjoin.lower.strategy import LoweringOptions, batch_reason
 from streamjoin.plan.compile import compile_sql
 from streamjoin.settings import Settings
@@ -89,6 +89,32 @@ def test_batch_join_gives_the_reference_result_when_rows_arrive_over_many_micro_
     assert status["late_rows"] == 0
     assert _got(rows) == expected(windows, steps, streams)
     assert held < sum(len(s) for s in streams), "rows out of range are no longer retained"
+
+
+@pytest.mark.parametrize("join_type", ["INNER", "LEFT", "RIGHT", "FULL"])
+def test_a_large_arrival_is_staged_as_several_steps_and_joined_a_slice_at_a_time_with_the_reference_result(
+        spark, tmp_path, monkeypatch, join_type):
+    from streamjoin.io import staging
+    from streamjoin.runtime import batch_sink
+
+    monkeypatch.setattr(staging, "STEP_ROWS", 9)  # one file per input becomes many steps
+    monkeypatch.setattr(batch_sink, "GROUP_ROWS", 20)  # joined a few steps at a time
+    windows, steps = [(4, 0), (3, 1)], [(join_type, "key", 0)]
+    streams = _rows(random.Random(11))
+    dirs = [tmp_path / "in0", tmp_path / "in1"]
+    for rows, d in zip(streams, dirs, strict=True):
+        write_jsonl(d / "all.json", [{**r, "rowtime": ts(r["rowtime"])} for r in rows])
+    runner = start(spark, shape_sql(windows, steps, dirs), tmp_path / "run", until_idle=True, settings=BATCH)
+    status = run_to_end(runner)
+    assert runner.stagers[0].manifest().steps >= len(streams[0]) // 9
+    assert runner.sink.state().last_batch > 3, "joined slice by slice, not all at once"
+    out = tmp_path / "run" / "out"
+    assert len(list(out.glob("part-*"))) > 1, "released slice by slice, not all at the end"
+    rows = read_output(out)
+    rowtimes = [ms(r["rowtime"]) for r in rows]
+    assert rowtimes == sorted(rowtimes)
+    assert status["late_rows"] == 0
+    assert _got(rows) == expected(windows, steps, streams)
 
 
 def test_batch_join_is_exactly_once_across_a_stop_and_a_crash_before_a_release(spark, tmp_path, monkeypatch):

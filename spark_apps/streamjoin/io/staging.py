@@ -46,6 +46,9 @@ from streamjoin.io.instants import EARLIEST_US, END_US
 _TS = pa.timestamp("us", tz="UTC")
 _FORMATS = ("json", "csv", "parquet")
 STEP_CHUNK = 65_536  # rows per row group of a staged step (Spark splits a large step between row groups)
+# rows per staged step: a larger arrival is staged as several steps, in order, so that a join
+# that works step by step (the batch interval join) holds a bounded slice of it at a time
+STEP_ROWS = 262_144
 
 
 @dataclass
@@ -168,14 +171,16 @@ class Stager:
         if ending:
             m.ended, m.bound_us = True, END_US
             staged = pa.concat_tables([staged, self._bound_row(END_US)])
-        self._write_step(staged, m.steps)
+        parts = [staged.slice(i, STEP_ROWS) for i in range(0, max(staged.num_rows, 1), STEP_ROWS)]
+        for i, part in enumerate(parts):  # bounds, if any, are the last rows: in the last step
+            self._write_step(part, m.steps + i)
         rowtimes = on_time.column(self.spec.rowtime)
         if on_time.num_rows:
             top = pc.max(rowtimes).value
             m.max_rowtime_us = top if m.max_rowtime_us is None else max(m.max_rowtime_us, top)
         # files by base name (as manifests always did), objects by full key
         m.files.extend(p if s3.is_s3(p) else os.path.basename(p) for p in new)
-        m.steps += 1
+        m.steps += len(parts)
         m.rows += on_time.num_rows
         m.late_rows += late.num_rows
         m.save(self.manifest_path)

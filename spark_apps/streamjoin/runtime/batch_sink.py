@@ -25,12 +25,15 @@ from streamjoin.runtime.writer import RowWriter
 
 log = logging.getLogger("streamjoin.batch")
 
+GROUP_ROWS = 2_000_000  # data rows (both inputs) joined per Spark job at most, a step at least
+
 
 class BatchJoinSink(OrderedSink):
     def __init__(self, spark, checkpoint: Path, writer: RowWriter, columns: list[str], batch: BatchJoin):
         super().__init__(checkpoint, writer, columns, 0)
         self.spark, self.batch = spark, batch
         self.stagers = [Stager(spec) for spec in batch.specs]
+        self._stats_cache: dict[tuple[int, int], list] = {}
 
     def __call__(self, frame, batch_id: int) -> None:
         self.advance()
@@ -48,23 +51,53 @@ class BatchJoinSink(OrderedSink):
         self._release(None)
 
     def advance(self) -> None:
-        """Join the steps staged since the last call; release what is final."""
-        with self.lock:
-            self._join_new_steps()
-            join = self.state().join
-        if join is not None:  # after a restart too: what a crash kept from being written
-            below = self.batch.release_below(Clocks(*join["clocks"]))
-            self._release(None if below >= INF else below - 1)
+        """Join the steps staged since the last call, a slice of at most GROUP_ROWS rows at a
+        time in rowtime order, releasing what is final after each: a large arrival (a bounded
+        run's whole input) is joined, held and written a bounded part at a time."""
+        while True:
+            with self.lock:
+                joined = self._join_new_steps()
+                join = self.state().join
+            if join is not None:  # after a restart too: what a crash kept from being written
+                below = self.batch.release_below(Clocks(*join["clocks"]))
+                self._release(None if below >= INF else below - 1)
+            if not joined:
+                return
 
-    def _join_new_steps(self) -> None:
+    def _group(self, done: list[int]) -> list[int]:
+        """How far to join this time: each input's steps from `done`, taking next the step (of
+        either input) whose rows end earliest, until GROUP_ROWS data rows (at least one step)."""
+        present = [_present(s, d) for s, d in zip(self.stagers, done, strict=True)]
+        upto, rows = list(done), 0
+        while upto != present and (rows < GROUP_ROWS or upto == done):
+            candidates = []
+            for i in range(2):
+                if upto[i] < present[i]:
+                    top = self._stats(i, upto[i])[3]
+                    candidates.append((INF if top is None else top, i))
+            _, n = min(candidates)
+            rows += self._stats(n, upto[n])[2]
+            upto[n] += 1
+        return upto
+
+    def _stats(self, n: int, step: int) -> list:
+        key = (n, step)
+        if key not in self._stats_cache:
+            self._stats_cache[key] = _stats(self.stagers[n], step)
+        return self._stats_cache[key]
+
+    def _join_new_steps(self) -> bool:
+        """Join the next group of steps (`_group`); False: nothing new."""
         state = self.state()
         join = state.join or {"done": [0, 0], "clocks": [None, None], "steps": [{}, {}]}
         done = join["done"]
-        present = [_present(s, d) for s, d in zip(self.stagers, done, strict=True)]
+        present = self._group(done)
         if present == done:
-            return
+            return False
         before = Clocks(*join["clocks"])
-        new_stats = [{n: _stats(s, n) for n in range(d, p)} for s, d, p in zip(self.stagers, done, present, strict=True)]
+        new_stats = [{n: self._stats(i, n) for n in range(d, p)} for i, (d, p) in enumerate(zip(done, present, strict=True))]
+        for key in [k for k in self._stats_cache if k[1] < done[k[0]]]:
+            del self._stats_cache[key]
         clocks = []
         for n, spec in enumerate(self.batch.specs):
             tops = [st[3] for st in new_stats[n].values() if st[3] is not None]
@@ -72,13 +105,17 @@ class BatchJoinSink(OrderedSink):
             clocks.append(was if now is None else now if was is None else max(was, now))
         after = Clocks(*clocks)
         retain = self.batch.retain_from(before)
-        old = [[str(s.step_path(int(k))) for k, st in join["steps"][n].items() if st[1] is not None and st[1] >= retain[n]]
-               for n, s in enumerate(self.stagers)]
-        new = [[str(s.step_path(k)) for k, st in new_stats[n].items() if st[2]] for n, s in enumerate(self.stagers)]
+        old_stats = [{int(k): st for k, st in join["steps"][n].items() if st[1] is not None and st[1] >= retain[n]}
+                     for n in range(2)]
+        new_stats = [{k: st for k, st in new_stats[n].items() if st[2]} for n in range(2)]
+        old = [[str(s.step_path(k)) for k in old_stats[n]] for n, s in enumerate(self.stagers)]
+        new = [[str(s.step_path(k)) for k in new_stats[n]] for n, s in enumerate(self.stagers)]
         rows = None
         outer = self.batch.keeps_left or self.batch.keeps_right
         if new[0] or new[1] or (outer and after != before):  # a clock moved: preserved rows may leave
-            frame = self.batch.step(self.spark, (new[0], new[1]), (old[0], old[1]), before, after)
+            # the most rows an input's side of this micro-batch holds (its new and retained steps')
+            held = max(sum(st[2] for st in (*old_stats[n].values(), *new_stats[n].values())) for n in range(2))
+            frame = self.batch.step(self.spark, (new[0], new[1]), (old[0], old[1]), before, after, held)
             rows = frame.toArrow() if frame is not None else None
         # the steps still holding rows in range after this micro-batch (their stats), by input
         keep = self.batch.retain_from(after)
@@ -93,6 +130,7 @@ class BatchJoinSink(OrderedSink):
         self._save(state, pa.concat_tables(tables) if tables else None)
         log.debug("batch join: steps %s -> %s, clocks %s, %s rows, retained steps %s", done, present, state.join["clocks"],
                   rows.num_rows if rows is not None else 0, [len(s) for s in steps])
+        return True
 
     def status(self) -> dict:
         """The rows the join retains (its state): those of the steps still in range."""

@@ -1,0 +1,88 @@
+"""Fixed benchmark data and its exact join counts.
+
+Two streams `l` and `r` of `rows` rows each, JSON Lines sorted by rowtime (one file per stream,
+as a producer appending to a log would write it): `{"rowtime": "2024-01-01 00:00:00.000",
+"k": 7, "v": 3}`. Keys are uniform over `keys`; rowtimes uniform over a span chosen so that a
+row has about `matches` partners with the same key within +-`window_ms` on the other stream.
+
+`exact_counts` counts the interval join exactly (numpy, sorted composite keys): the pairs, and
+the rows of each side with no partner (so INNER = pairs, FULL = pairs + unmatched l + unmatched
+r). Every benchmark run is checked against it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+BASE = dt.datetime(2024, 1, 1)
+KEY_SHIFT = 1 << 42  # composite (key, rowtime ms): rowtime spans stay far below 2^42 ms
+
+
+@dataclass(frozen=True)
+class Spec:
+    rows: int  # per stream
+    keys: int
+    matches: float  # expected partners of a row
+    window_ms: int = 60_000
+    seed: int = 20261124
+
+    @property
+    def span_ms(self) -> int:
+        # partners of a row: rows/keys per key per side, spread over the span, within 2*window
+        return max(1, int(2 * self.window_ms * self.rows / (self.keys * self.matches)))
+
+    @property
+    def name(self) -> str:
+        return f"n{self.rows}-k{self.keys}-m{self.matches:g}-w{self.window_ms}"
+
+
+def _stream(spec: Spec, which: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(spec.seed * 10 + which)
+    rowtime = np.sort(rng.integers(0, spec.span_ms, spec.rows, dtype=np.int64))
+    return rowtime, rng.integers(0, spec.keys, spec.rows, dtype=np.int64), rng.integers(0, 1000, spec.rows, dtype=np.int64)
+
+
+def _write(path: Path, rowtime: np.ndarray, key: np.ndarray, value: np.ndarray) -> None:
+    seconds = rowtime // 1000
+    texts = {}  # one datetime format per distinct second
+    tmp = path.with_suffix(".tmp")
+    with tmp.open("w") as out:
+        for t, s, k, v in zip(rowtime.tolist(), seconds.tolist(), key.tolist(), value.tolist(), strict=True):
+            text = texts.get(s)
+            if text is None:
+                text = texts[s] = (BASE + dt.timedelta(seconds=s)).strftime("%Y-%m-%d %H:%M:%S")
+            out.write(f'{{"rowtime":"{text}.{t % 1000:03d}","k":{k},"v":{v}}}\n')
+    tmp.rename(path)
+
+
+def exact_counts(spec: Spec) -> dict:
+    lt, lk, _ = _stream(spec, 0)
+    rt, rk, _ = _stream(spec, 1)
+    lc, rc = np.sort(lk * KEY_SHIFT + lt), np.sort(rk * KEY_SHIFT + rt)
+    w = spec.window_ms
+    per_l = np.searchsorted(rc, lc + w, side="right") - np.searchsorted(rc, lc - w, side="left")
+    per_r = np.searchsorted(lc, rc + w, side="right") - np.searchsorted(lc, rc - w, side="left")
+    pairs = int(per_l.sum())
+    assert pairs == int(per_r.sum())
+    unmatched_l, unmatched_r = int((per_l == 0).sum()), int((per_r == 0).sum())
+    return {"pairs": pairs, "unmatched_l": unmatched_l, "unmatched_r": unmatched_r,
+            "INNER": pairs, "LEFT": pairs + unmatched_l, "RIGHT": pairs + unmatched_r,
+            "FULL": pairs + unmatched_l + unmatched_r}
+
+
+def generate(root: Path, spec: Spec) -> tuple[Path, Path, dict]:
+    """(folder of l, folder of r, exact counts): written once per spec, reused after."""
+    folder = root / spec.name
+    done = folder / "counts.json"
+    if not done.exists():
+        for which, name in enumerate(("l", "r")):
+            (folder / name).mkdir(parents=True, exist_ok=True)
+            _write(folder / name / "part-0.json", *_stream(spec, which))
+        done.write_text(json.dumps({"spec": asdict(spec), **exact_counts(spec)}, indent=1))
+    counts = json.loads(done.read_text())
+    return folder / "l", folder / "r", counts

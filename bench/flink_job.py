@@ -1,0 +1,38 @@
+"""The benchmark's interval join in Flink SQL (PyFlink, streaming mode), every result row to
+stdout by Flink's `print` connector. Runs in bench/.venv-flink (bench/requirements-flink.txt),
+never in the project's environment.
+
+    bench/.venv-flink/bin/python bench/flink_job.py L_DIR R_DIR INNER|FULL WINDOW_MS
+"""
+
+from __future__ import annotations
+
+import sys
+
+from pyflink.table import EnvironmentSettings, TableEnvironment
+
+
+def main(left: str, right: str, join: str, window_ms: int) -> None:
+    env = TableEnvironment.create(EnvironmentSettings.in_streaming_mode())
+    conf = env.get_config()
+    conf.set("parallelism.default", "2")
+    conf.set("table.exec.source.idle-timeout", "1 s")  # one file per stream: one reading subtask
+    for name, path in (("l", left), ("r", right)):
+        env.execute_sql(f"""
+            CREATE TABLE {name} (rowtime TIMESTAMP(3), k INT, v INT,
+                                 WATERMARK FOR rowtime AS rowtime)
+            WITH ('connector' = 'filesystem', 'path' = '{path}', 'format' = 'json')""")
+    env.execute_sql("CREATE TABLE sink (rowtime TIMESTAMP(3), k INT, lv INT, rv INT) WITH ('connector' = 'print')")
+    seconds = window_ms / 1000
+    rowtime = "l.rowtime" if join == "INNER" else "COALESCE(l.rowtime, r.rowtime)"
+    key = "l.k" if join == "INNER" else "COALESCE(l.k, r.k)"
+    env.execute_sql(f"""
+        INSERT INTO sink
+        SELECT CAST({rowtime} AS TIMESTAMP(3)), {key}, l.v, r.v
+        FROM l {join} JOIN r ON l.k = r.k
+         AND r.rowtime BETWEEN l.rowtime - INTERVAL '{seconds:g}' SECOND AND l.rowtime + INTERVAL '{seconds:g}' SECOND
+    """).wait()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]))

@@ -1,0 +1,328 @@
+"""`make bench`: streamjoin against PyFlink (and hand-written PySpark where Spark can express
+the job) on the same files, the same join, every result row written to stdout by each.
+
+    .venv/bin/python bench/run.py [--sizes 1,4,16] [--workloads inner-sparse,full-dense]
+                                  [--engines streamjoin,flink,pyspark] [--rounds 2]
+                                  [--report docs/benchmarks.md]
+
+It builds what it needs: the data (bench/.data, generated once per size, fixed seed) with the
+exact join counts, and PyFlink in its own virtualenv (bench/.venv-flink, from
+bench/requirements-flink.txt: Flink's pins never touch the project's). Each job is a separate
+process timed from its start to its exit (JVM start included for both engines); its stdout is
+counted, and a run whose row count differs from the exact count is reported as wrong. The
+order of the engines alternates by round. The report (tables, PNG plots, the machine, every
+ratio) is written from this run's figures only.
+
+1x = 1M rows per stream. Sparse: 50k keys, about 1 partner per row; dense: 10k keys, about
+10. The window is +-1 minute (`r.rowtime BETWEEN l.rowtime - 1 minute AND l.rowtime + 1
+minute`); sizes grow the time span (keys fixed), so the rows inside a window stay the same.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+from datagen import Spec, generate  # noqa: E402
+
+MILLION = 1_000_000
+WORKLOADS = {  # name: (join, keys, partners per row)
+    "inner-sparse": ("INNER", 50_000, 1),
+    "full-sparse": ("FULL", 50_000, 1),
+    "inner-dense": ("INNER", 10_000, 10),
+    "full-dense": ("FULL", 10_000, 10),
+}
+ENGINES = ("streamjoin", "flink", "pyspark")
+FLINK_VENV = HERE / ".venv-flink"
+
+SQL = """CREATE STREAM l (k INT, v INT) WITH (connector = 'files', format = 'json', path = '{l}');
+CREATE STREAM r (k INT, v INT) WITH (connector = 'files', format = 'json', path = '{r}');
+SELECT STREAM ROWTIME, {key} AS k, l.v AS lv, r.v AS rv FROM l {join} JOIN r
+  ON l.k = r.k AND r.ROWTIME BETWEEN l.ROWTIME - INTERVAL '{s}' SECOND AND l.ROWTIME + INTERVAL '{s}' SECOND;
+"""
+
+
+@dataclass
+class Result:
+    engine: str
+    workload: str
+    size: float
+    rows_in: int
+    expected: int
+    seconds: float = 0.0
+    rows_out: int = 0
+    cpu_seconds: float = 0.0
+    peak_rss_mb: float = 0.0
+    error: str = ""
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return not self.error and self.rows_out == self.expected
+
+    @property
+    def rows_per_s(self) -> float:
+        return self.rows_in / self.seconds if self.seconds else 0.0
+
+    @property
+    def cpu_us_per_row(self) -> float:
+        return self.cpu_seconds / self.rows_in * 1e6
+
+
+def log(text: str) -> None:
+    print(f"[bench {dt.datetime.now():%H:%M:%S}] {text}", file=sys.stderr, flush=True)
+
+
+def flink_python() -> Path:
+    python = FLINK_VENV / "bin" / "python"
+    stamp = FLINK_VENV / ".installed"
+    wanted = (HERE / "requirements-flink.txt").read_text()
+    if not stamp.exists() or stamp.read_text() != wanted:
+        log(f"setting up PyFlink in {FLINK_VENV} (first run downloads about 300 MB)")
+        subprocess.run(["python3", "-m", "venv", str(FLINK_VENV)], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "--quiet", "-r", str(HERE / "requirements-flink.txt")], check=True)
+        stamp.write_text(wanted)
+    return python
+
+
+class Counter(threading.Thread):
+    """Counts result rows on a pipe: lines, or for Flink's print sink the `+I[` records."""
+
+    def __init__(self, stream, marker: bytes | None):
+        super().__init__(daemon=True)
+        self.stream, self.marker, self.rows = stream, marker, 0
+
+    def run(self) -> None:
+        carry = b""
+        while chunk := self.stream.read(1 << 20):
+            if self.marker is None:
+                self.rows += chunk.count(b"\n")
+            else:
+                data = carry + chunk
+                self.rows += data.count(self.marker)
+                carry = data[-(len(self.marker) - 1):]
+
+
+def timed(cmd: list[str], marker: bytes | None, env: dict, result: Result, log_path: Path) -> None:
+    started = time.perf_counter()
+    with log_path.open("wb") as err:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, env=env, cwd=ROOT)
+        counter = Counter(proc.stdout, marker)
+        counter.start()
+        ps = psutil.Process(proc.pid)
+        cpu: dict[int, float] = {}  # the last CPU time seen of every process of the tree (the JVMs are
+        while proc.poll() is None:  # grandchildren: RUSAGE_CHILDREN misses them)
+            rss = 0
+            for p in [ps, *ps.children(recursive=True)]:
+                try:
+                    with p.oneshot():
+                        t = p.cpu_times()
+                        cpu[p.pid] = t.user + t.system
+                        rss += p.memory_info().rss
+                except psutil.Error:
+                    pass
+            result.peak_rss_mb = max(result.peak_rss_mb, rss / 2**20)
+            time.sleep(0.2)
+        counter.join()
+    result.seconds = time.perf_counter() - started
+    result.cpu_seconds = sum(cpu.values())
+    result.rows_out = counter.rows
+    if proc.returncode != 0:
+        result.error = f"exit {proc.returncode}: " + log_path.read_text(errors="replace").strip().splitlines()[-1:][0][:300] \
+            if log_path.read_text(errors="replace").strip() else f"exit {proc.returncode}"
+
+
+def run_one(engine: str, workload: str, size: int, data: Path, work: Path) -> Result:
+    join, keys, matches = WORKLOADS[workload]
+    spec = Spec(rows=int(size * MILLION), keys=keys, matches=matches)
+    l_dir, r_dir, counts = generate(data, spec)
+    result = Result(engine, workload, size, 2 * spec.rows, counts[join])
+    env = {**os.environ, "PYSPARK_PYTHON": str(ROOT / ".venv" / "bin" / "python")}
+    run_dir = Path(tempfile.mkdtemp(prefix=f"{engine}-{workload}-", dir=work))
+    seconds = spec.window_ms // 1000
+    if engine == "streamjoin":
+        query = run_dir / "q.sql"
+        key = "l.k" if join == "INNER" else "COALESCE(l.k, r.k)"
+        query.write_text(SQL.format(l=l_dir, r=r_dir, join=join, key=key, s=seconds))
+        cmd = [str(ROOT / ".venv" / "bin" / "streamjoin"), "run", str(query), "--until-idle",
+               "--checkpoint", str(run_dir / "checkpoint")]
+        timed(cmd, None, env, result, run_dir / "stderr.log")
+    elif engine == "flink":
+        cmd = [str(flink_python()), str(HERE / "flink_job.py"), str(l_dir), str(r_dir), join, str(spec.window_ms)]
+        timed(cmd, b"+I[", env, result, run_dir / "stderr.log")
+    elif engine == "pyspark":
+        if join != "INNER":
+            result.error = "n/a: a Spark streaming outer join has no end of input (bench/pyspark_job.py)"
+            return result
+        cmd = [str(ROOT / ".venv" / "bin" / "python"), str(HERE / "pyspark_job.py"), str(l_dir), str(r_dir), join,
+               str(spec.window_ms), str(run_dir / "checkpoint")]
+        timed(cmd, None, env, result, run_dir / "stderr.log")
+    shutil.rmtree(run_dir / "checkpoint", ignore_errors=True)
+    verdict = "ok" if result.ok else f"WRONG ({result.rows_out} rows, expected {result.expected}) {result.error}"
+    log(f"{engine:10s} {workload:12s} {size:g}x {result.seconds:7.1f} s {result.rows_per_s:10,.0f} rows/s "
+        f"cpu {result.cpu_us_per_row:6.1f} us/row rss {result.peak_rss_mb:6.0f} MB  {verdict}")
+    return result
+
+
+def machine() -> dict:
+    java = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr.splitlines()[0]
+    model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                  if line.startswith("model name")), platform.processor())
+    flink = FLINK_VENV / "bin" / "python"
+    flink_version = subprocess.run([str(flink), "-c", "import importlib.metadata as m; print(m.version('apache-flink'))"],
+                                   capture_output=True, text=True).stdout.strip() if flink.exists() else "not installed"
+    import pyspark
+    return {"cpu": f"{model}, {os.cpu_count()} cores", "memory": f"{psutil.virtual_memory().total / 2**30:.0f} GiB",
+            "os": platform.platform(), "python": platform.python_version(), "java": java,
+            "spark": pyspark.__version__, "flink": flink_version, "load at start": " ".join(f"{x:.2f}" for x in os.getloadavg())}
+
+
+def median(results: list[Result], attr: str) -> float:
+    return statistics.median(getattr(r, attr) for r in results)
+
+
+def report(results: list[Result], path: Path, argv: list[str], started: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    groups: dict[tuple, list[Result]] = {}
+    for r in results:
+        groups.setdefault((r.workload, r.size, r.engine), []).append(r)
+    keys = sorted({(w, s) for w, s, _ in groups}, key=lambda k: (k[1], list(WORKLOADS).index(k[0])))
+    engines = [e for e in ENGINES if any(g[2] == e for g in groups)]
+    lines = [
+        "# Benchmarks", "",
+        f"Written by `make bench` (`bench/run.py {' '.join(argv)}`), started {started}. Every figure here",
+        "is from that run; rerun it to refresh them. Each job is its own process, timed from start to",
+        "exit; rows/s counts input rows (both streams); CPU is the user+system time of the process",
+        "and its children; RSS is the peak resident memory of the process tree. Figures are medians",
+        "over the rounds; the engine order alternates by round.", "",
+        "## Machine", "", *(f"- {k}: {v}" for k, v in machine().items()), "",
+        "## Two-stream interval join, every row to stdout", "",
+        "| workload | size | engine | seconds | input rows/s | vs Flink | CPU us/row | peak RSS MB | rows out | exact |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for workload, size in keys:
+        flink = groups.get((workload, size, "flink"))
+        flink_rate = median(flink, "rows_per_s") if flink and all(r.ok for r in flink) else None
+        for engine in engines:
+            runs = groups.get((workload, size, engine))
+            if not runs:
+                continue
+            if not all(r.ok for r in runs):
+                bad = next(r for r in runs if not r.ok)
+                lines.append(f"| {workload} | {size:g}x | {engine} | - | - | - | - | - | {bad.rows_out:,} | {bad.expected:,}: "
+                             f"{bad.error or 'WRONG COUNT'} |")
+                continue
+            rate = median(runs, "rows_per_s")
+            ratio = f"{rate / flink_rate:.2f}x" if flink_rate else "-"
+            lines.append(f"| {workload} | {size:g}x | {engine} | {median(runs, 'seconds'):.1f} | {rate:,.0f} | {ratio} | "
+                         f"{median(runs, 'cpu_us_per_row'):.1f} | {median(runs, 'peak_rss_mb'):,.0f} | {runs[0].rows_out:,} | "
+                         f"{runs[0].expected:,} |")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure = path.with_name("benchmarks-throughput.png")
+    fig, ax = plt.subplots(figsize=(9, 4))
+    width = 0.8 / max(1, len(engines))
+    for i, engine in enumerate(engines):
+        values = [median(groups[(w, s, engine)], "rows_per_s") if (w, s, engine) in groups
+                  and all(r.ok for r in groups[(w, s, engine)]) else 0 for w, s in keys]
+        ax.bar([x + i * width for x in range(len(keys))], values, width, label=engine)
+    ax.set_xticks([x + width * (len(engines) - 1) / 2 for x in range(len(keys))], [f"{w}\n{s:g}x" for w, s in keys], fontsize=8)
+    ax.set_ylabel("input rows/s")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(figure, dpi=100)
+    lines += ["", f"![input rows/s]({figure.name})", ""]
+    sizes = sorted({s for _, s in keys})
+    if len(sizes) > 1:
+        lines += ["## Growth", "", "Throughput at each size relative to 1x (1.00 = linear cost).", "",
+                  "| workload | engine | " + " | ".join(f"{s:g}x rows/s" for s in sizes) + " | largest / smallest |",
+                  "|---|---|" + "---|" * (len(sizes) + 1)]
+        growth = path.with_name("benchmarks-growth.png")
+        fig, ax = plt.subplots(figsize=(7, 4))
+        for workload in WORKLOADS:
+            for engine in engines:
+                rates = [median(groups[(workload, s, engine)], "rows_per_s") if (workload, s, engine) in groups
+                         and all(r.ok for r in groups[(workload, s, engine)]) else None for s in sizes]
+                if sum(v is not None for v in rates) < 2:
+                    continue
+                cells = " | ".join(f"{v:,.0f}" if v else "-" for v in rates)
+                known = [v for v in rates if v]
+                lines.append(f"| {workload} | {engine} | {cells} | {known[-1] / known[0]:.2f} |")
+                ax.plot([s for s, v in zip(sizes, rates, strict=True) if v], known, marker="o", label=f"{engine} {workload}")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("size (x 1M rows per stream)")
+        ax.set_ylabel("input rows/s")
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        fig.savefig(growth, dpi=100)
+        lines += ["", f"![growth]({growth.name})", ""]
+    lines += ["## Every run", "", "| round | engine | workload | size | seconds | rows out | ok |", "|---|---|---|---|---|---|---|"]
+    lines += [f"| {r.extra.get('round', '')} | {r.engine} | {r.workload} | {r.size:g}x | {r.seconds:.1f} | {r.rows_out:,} | "
+              f"{'yes' if r.ok else 'no: ' + (r.error or 'count')} |" for r in results]
+    path.write_text("\n".join(lines) + "\n")
+    (path.with_suffix(".json")).write_text(json.dumps([{**r.__dict__, "rows_per_s": r.rows_per_s} for r in results], indent=1))
+    log(f"wrote {path}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="1", help="comma-separated multiples of 1M rows per stream (default 1)")
+    parser.add_argument("--workloads", default=",".join(WORKLOADS), help=f"of {', '.join(WORKLOADS)}")
+    parser.add_argument("--engines", default=",".join(ENGINES), help=f"of {', '.join(ENGINES)}")
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--report", default=str(ROOT / "docs" / "benchmarks.md"))
+    parser.add_argument("--data", default=str(HERE / ".data"))
+    args = parser.parse_args(argv)
+    sizes = [float(s) for s in args.sizes.split(",")]
+    workloads = args.workloads.split(",")
+    engines = args.engines.split(",")
+    for name in workloads:
+        if name not in WORKLOADS:
+            parser.error(f"unknown workload {name!r}: choose from {', '.join(WORKLOADS)}")
+    for name in engines:
+        if name not in ENGINES:
+            parser.error(f"unknown engine {name!r}: choose from {', '.join(ENGINES)}")
+    if "flink" in engines:
+        flink_python()
+    started = f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC"
+    data = Path(args.data)
+    results = []
+    with tempfile.TemporaryDirectory(prefix="streamjoin-bench-") as work:
+        for size in sizes:
+            for wi, workload in enumerate(workloads):
+                join, keys, matches = WORKLOADS[workload]
+                log(f"data {workload} {size:g}x: {generate(data, Spec(int(size * MILLION), keys, matches))[2][join]:,} rows expected")
+                for rnd in range(args.rounds):
+                    order = engines if (rnd + wi) % 2 == 0 else engines[::-1]
+                    for engine in order:
+                        result = run_one(engine, workload, size, data, Path(work))
+                        result.extra["round"] = rnd + 1
+                        results.append(result)
+    report(results, Path(args.report), argv, started)
+    wrong = [r for r in results if not r.ok and not r.error.startswith("n/a")]
+    return 1 if wrong else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
