@@ -1,8 +1,9 @@
 """`make bench`: streamjoin against PyFlink (and hand-written PySpark where Spark can express
 the job) on the same files, the same join, every result row written to stdout by each.
 
-    .venv/bin/python bench/run.py [--sizes 1,4,16] [--workloads inner-sparse,full-dense]
+    .venv/bin/python bench/run.py [--sizes 1] [--workloads inner-sparse,full-dense]
                                   [--engines streamjoin,flink,pyspark] [--rounds 2]
+                                  [--growth-sizes 4,16 --growth-workloads inner-sparse]
                                   [--report docs/benchmarks.md]
 
 It builds what it needs: the data (bench/.data, generated once per size, fixed seed) with the
@@ -254,7 +255,8 @@ def report(results: list[Result], path: Path, argv: list[str], started: str) -> 
     lines += ["", f"![input rows/s]({figure.name})", ""]
     sizes = sorted({s for _, s in keys})
     if len(sizes) > 1:
-        lines += ["## Growth", "", "Throughput at each size relative to 1x (1.00 = linear cost).", "",
+        lines += ["## Growth", "", "Input rows/s at each size; the last column is rows/s at the largest size over rows/s at the",
+                  "smallest (1.00: cost linear in the size; the target is within 20%).", "",
                   "| workload | engine | " + " | ".join(f"{s:g}x rows/s" for s in sizes) + " | largest / smallest |",
                   "|---|---|" + "---|" * (len(sizes) + 1)]
         growth = path.with_name("benchmarks-growth.png")
@@ -290,35 +292,39 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", default="1", help="comma-separated multiples of 1M rows per stream (default 1)")
     parser.add_argument("--workloads", default=",".join(WORKLOADS), help=f"of {', '.join(WORKLOADS)}")
     parser.add_argument("--engines", default=",".join(ENGINES), help=f"of {', '.join(ENGINES)}")
+    parser.add_argument("--growth-sizes", default="", help="more sizes, for the growth workloads only (e.g. 4,16)")
+    parser.add_argument("--growth-workloads", default="inner-sparse")
+    parser.add_argument("--growth-engines", default="streamjoin,flink")
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--report", default=str(ROOT / "docs" / "benchmarks.md"))
     parser.add_argument("--data", default=str(HERE / ".data"))
     args = parser.parse_args(argv)
-    sizes = [float(s) for s in args.sizes.split(",")]
-    workloads = args.workloads.split(",")
-    engines = args.engines.split(",")
-    for name in workloads:
+    workloads, engines = args.workloads.split(","), args.engines.split(",")
+    # (size, workload, engines) in the order they run
+    plan = [(float(size), w, engines) for size in args.sizes.split(",") for w in workloads]
+    if args.growth_sizes:
+        plan += [(float(size), w, args.growth_engines.split(",")) for size in args.growth_sizes.split(",")
+                 for w in args.growth_workloads.split(",")]
+    for _, name, names in plan:
         if name not in WORKLOADS:
             parser.error(f"unknown workload {name!r}: choose from {', '.join(WORKLOADS)}")
-    for name in engines:
-        if name not in ENGINES:
-            parser.error(f"unknown engine {name!r}: choose from {', '.join(ENGINES)}")
-    if "flink" in engines:
+        for engine in names:
+            if engine not in ENGINES:
+                parser.error(f"unknown engine {engine!r}: choose from {', '.join(ENGINES)}")
+    if any("flink" in names for _, _, names in plan):
         flink_python()
     started = f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC"
     data = Path(args.data)
     results = []
     with tempfile.TemporaryDirectory(prefix="streamjoin-bench-") as work:
-        for size in sizes:
-            for wi, workload in enumerate(workloads):
-                join, keys, matches = WORKLOADS[workload]
-                log(f"data {workload} {size:g}x: {generate(data, Spec(int(size * MILLION), keys, matches))[2][join]:,} rows expected")
-                for rnd in range(args.rounds):
-                    order = engines if (rnd + wi) % 2 == 0 else engines[::-1]
-                    for engine in order:
-                        result = run_one(engine, workload, size, data, Path(work))
-                        result.extra["round"] = rnd + 1
-                        results.append(result)
+        for i, (size, workload, names) in enumerate(plan):
+            join, keys, matches = WORKLOADS[workload]
+            log(f"data {workload} {size:g}x: {generate(data, Spec(int(size * MILLION), keys, matches))[2][join]:,} rows expected")
+            for rnd in range(args.rounds):
+                for engine in names if (rnd + i) % 2 == 0 else names[::-1]:
+                    result = run_one(engine, workload, size, data, Path(work))
+                    result.extra["round"] = rnd + 1
+                    results.append(result)
     report(results, Path(args.report), argv, started)
     wrong = [r for r in results if not r.ok and not r.error.startswith("n/a")]
     return 1 if wrong else 0
