@@ -41,8 +41,9 @@ test-long: $(STAMP) check-java lint
 
 # streamjoin vs PyFlink (and hand-written PySpark) on the same data: writes docs/benchmarks.md.
 # BENCH_ARGS e.g. "--sizes 1,4,16 --rounds 2" (see bench/run.py --help)
+BENCH_DEFAULT := --sizes 1 --rounds 2 --growth-sizes 4,16
 bench: $(STAMP) check-java
-	@$(PY) bench/run.py $(or $(BENCH_ARGS),--sizes 1 --rounds 2 --growth-sizes 4,16)
+	@$(PY) bench/run.py $(or $(BENCH_ARGS),$(BENCH_DEFAULT))
 
 demo: $(STAMP) check-java
 	@$(PY) include/demo.py

@@ -223,3 +223,25 @@ def test_the_embedded_server_runs_as_a_command_and_serves_the_standard_variables
         assert s3.read_json("s3://reports/x/a.json", server.settings) == {"ok": 1}
         assert server._process.poll() is None  # a process of its own (see EmbeddedS3)
 
+
+
+@pytest.mark.parametrize("fmt", ["delta", "parquet"])
+def test_a_checkpoint_whose_committed_rows_are_gone_from_the_table_refuses_to_run_and_says_how_to_reset(
+        spark, tmp_path, s3_prefix, fmt):
+    sink = f"{s3_prefix}/enriched"
+    write_customers(tmp_path)
+    write_jsonl(tmp_path / "orders" / "o.json", ORDERS)
+    sql = sink_sql(tmp_path, sink, fmt)
+    run_to_end(start(spark, sql, tmp_path / "run"))
+    assert committed(sink) == EXPECTED
+    filesystem, root = s3.resolve(sink)
+    filesystem.delete_dir(root)  # the storage was reset: the table is gone, the checkpoint is not
+    from streamjoin.runtime.pipeline import Pipeline
+
+    runner = Pipeline.from_sql(sql, "q.sql").runner(spark, tmp_path / "run" / "checkpoint", str(tmp_path / "run" / "out"))
+    with pytest.raises(RuntimeError, match="those rows are gone.*remove the checkpoint folder"):
+        runner.start()
+    assert runner.query is None  # refused before anything started
+    # a new checkpoint rebuilds the table from the inputs
+    run_to_end(start(spark, sql, tmp_path / "again"))
+    assert committed(sink) == EXPECTED

@@ -28,6 +28,7 @@ class CommittedSink(OrderedSink):
         self.snapshots = [s.identity() for s in lowered.snapshots]
         self.query_file = query_file
         self.last_marker: str | None = None
+        self._committed: int | None = None  # the last version this run committed rows under
 
     def __call__(self, frame, batch_id: int) -> None:
         if self.bucketed is not None:
@@ -37,6 +38,8 @@ class CommittedSink(OrderedSink):
             state = self.state()
             if rows is not None and batch_id > state.last_batch:
                 state.rows_emitted += rows
+            if rows:
+                self._committed = max(batch_id, self._committed or -1)
             state.last_batch = max(state.last_batch, batch_id)
             self._save(state, None)
 
@@ -47,7 +50,34 @@ class CommittedSink(OrderedSink):
 
     def _write_buckets(self, rows, buckets: list[int], release: int) -> int:
         frame = self.bucketed.frame(rows, buckets).select(*self.columns, ROWTIME_COLUMN)
-        return self.table.write(frame, release, ROWTIME_COLUMN) or 0
+        written = self.table.write(frame, release, ROWTIME_COLUMN) or 0
+        if written:  # recorded with the release (`_save`, next)
+            self._committed = max(release, self._committed or -1)
+        return written
+
+    def _save(self, state, carry) -> None:
+        if self._committed is not None:
+            state.committed_version = max(self._committed, state.committed_version or -1)
+        super()._save(state, carry)
+
+    def check_resumable(self) -> None:
+        """Refuse to resume when the table lost what this checkpoint committed (storage reset,
+        table deleted): the checkpoint would skip those batches as done and the run would
+        report success with the rows gone."""
+        expected = self.state().committed_version
+        if expected is None:
+            return
+        found = self.table.committer.committed_version()
+        if found is not None and found >= expected:
+            return
+        spec = self.table.spec
+        what = "has no table" if self.table.committer.table_version() is None else \
+            f"holds this query's commits only up to version {found}" if found is not None else "holds none of this query's commits"
+        raise RuntimeError(
+            f"sink {spec.name}: this checkpoint ({self.dir.parent}) committed rows to {spec.path} up to version "
+            f"{expected} (app id {self.table.app_id}), but {spec.path} {what}: the sink's storage was reset or "
+            "the table removed, and those rows are gone. Nothing was written. To rebuild the table from the inputs, "
+            "remove the checkpoint folder and run again (every input is read from the start).")
 
     def _mark(self, threshold_us: int | None) -> None:
         """Completeness markers for the hours the clock has passed, oldest first. As for buckets,

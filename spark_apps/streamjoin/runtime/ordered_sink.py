@@ -34,6 +34,7 @@ class SinkState:
     bound_us: int | None = None  # a part of a cut chain (StageSink): the last rowtime bound written
     pending_stage_us: int | None = None  # a StageSink release being written: its threshold (a replay redoes exactly it)
     join: dict | None = None  # the batch interval join (runtime.batch_sink): steps joined, clocks, retained steps
+    committed_version: int | None = None  # S3 sink: the last version this query committed rows under
 
 
 class OrderedSink:
@@ -61,6 +62,9 @@ class OrderedSink:
         self.dir.mkdir(parents=True, exist_ok=True)
         self.state_path = self.dir / "state.json"
         self.lock = threading.Lock()
+
+    def check_resumable(self) -> None:
+        """Before a query starts on this checkpoint: raise if it cannot resume (CommittedSink)."""
 
     def state(self) -> SinkState:
         return SinkState(**json.loads(self.state_path.read_text())) if self.state_path.exists() else SinkState()

@@ -77,6 +77,7 @@ class Runner:
         """Stage what the inputs hold, start every part's query (the earlier parts first) and the
         feeder thread; refuses a checkpoint this streamjoin cannot resume before any part starts."""
         check_resumable(self.checkpoint)
+        self.sink.check_resumable()
         for part in self.upstream:
             part.start()
         stamp(self.checkpoint)
