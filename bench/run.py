@@ -278,6 +278,12 @@ def report(results: list[Result], path: Path, argv: list[str], started: str) -> 
         fig.tight_layout()
         fig.savefig(growth, dpi=100)
         lines += ["", f"![growth]({growth.name})", ""]
+    lines += ["## Not measured by this command yet", "",
+              "- steady state: latency (file landing to output row, p50/p99) and CPU per row at a fixed input",
+              "  rate, with 1-minute and 1-hour windows;",
+              "- a three-stream join, ROWS-window and ASOF joins (streamjoin's operator), the stream-table",
+              "  snapshot join and the hourly enrichment app (older, narrower scripts: `bench/README.md`);",
+              "- peak state rows per engine.", ""]
     lines += ["## Every run", "", "| round | engine | workload | size | seconds | rows out | ok |", "|---|---|---|---|---|---|---|"]
     lines += [f"| {r.extra.get('round', '')} | {r.engine} | {r.workload} | {r.size:g}x | {r.seconds:.1f} | {r.rows_out:,} | "
               f"{'yes' if r.ok else 'no: ' + (r.error or 'count')} |" for r in results]
