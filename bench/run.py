@@ -192,14 +192,16 @@ def machine() -> dict:
     import pyspark
     return {"cpu": f"{model}, {os.cpu_count()} cores", "memory": f"{psutil.virtual_memory().total / 2**30:.0f} GiB",
             "os": platform.platform(), "python": platform.python_version(), "java": java,
-            "spark": pyspark.__version__, "flink": flink_version, "load at start": " ".join(f"{x:.2f}" for x in os.getloadavg())}
+            "spark": pyspark.__version__, "flink": flink_version, "load average at start": " ".join(f"{x:.2f}" for x in os.getloadavg())}
 
 
 def median(results: list[Result], attr: str) -> float:
     return statistics.median(getattr(r, attr) for r in results)
 
 
-def report(results: list[Result], path: Path, argv: list[str], started: str) -> None:
+def report(results: list[Result], path: Path, meta: dict) -> None:
+    """docs/benchmarks.md (and its plots, and the results as JSON beside it, which `--render` reads
+    back) from one run's results; `meta`: its arguments, start time and machine."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -212,12 +214,12 @@ def report(results: list[Result], path: Path, argv: list[str], started: str) -> 
     engines = [e for e in ENGINES if any(g[2] == e for g in groups)]
     lines = [
         "# Benchmarks", "",
-        f"Written by `make bench` (`bench/run.py {' '.join(argv)}`), started {started}. Every figure here",
+        f"Written by `make bench` (`bench/run.py {' '.join(meta['argv'])}`), started {meta['started']}. Every figure here",
         "is from that run; rerun it to refresh them. Each job is its own process, timed from start to",
         "exit; rows/s counts input rows (both streams); CPU is the user+system time of the process",
         "and its children; RSS is the peak resident memory of the process tree. Figures are medians",
         "over the rounds; the engine order alternates by round.", "",
-        "## Machine", "", *(f"- {k}: {v}" for k, v in machine().items()), "",
+        "## Machine", "", *(f"- {k}: {v}" for k, v in meta["machine"].items()), "",
         "## Two-stream interval join, every row to stdout", "",
         "| workload | size | engine | seconds | input rows/s | vs Flink | CPU us/row | peak RSS MB | rows out | exact |",
         "|---|---|---|---|---|---|---|---|---|---|",
@@ -255,10 +257,15 @@ def report(results: list[Result], path: Path, argv: list[str], started: str) -> 
     lines += ["", f"![input rows/s]({figure.name})", ""]
     sizes = sorted({s for _, s in keys})
     if len(sizes) > 1:
-        lines += ["## Growth", "", "Input rows/s at each size; the last column is rows/s at the largest size over rows/s at the",
-                  "smallest (1.00: cost linear in the size; the target is within 20%).", "",
-                  "| workload | engine | " + " | ".join(f"{s:g}x rows/s" for s in sizes) + " | largest / smallest |",
-                  "|---|---|" + "---|" * (len(sizes) + 1)]
+        steps = [f"{a:g}x to {b:g}x" for a, b in zip(sizes, sizes[1:], strict=False)]
+        lines += ["## Growth", "",
+                  "Input rows/s at each size, and the seconds each million input rows added cost from one size to",
+                  "the next. Fixed costs (starting the JVM and the engine) weigh most on small runs, so rows/s",
+                  "rises with the size for every engine; the cost is linear when the added seconds per million",
+                  "rows stay the same from step to step (the target: within 20%, the last column).", "",
+                  "| workload | engine | " + " | ".join(f"{s:g}x rows/s" for s in sizes) + " | "
+                  + " | ".join(f"s per 1M rows, {t}" for t in steps) + " | last step / first step |",
+                  "|---|---|" + "---|" * (2 * len(sizes))]
         growth = path.with_name("benchmarks-growth.png")
         fig, ax = plt.subplots(figsize=(7, 4))
         for workload in WORKLOADS:
@@ -269,7 +276,14 @@ def report(results: list[Result], path: Path, argv: list[str], started: str) -> 
                     continue
                 cells = " | ".join(f"{v:,.0f}" if v else "-" for v in rates)
                 known = [v for v in rates if v]
-                lines.append(f"| {workload} | {engine} | {cells} | {known[-1] / known[0]:.2f} |")
+                seconds = [median(groups[(workload, s, engine)], "seconds") if v else None for s, v in zip(sizes, rates, strict=True)]
+                pairs = list(zip(sizes, seconds, strict=True))
+                added = [(b_t - a_t) / ((b - a) * 2) if a_t is not None and b_t is not None else None  # 2 streams of 1M x size
+                         for (a, a_t), (b, b_t) in zip(pairs, pairs[1:], strict=False)]
+                steps_text = " | ".join(f"{v:.2f}" if v is not None else "-" for v in added)
+                given = [v for v in added if v is not None]
+                ratio = f"{given[-1] / given[0]:.2f}" if len(given) > 1 else "-"
+                lines.append(f"| {workload} | {engine} | {cells} | {steps_text} | {ratio} |")
                 ax.plot([s for s, v in zip(sizes, rates, strict=True) if v], known, marker="o", label=f"{engine} {workload}")
         ax.set_xscale("log", base=2)
         ax.set_xlabel("size (x 1M rows per stream)")
@@ -288,7 +302,7 @@ def report(results: list[Result], path: Path, argv: list[str], started: str) -> 
     lines += [f"| {r.extra.get('round', '')} | {r.engine} | {r.workload} | {r.size:g}x | {r.seconds:.1f} | {r.rows_out:,} | "
               f"{'yes' if r.ok else 'no: ' + (r.error or 'count')} |" for r in results]
     path.write_text("\n".join(lines) + "\n")
-    (path.with_suffix(".json")).write_text(json.dumps([{**r.__dict__, "rows_per_s": r.rows_per_s} for r in results], indent=1))
+    (path.with_suffix(".json")).write_text(json.dumps({"meta": meta, "results": [r.__dict__ for r in results]}, indent=1))
     log(f"wrote {path}")
 
 
@@ -304,7 +318,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--report", default=str(ROOT / "docs" / "benchmarks.md"))
     parser.add_argument("--data", default=str(HERE / ".data"))
+    parser.add_argument("--render", metavar="JSON", help="write the report again from a run's JSON (docs/benchmarks.json); run nothing")
     args = parser.parse_args(argv)
+    if args.render:
+        saved = json.loads(Path(args.render).read_text())
+        report([Result(**r) for r in saved["results"]], Path(args.report), saved["meta"])
+        return 0
     workloads, engines = args.workloads.split(","), args.engines.split(",")
     # (size, workload, engines) in the order they run
     plan = [(float(size), w, engines) for size in args.sizes.split(",") for w in workloads]
@@ -319,7 +338,7 @@ def main(argv: list[str] | None = None) -> int:
                 parser.error(f"unknown engine {engine!r}: choose from {', '.join(ENGINES)}")
     if any("flink" in names for _, _, names in plan):
         flink_python()
-    started = f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC"
+    meta = {"argv": argv, "started": f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC", "machine": machine()}
     data = Path(args.data)
     results = []
     with tempfile.TemporaryDirectory(prefix="streamjoin-bench-") as work:
@@ -331,7 +350,7 @@ def main(argv: list[str] | None = None) -> int:
                     result = run_one(engine, workload, size, data, Path(work))
                     result.extra["round"] = rnd + 1
                     results.append(result)
-    report(results, Path(args.report), argv, started)
+    report(results, Path(args.report), meta)
     wrong = [r for r in results if not r.ok and not r.error.startswith("n/a")]
     return 1 if wrong else 0
 

@@ -55,7 +55,7 @@ MAX_WAIT_SECONDS = float(os.environ.get("STREAMJOIN_REPORT_MAX_WAIT_SECONDS", "7
         # optional: Airflow's trigger form requires every field whose type does not allow null
         "hour": Param(None, type=["null", "string"], title="Hour (UTC)",
                       pattern=r"^$|^\s*\d{4}-\d{2}-\d{2}[T ]\d{2}(:\d{2}(:\d{2})?)?\s*$",
-                      description="The hour to check and report, YYYY-MM-DDTHH in UTC (e.g. 2024-01-01T10). "
+                      description="The hour to check and report, YYYY-MM-DDTHH in UTC (e.g. 2024-01-01T02). "
                                   "Empty: the hour that just ended."),
     },
 )
