@@ -74,9 +74,6 @@ class BatchJoin:
     right: InputSpec
     low_ms: int
     high_ms: int
-    # the probed side of each join is broadcast (no shuffle) when the sink knows it is small
-    # (`BROADCAST_ROWS`): set per micro-batch by `step`
-    broadcast: bool = False
 
     @property
     def keeps_left(self) -> bool:
@@ -173,22 +170,18 @@ class BatchJoin:
                                            F.floor((rowtime + F.lit(high * 1000)) / width)))
         return frame.withColumn(_OTHER, F.explode(buckets))
 
-    def _join(self, left, right, how: str):
-        """L rows with R rows (inner) or L rows without one (left_anti): on the condition and the bucket."""
+    def _join(self, left, right, how: str, broadcast: bool):
+        """L rows with R rows (inner) or L rows without one (left_anti): on the condition and the
+        bucket; `broadcast`: R's side is broadcast (no shuffle)."""
+        return self._bucket_join(self._own(left, 0), self._reach(right, 1), how, broadcast).drop(_BUCKET, _OTHER)
+
+    def _unmatched_right(self, right, left, broadcast: bool):
+        return self._bucket_join(self._own(right, 1), self._reach(left, 0), "left_anti", broadcast).drop(_BUCKET)
+
+    def _bucket_join(self, own, reach, how: str, broadcast: bool):
         from pyspark.sql import functions as F
 
-        other = self._reach(right, 1)
-        joined = self._own(left, 0).join(F.broadcast(other) if self.broadcast else other,
-                                         self.condition() & (F.col(_BUCKET) == F.col(_OTHER)), how)
-        return joined.drop(_BUCKET, _OTHER)
-
-    def _unmatched_right(self, right, left):
-        from pyspark.sql import functions as F
-
-        other = self._reach(left, 0)
-        joined = self._own(right, 1).join(F.broadcast(other) if self.broadcast else other,
-                                          self.condition() & (F.col(_BUCKET) == F.col(_OTHER)), "left_anti")
-        return joined.drop(_BUCKET)
+        return own.join(F.broadcast(reach) if broadcast else reach, self.condition() & (F.col(_BUCKET) == F.col(_OTHER)), how)
 
     def condition(self):
         from pyspark.sql import functions as F
@@ -207,7 +200,7 @@ class BatchJoin:
         read from `retain_from(before)`; `rows`: at most how many rows they hold, per input."""
         # Spark's hash join on a broadcast side needs no shuffle: 20-35% faster per micro-batch
         # here; up to BROADCAST_ROWS rows (a long window's retained rows can be many more)
-        self.broadcast = rows is not None and rows <= BROADCAST_ROWS
+        broadcast = rows is not None and rows <= BROADCAST_ROWS
         retain = self.retain_from(before)
         new_l, new_r = self.side(spark, 0, new[0]), self.side(spark, 1, new[1])
         old_l, old_r = self.side(spark, 0, old[0], retain[0]), self.side(spark, 1, old[1], retain[1])
@@ -218,18 +211,18 @@ class BatchJoin:
             return None  # an input has no step yet: nothing can pair or leave
         all_l = new_l if old_l is None else old_l.unionByName(new_l)
         all_r = new_r if old_r is None else old_r.unionByName(new_r)
-        parts = [self._join(new_l, all_r, "inner")]
+        parts = [self._join(new_l, all_r, "inner", broadcast)]
         if old_l is not None:
-            parts.append(self._join(old_l, new_r, "inner"))
+            parts.append(self._join(old_l, new_r, "inner", broadcast))
         columns = parts[0].columns
         if self.keeps_left:
             leaving = self._leaving(spark, 0, new[0], old[0], self.leave_left(before), self.leave_left(after))
             if leaving is not None:
-                parts.append(_extend(self._join(leaving, all_r, "left_anti"), empty_r, columns))
+                parts.append(_extend(self._join(leaving, all_r, "left_anti", broadcast), empty_r, columns))
         if self.keeps_right:
             leaving = self._leaving(spark, 1, new[1], old[1], self.leave_right(before), self.leave_right(after))
             if leaving is not None:
-                parts.append(_extend(self._unmatched_right(leaving, all_l), empty_l, columns))
+                parts.append(_extend(self._unmatched_right(leaving, all_l, broadcast), empty_l, columns))
         joined = parts[0]
         for part in parts[1:]:
             joined = joined.unionByName(part)

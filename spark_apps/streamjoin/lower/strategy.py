@@ -6,7 +6,7 @@ joins is cut into several Spark queries. Spark-free: `check` and `explain` use i
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sqlglot import exp
 
@@ -147,8 +147,7 @@ def describe(script: Script, query: Query, join: Join, options: LoweringOptions 
         return [f"operator: {BATCH}", "    state: the staged steps holding rows still in range (no state store)"]
     if reason is None:
         lines = [f"operator: {NATIVE} (time-range condition from the windows; state dropped by the watermark)"]
-        bounded = LoweringOptions(options.join_operator, options.operator_groups, bounded=True)
-        if not options.bounded and batch_reason(script, query, bounded) is None:
+        if not options.bounded and batch_reason(script, query, replace(options, bounded=True)) is None:
             lines.append("    with --until-idle: streamjoin's batch interval join instead (the run is bounded)")
         if query.joins.index(join) in cuts(query):
             lines.append("    then: the chain is cut here; this join's rows, released in rowtime order, are the "

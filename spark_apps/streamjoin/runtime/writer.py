@@ -20,31 +20,26 @@ class RowWriter:
             self.dir.mkdir(parents=True, exist_ok=True)
 
     def write(self, name: str, rows: list[dict]) -> None:
-        lines = format_rows(rows)
-        if self.stdout:
-            sys.stdout.write("".join(lines))
-            sys.stdout.flush()
-        elif lines:
-            path = self.dir / f"{name}.jsonl"
-            tmp = self.dir / f".{name}.jsonl.tmp"
-            tmp.write_text("".join(lines))
-            os.replace(tmp, path)  # idempotent by name: a replayed batch rewrites the same file
+        self._emit(name, [("".join(format_rows(rows))).encode()] if rows else [])
 
     def write_table(self, name: str, table) -> None:
         """Like `write`, for an Arrow table (formatted column by column: io.jsonlines.format_lines,
         slices of it on every core at once: Arrow's kernels release the GIL)."""
-        chunks = _format_in_slices(table)
+        self._emit(name, [_text_bytes(chunk) for chunk in _format_in_slices(table)])
+
+    def _emit(self, name: str, parts: list) -> None:
+        """The lines' bytes to stdout, or to `<dir>/<name>.jsonl` (nothing for no lines)."""
         if self.stdout:
-            for chunk in chunks:
-                sys.stdout.buffer.write(_text_bytes(chunk))
+            for part in parts:
+                sys.stdout.buffer.write(part)
             sys.stdout.flush()
-        elif chunks:
+        elif parts:
             path = self.dir / f"{name}.jsonl"
             tmp = self.dir / f".{name}.jsonl.tmp"
             with open(tmp, "wb") as f:
-                for chunk in chunks:
-                    f.write(_text_bytes(chunk))
-            os.replace(tmp, path)
+                for part in parts:
+                    f.write(part)
+            os.replace(tmp, path)  # idempotent by name: a replayed batch rewrites the same file
 
 
 FORMAT_SLICE = 262_144  # rows formatted per task
