@@ -12,7 +12,7 @@ from runtime_helpers import ms, read_output, run_to_end, start, ts, write_jsonl
 from streamjoin.lower.strategy import LoweringOptions, batch_reason
 from streamjoin.plan.compile import compile_sql
 from streamjoin.settings import Settings
-from test_run_differential import CASES_PER_SHAPE, expected, shape_sql
+from test_run_differential import CASES_PER_SHAPE, expected, generate_rows, shape_sql
 
 BATCH = Settings(join_operator="batch")
 
@@ -34,15 +34,7 @@ SHAPES = _shapes()
 
 def _rows(rng: random.Random) -> list[list[dict]]:
     """Two inputs over a minute, a few rows per case, in rowtime order up to a 4 s shuffle."""
-    streams = []
-    for _ in range(2):
-        rows = []
-        for c in range(CASES_PER_SHAPE):
-            for _ in range(rng.randint(2, 12)):
-                rows.append({"id": len(rows), "c": c, "k": rng.randint(0, 2), "v": rng.randint(0, 3), "rowtime": rng.randint(0, 120) * 500})
-        rows.sort(key=lambda r: r["rowtime"] + rng.randint(0, 4000))
-        streams.append(rows)
-    return streams
+    return generate_rows(rng, 2, per_case=(2, 12), grid=120, shuffle_ms=4000)
 
 
 def _got(rows) -> dict:

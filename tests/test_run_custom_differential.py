@@ -15,6 +15,7 @@ from collections import Counter
 import pytest
 import reference as ref
 from runtime_helpers import ms, run_until_idle, ts, write_jsonl
+from test_run_differential import generate_rows
 
 SEED = int(os.environ.get("STREAMJOIN_DIFF_SEED", "20261123"))
 CASES = 14
@@ -71,14 +72,7 @@ WINDOW_SHAPES = {  # function, size, slide, join type, offset (ms), the window c
 
 def generate(rng: random.Random) -> list[list[dict]]:
     """Rows of both inputs for all cases, rowtimes on a coarse grid (ties across and within inputs)."""
-    streams = []
-    for _ in range(2):
-        rows = []
-        for c in range(CASES):
-            for _ in range(rng.randint(0, 7)):
-                rows.append({"id": len(rows), "c": c, "k": rng.randint(0, 2), "v": rng.randint(0, 3), "rowtime": rng.randint(0, 16) * 500})
-        streams.append(rows)
-    return streams
+    return generate_rows(rng, 2, per_case=(0, 7), cases=CASES)
 
 
 def write_inputs(tmp_path, streams, rng) -> list:

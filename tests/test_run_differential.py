@@ -69,14 +69,19 @@ def window_sql(size: int, lag: int) -> str:
     return f"OVER (RANGE INTERVAL '{size}' SECOND PRECEDING)" if size else ""
 
 
-def generate_rows(rng: random.Random, n_inputs: int) -> list[list[dict]]:
-    """Rows of every input for all cases: rowtimes on a coarse grid, so ties across inputs occur."""
+def generate_rows(rng: random.Random, n_inputs: int, per_case: tuple[int, int] = (0, 6), grid: int = 16,
+                  cases: int = CASES_PER_SHAPE, shuffle_ms: int = 0) -> list[list[dict]]:
+    """Rows of every input for all cases: `per_case` rows per case, rowtimes on a coarse grid of
+    `grid` half seconds, so ties across inputs occur; `shuffle_ms`: each input's rows in rowtime
+    order up to that much disorder (else in case order)."""
     streams = []
     for _ in range(n_inputs):
         rows = []
-        for c in range(CASES_PER_SHAPE):
-            for _ in range(rng.randint(0, 6)):
-                rows.append({"id": len(rows), "c": c, "k": rng.randint(0, 2), "v": rng.randint(0, 3), "rowtime": rng.randint(0, 16) * 500})
+        for c in range(cases):
+            for _ in range(rng.randint(*per_case)):
+                rows.append({"id": len(rows), "c": c, "k": rng.randint(0, 2), "v": rng.randint(0, 3), "rowtime": rng.randint(0, grid) * 500})
+        if shuffle_ms:
+            rows.sort(key=lambda r: r["rowtime"] + rng.randint(0, shuffle_ms))
         streams.append(rows)
     return streams
 
