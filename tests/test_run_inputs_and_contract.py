@@ -96,3 +96,12 @@ def test_a_run_with_checkpoint_keeps_it_to_resume_from(tmp_path):
     result = cli(query, "--until-idle", "--checkpoint", tmp_path / "ck")
     assert result.returncode == 0, result.stderr[-2000:]
     assert json.loads((tmp_path / "ck" / "status.json").read_text())["state"] == "finished"
+
+
+def test_a_query_without_a_join_writes_its_rows_and_never_the_end_of_input_bound(spark, tmp_path):
+    write_jsonl(tmp_path / "s" / "1.json", [{"rowtime": ts(t), "k": t // 1000} for t in (1_000, 2_000, 3_000)])
+    source = f"CREATE STREAM s (k INT) WITH (connector = 'files', format = 'json', path = '{tmp_path / 's'}');\n"
+    rows, _ = run_until_idle(spark, source + "SELECT STREAM k FROM s;", tmp_path / "plain")
+    assert rows == [{"k": 1}, {"k": 2}, {"k": 3}]  # no {"k": null} for the bound that ends the input
+    rows, _ = run_until_idle(spark, source + "SELECT STREAM ROWTIME, k FROM s WHERE k > 1;", tmp_path / "filtered")
+    assert rows == [{"rowtime": ts(2_000), "k": 2}, {"rowtime": ts(3_000), "k": 3}]

@@ -82,7 +82,10 @@ class NativeLowering:
         streams = query.streams()
         if query.where is not None and bucketed_join is None:
             joined = joined.where(F.expr(or_bound(spark_sql(query.where), streams)))
-        if not inner_only(query):  # an inner join's own guard keeps bound rows out
+        if not inner_only(query) or (not query.joins and query.aggregation is None):
+            # an inner join's own guard keeps bound rows out. Without joins, an aggregation needs
+            # its bound row to move the watermark past its last group (Spark pushes a filter
+            # below the watermark); the bound's own group never closes, so it is never written.
             joined = joined.where(F.expr(not_bound(streams, [rowtime_of(query, a) for a in streams])))
         if bucketed_join is not None:
             return self.bucketed(query, frames, joined, bucketed_join)
