@@ -3,6 +3,7 @@
   check FILE.sql          parse and analyse; exit 0, or 2 with FILE:LINE:COL: error: ... on stderr
   explain FILE.sql        how each join runs (text), or the plan as data (--format json)
   run QUERY.sql           run the file's query on Spark: JSON Lines to stdout or --output DIR
+                          (check, explain, run: --config APP.toml declares inputs the SQL reads)
   snapshot SRC DEST       export a declared table as a new immutable snapshot version
   s3 serve                the embedded S3-compatible server, until Ctrl-C
   quality check APP       validate one complete hour of an app's output
@@ -20,6 +21,8 @@ from pathlib import Path
 from streamjoin.errors import SqlError, Unsupported, one_line_reason
 
 EXIT_OK, EXIT_FAILURE, EXIT_REJECTED = 0, 1, 2
+CONFIG_HELP = ("a TOML file (an app's app.toml) whose [inputs.NAME] and [reference.NAME] declare the input streams "
+               "and tables the SQL reads without declaring them (KDA's SOURCE_SQL_STREAM_001; docs/applications.md)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -28,11 +31,14 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     check = commands.add_parser("check", help="parse and analyse a SQL file; exit 2 with errors if rejected")
     check.add_argument("file")
+    check.add_argument("--config", help=CONFIG_HELP)
     explain = commands.add_parser("explain", help="show how each join of a SQL file runs")
     explain.add_argument("file")
+    explain.add_argument("--config", help=CONFIG_HELP)
     explain.add_argument("--format", choices=("text", "json"), default="text")
     run = commands.add_parser("run", help="run the file's query on Spark")
     run.add_argument("file")
+    run.add_argument("--config", help=CONFIG_HELP)
     run.add_argument("--output", default="-", help="a directory for JSON Lines files, or - for stdout (default)")
     run.add_argument("--until-idle", action="store_true", help="process what is there now, flush as end of input, exit")
     run.add_argument("--checkpoint", help="checkpoint directory, kept to resume from (default: a temporary one, removed at exit)")
@@ -74,17 +80,35 @@ def _text(path: str) -> str:
     return Path(path).read_text(encoding="utf-8") if path != "-" else sys.stdin.read()
 
 
-def _load(path: str):
+def _load(path: str, config: str | None = None):
     from streamjoin.plan import compile_sql
 
-    return compile_sql(_text(path), path)
+    return compile_sql(_text(path), path, _declared(config))
+
+
+def _declared(config: str | None) -> tuple[tuple[str, str], ...]:
+    """The declarations of `--config FILE` (streamjoin.plan.inputs)."""
+    if not config:
+        return ()
+    import tomllib
+
+    from streamjoin.plan.inputs import declarations
+
+    try:
+        parsed = tomllib.loads(Path(config).read_text(encoding="utf-8"))
+    except OSError as error:
+        raise Unsupported(f"--config {config}: {error.strerror or error}") from None
+    except tomllib.TOMLDecodeError as error:
+        raise Unsupported(f"--config {config}: not TOML: {error}") from None
+    return declarations(parsed, config)
 
 
 def _check(args) -> int:
-    script = _load(args.file)
+    script = _load(args.file, args.config)
     queries = len(script.queries)
     joins = sum(len(q.joins) for q in script.queries)
-    print(f"{args.file}: ok ({queries} quer{'y' if queries == 1 else 'ies'}, {joins} join{'s' * (joins != 1)})", file=sys.stderr)
+    pumps = f", {len(script.pumps)} pump{'s' * (len(script.pumps) != 1)}" if script.pumps else ""
+    print(f"{args.file}: ok ({queries} quer{'y' if queries == 1 else 'ies'}, {joins} join{'s' * (joins != 1)}{pumps})", file=sys.stderr)
     return EXIT_OK
 
 
@@ -93,7 +117,7 @@ def _explain(args) -> int:
     from streamjoin.lower.strategy import LoweringOptions
     from streamjoin.settings import Settings
 
-    script = _load(args.file)
+    script = _load(args.file, args.config)
     options = LoweringOptions.from_settings(Settings.from_env())
     sys.stdout.write(explain_json(script) if args.format == "json" else explain_text(script, options))
     return EXIT_OK
@@ -108,7 +132,7 @@ def _run(args) -> int:
     from streamjoin.settings import Settings
 
     settings = Settings.from_env()
-    pipeline = Pipeline.from_sql(_text(args.file), args.file, settings)  # before Spark starts: rejections are quick
+    pipeline = Pipeline.from_sql(_text(args.file), args.file, settings, _declared(args.config))  # before Spark starts: rejections are quick
     # an ad-hoc run (no --checkpoint) gets a temporary checkpoint, removed when it ends however it ends
     checkpoint = Path(args.checkpoint) if args.checkpoint else Path(tempfile.mkdtemp(prefix="streamjoin-"))
     late = default_late_root(checkpoint, args.output)

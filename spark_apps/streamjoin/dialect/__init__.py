@@ -8,6 +8,7 @@ Additions, each a small override or table entry:
 - Lenses ``WITHIN 5s`` on a join, before or after its ON;
 - a trailing ``EMIT FINAL | EAGER | CHANGES``;
 - ``CREATE STREAM | SOURCE | SINK``, ``CREATE VIEW v DESCRIPTION '...' AS``;
+- ``CREATE [OR REPLACE] PUMP p AS INSERT INTO s SELECT STREAM ...`` (Kinesis Analytics, s-Server);
 - Lenses ``WITH name AS (query);`` as a statement of its own.
 
 Everything else (ASOF, NATURAL, USING, ``FOR SYSTEM_TIME AS OF``, ``FLOOR(x TO HOUR)``,
@@ -196,6 +197,8 @@ class StreamJoinParser(RisingWaveParser):
             mode = self._curr.text.upper()
             self._advance()
             query = statement if isinstance(statement, exp.Query) else statement.expression
+            if isinstance(query, exp.Insert):  # CREATE PUMP p AS INSERT INTO s SELECT ... EMIT ...
+                query = query.expression
             if not isinstance(query, exp.Query):
                 self.raise_error("EMIT applies to a query", emit_token)
             query.set("emit", exp.var(mode))
@@ -211,6 +214,12 @@ class StreamJoinParser(RisingWaveParser):
         elif self._match(TokenType.SINK):
             kind = "SINK"
             this = self._parse_table(schema=True)
+        elif self._match_text_seq("PUMP"):  # Kinesis Analytics / s-Server: a pump fills a stream
+            this = self._parse_table_parts(schema=True)
+            if not (self._match(TokenType.ALIAS) and self._match(TokenType.INSERT)):
+                self.raise_error("Expected AS INSERT INTO stream SELECT STREAM ... after the pump's name")
+            insert = self._parse_insert()
+            return self.expression(exp.Create(this=this, kind="PUMP", replace=replace, expression=insert))
         elif self._match(TokenType.VIEW) or self._match_text_seq("MATERIALIZED", "VIEW"):
             kind = "VIEW"
             this = self._parse_table_parts(schema=True)
@@ -293,6 +302,9 @@ class StreamJoinGenerator(RisingWaveGenerator):
 
     def create_sql(self, expression: exp.Create) -> str:
         description = expression.args.get("description")
+        if expression.text("kind").upper() == "PUMP":
+            replace = " OR REPLACE" if expression.args.get("replace") else ""
+            return f"CREATE{replace} PUMP {self.sql(expression, 'this')} AS {self.sql(expression, 'expression')}"
         if not description:
             return super().create_sql(expression)
         replace = " OR REPLACE" if expression.args.get("replace") else ""

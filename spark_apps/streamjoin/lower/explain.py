@@ -16,7 +16,7 @@ _EMIT = {
 
 
 def explain_text(script: Script, options: LoweringOptions = LoweringOptions()) -> str:
-    blocks = [_relations(script)] + [_query(script, q, options) for q in script.queries]
+    blocks = [_relations(script), _pumps(script)] + [_query(script, q, options) for q in script.queries]
     return "\n\n".join(b for b in blocks if b) + "\n"
 
 
@@ -40,8 +40,22 @@ def _relations(script: Script) -> str:
     return "declared:\n" + "\n".join(lines) if lines else ""
 
 
+def _pumps(script: Script) -> str:
+    """An application's pumps, in the order they run: what each reads and fills."""
+    if not script.pumps:
+        return ""
+    read = {name for p in script.pumps for name in p.reads}
+    lines = [f"  {p.name}: {', '.join(p.reads)} -> {p.target}"
+             + (" (the output: no pump reads it)" if p.target not in read else "") for p in script.pumps]
+    return "pumps:\n" + "\n".join(lines)
+
+
 def _query(script: Script, q: Query, options: LoweringOptions) -> str:
     title = "query" if q.name == "query" else f"view {q.name}"
+    pump = next((p for p in script.pumps if p.target == q.name or (q.name == "query" and p.target not in
+                                                                     {n for o in script.pumps for n in o.reads})), None)
+    if pump is not None:
+        title = f"{title} (pump {pump.name} into {pump.target})"
     target = f" -> INSERT INTO {q.sink}" if q.sink else ""
     lines = [f"{title}: {q.kind}{target}", f"  emit: {_EMIT[q.emit]}", "  inputs:"]
     staged = {sv.alias for sv in staged_views(script, q)}

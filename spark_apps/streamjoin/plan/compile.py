@@ -12,9 +12,10 @@ from streamjoin.plan.model import Script
 from streamjoin.plan.rewrites import REWRITES
 
 
-def compile_sql(sql: str, filename: str = "<sql>") -> Script:
-    """Analyse a SQL file (SqlError with its position if rejected), then apply the rewrites."""
-    script = analyze(sql, filename)
+def compile_sql(sql: str, filename: str = "<sql>", declared: tuple[tuple[str, str], ...] = ()) -> Script:
+    """Analyse a SQL file (SqlError with its position if rejected), then apply the rewrites.
+    `declared`: inputs declared outside the file (`streamjoin.plan.inputs.declarations`)."""
+    script = analyze(sql, filename, declared)
     for rewrite in REWRITES:
         script = rewrite(script)
     return script

@@ -239,6 +239,16 @@ class Query:
 
 
 @dataclass(frozen=True)
+class Pump:
+    """A pump of an application: `CREATE PUMP name AS INSERT INTO target SELECT ... FROM reads`
+    (its query is the view named `target`, or the final query)."""
+
+    name: str
+    target: str
+    reads: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Script:
     """Everything a SQL file declares, and its queries in order (views first)."""
 
@@ -246,6 +256,7 @@ class Script:
     sinks: tuple[Relation, ...]
     settings: tuple[tuple[str, str], ...]
     queries: tuple[Query, ...]
+    pumps: tuple[Pump, ...] = ()
 
     @property
     def final(self) -> Query | None:

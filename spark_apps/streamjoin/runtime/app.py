@@ -16,7 +16,8 @@ one. `status.json` (see `runtime.status`) says which snapshots the query uses.
 App configuration (`app.toml`): `name`, `query`, `[paths]`: each key but `checkpoint` becomes the
 environment variable `<KEY>_PATH` the SQL reads (`${SALES_PATH}`), unless already set; relative
 paths are relative to the repository root (`STREAMJOIN_HOME`, default: the parent of `include/`).
-`CHECKPOINT_PATH` overrides `[paths] checkpoint`.
+`CHECKPOINT_PATH` overrides `[paths] checkpoint`. `[inputs.NAME]` and `[reference.NAME]` declare
+the query's input stream and tables outside its SQL, as KDA's configuration did (plan.inputs).
 """
 
 from __future__ import annotations
@@ -64,6 +65,13 @@ class App:
     @property
     def checkpoint(self) -> Path:
         return Path(self.path(os.environ.get("CHECKPOINT_PATH") or self.config["paths"]["checkpoint"]))
+
+    @property
+    def declared(self) -> tuple[tuple[str, str], ...]:
+        """The inputs `[inputs.NAME]` / `[reference.NAME]` declare outside the SQL (plan.inputs)."""
+        from streamjoin.plan.inputs import declarations
+
+        return declarations(self.config, str(self.dir / "app.toml"))
 
     @property
     def query_file(self) -> Path:
@@ -158,7 +166,7 @@ def run_app(app: App, run_for_s: float | None = None, until_idle: bool = False, 
     while True:
         restarting = control.requested("restart")
         control.clear("restart")  # before the snapshots are taken: a later request restarts again
-        pipeline = Pipeline.from_file(app.query_file)
+        pipeline = Pipeline.from_file(app.query_file, declared=app.declared)
         # the output goes to the app's sink; late rows beside it, under the checkpoint
         runner = pipeline.runner(spark, checkpoint, str(late), until_idle=until_idle, late_root=late, name=app.name)  # takes the snapshots
         starts += 1

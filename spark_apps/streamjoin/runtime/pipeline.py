@@ -32,9 +32,11 @@ class Pipeline:
     options: LoweringOptions
 
     @classmethod
-    def from_sql(cls, sql: str, filename: str = "<sql>", settings: Settings | None = None) -> Pipeline:
-        """Compile and check (SqlError, Unsupported: exit 2 in the CLI) before any Spark starts."""
-        script = compile_sql(sql, filename)
+    def from_sql(cls, sql: str, filename: str = "<sql>", settings: Settings | None = None,
+                 declared: tuple[tuple[str, str], ...] = ()) -> Pipeline:
+        """Compile and check (SqlError, Unsupported: exit 2 in the CLI) before any Spark starts.
+        `declared`: inputs an app's config declares (`streamjoin.plan.inputs`)."""
+        script = compile_sql(sql, filename, declared)
         query = script.final
         if query is None:
             raise Unsupported("the file has no final query to run")
@@ -43,8 +45,9 @@ class Pipeline:
         return cls(script, query, filename, options)
 
     @classmethod
-    def from_file(cls, path: str | Path, settings: Settings | None = None) -> Pipeline:
-        return cls.from_sql(Path(path).read_text(encoding="utf-8"), str(path), settings)
+    def from_file(cls, path: str | Path, settings: Settings | None = None,
+                  declared: tuple[tuple[str, str], ...] = ()) -> Pipeline:
+        return cls.from_sql(Path(path).read_text(encoding="utf-8"), str(path), settings, declared)
 
     def input_specs(self, checkpoint: Path, late_root: Path) -> list[InputSpec]:
         return input_specs(self.script, self.query, checkpoint, late_root)

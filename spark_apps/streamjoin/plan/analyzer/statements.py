@@ -1,5 +1,10 @@
 """The statements of a SQL file: declarations (CREATE STREAM / TABLE / SOURCE / SINK), views
-(CREATE VIEW, Lenses' `WITH v AS (...);`), SET, and the one final query (or INSERT INTO)."""
+(CREATE VIEW, Lenses' `WITH v AS (...);`), SET, and the one final query (or INSERT INTO).
+
+A Kinesis Analytics / s-Server application declares in-application streams without a connector
+and fills them with pumps (`CREATE PUMP p AS INSERT INTO s SELECT STREAM ...`). A pump whose
+stream another pump (or query) reads is a view of that stream, its columns named as the stream
+declares them; the pump whose stream nothing reads is the final query (docs/applications.md)."""
 
 from __future__ import annotations
 
@@ -8,16 +13,29 @@ import difflib
 from sqlglot import exp
 
 from streamjoin.dialect import parse_script
+from streamjoin.errors import SqlError
+from streamjoin.plan.analyzer.pumps import Application, is_pump
 from streamjoin.plan.analyzer.query import QueryAnalysis
 from streamjoin.plan.catalog import relation_from_create
 from streamjoin.plan.model import Column, Kind, Query, Relation, Script
 from streamjoin.plan.scope import Located, ident_name, relation_name
 
 
-def analyze(sql: str, filename: str = "<sql>") -> Script:
+def analyze(sql: str, filename: str = "<sql>", declared: tuple[tuple[str, str], ...] = ()) -> Script:
     """Parse and analyse a SQL file; raises SqlError on the first rejected construct. (The plan
-    `run` and `explain` use is `streamjoin.plan.compile`'s: this, then the rewrites.)"""
-    return Analyzer(Located(sql, filename)).script(parse_script(sql, filename))
+    `run` and `explain` use is `streamjoin.plan.compile`'s: this, then the rewrites.)
+    `declared`: (where, CREATE statement) read before the file (plan.inputs: an app's config)."""
+    analyzer = Analyzer(Located(sql, filename))
+    for where, text in declared:
+        outside = Analyzer(Located(text, where))
+        for st in parse_script(text, where):
+            outside.create(st)
+        for name, relation in outside.relations.items():
+            if name in analyzer.relations:
+                raise SqlError(f"'{name}' is declared twice in the app's config", where)
+            analyzer.relations[name] = relation
+            analyzer.declared_by[name] = where
+    return analyzer.script(parse_script(sql, filename))
 
 
 class Analyzer:
@@ -27,15 +45,21 @@ class Analyzer:
         self.sinks: dict[str, Relation] = {}
         self.settings: list[tuple[str, str]] = []
         self.queries: list[Query] = []
+        self.pumps: list = []  # model.Pump, in the order they run
+        self.declared_by: dict[str, str] = {}  # relations the app's config declares: where
 
     def script(self, statements: list[exp.Expression]) -> Script:
-        for statement in statements:
-            self.statement(statement)
+        if any(is_pump(s) for s in statements):
+            Application(self).analyze(statements)
+        else:
+            for statement in statements:
+                self.statement(statement)
         return Script(
             relations=tuple(self.relations.values()),
             sinks=tuple(self.sinks.values()),
             settings=tuple(self.settings),
             queries=tuple(self.queries),
+            pumps=tuple(self.pumps),
         )
 
     def statement(self, st: exp.Expression) -> None:
@@ -69,6 +93,9 @@ class Analyzer:
         elif kind in ("STREAM", "TABLE", "SINK") and st.expression is None:
             relation = relation_from_create(st, self.where)
             target = self.sinks if kind == "SINK" else self.relations
+            if relation.name in self.declared_by:
+                self.where.fail(f"'{relation.name}' is declared by the app's config ({self.declared_by[relation.name]}) "
+                                "and here", st.this, "declare it in one place: drop this statement or the config's section")
             if relation.name in self.relations or relation.name in self.sinks:
                 self.where.fail(f"'{relation.name}' is declared twice", st.this, "give each stream, table and sink its own name")
             target[relation.name] = relation
@@ -127,6 +154,7 @@ class Analyzer:
         known = sorted(self.relations)
         close = difflib.get_close_matches(name, known, n=3)
         hint = f"did you mean {', '.join(close)}?" if close else (
-            f"declared: {', '.join(known)}" if known else "declare it first: CREATE STREAM name (...) WITH (...)"
+            (f"declared: {', '.join(known)}; " if known else "") + "declare it with CREATE STREAM | TABLE name (...) "
+            "WITH (...), or in the app's config ([inputs.NAME] / [reference.NAME], --config)"
         )
         self.where.fail(f"unknown stream or table '{name}'", table, hint)
