@@ -108,8 +108,12 @@ SRC = "CREATE STREAM src (k INTEGER) WITH (connector = 'files', format = 'json',
         (SRC + "CREATE STREAM out (k INTEGER);\nCREATE PUMP po AS INSERT INTO outt SELECT STREAM k FROM src;\n",
          3, 31, "pump 'po' inserts into 'outt', which is not declared"),
         (SRC + "CREATE STREAM o1 (k INTEGER);\nCREATE STREAM o2 (k INTEGER);\n"
+         "CREATE PUMP p1 AS INSERT INTO o1 SELECT STREAM k FROM src;\nCREATE PUMP p2 AS INSERT INTO o2 SELECT STREAM k FROM src;\n"
+         "SELECT STREAM k FROM src;\n",
+         6, 8, "the application has several output streams and a final query as well"),
+        (SRC + "CREATE STREAM o1 (k INTEGER);\nCREATE STREAM o2 (stream INTEGER);\n"
          "CREATE PUMP p1 AS INSERT INTO o1 SELECT STREAM k FROM src;\nCREATE PUMP p2 AS INSERT INTO o2 SELECT STREAM k FROM src;\n",
-         5, 31, "several in-application streams are read by no pump (o1, o2)"),
+         5, 31, "'o2' has a column named stream, the key that names each row's output stream"),
         (SRC + "CREATE PUMP p1 AS INSERT INTO src SELECT STREAM k FROM src;\n",
          2, 31, "pump 'p1' inserts into 'src', which reads from a connector"),
         (SRC + "CREATE STREAM o1 (k INTEGER);\nCREATE PUMP p1 AS INSERT INTO o1 SELECT STREAM k FROM src;\n"
@@ -118,7 +122,8 @@ SRC = "CREATE STREAM src (k INTEGER) WITH (connector = 'files', format = 'json',
         (SRC + "CREATE OR REPLACE PUMP p1 INSERT INTO o1 SELECT STREAM k FROM src;\n",
          2, 27, "syntax error: Expected AS INSERT INTO stream SELECT STREAM ... after the pump's name"),
     ],
-    ids=["cycle", "never-filled", "column-count", "unknown-target", "two-outputs", "connector-target", "two-pumps", "no-as"],
+    ids=["cycle", "never-filled", "column-count", "unknown-target", "outputs-and-query", "stream-column", "connector-target", "two-pumps",
+         "no-as"],
 )
 def test_a_bad_pump_graph_is_an_error_at_the_pump_or_stream_that_causes_it(sql, line, col, message):
     with pytest.raises(SqlError) as caught:
@@ -223,3 +228,42 @@ def test_an_app_folder_declares_its_inputs_in_app_toml_for_the_deployed_app(tmp_
     inputs = {i.relation for q in pipeline.script.queries for i in q.inputs}
     assert inputs == {"SOURCE_SQL_STREAM_001", "shipments", "ORDERS", "CUSTOMERS"}
     assert [p.name for p in pipeline.script.pumps] == ["ORDERS_PUMP", "OUTPUT_PUMP"]
+
+
+# ------------------------------------------------------------------------- several output streams
+
+SEVERAL = APP + """CREATE OR REPLACE STREAM "BIG_ORDERS" (order_id INTEGER);
+CREATE OR REPLACE PUMP "BIG_PUMP" AS INSERT INTO "BIG_ORDERS" SELECT STREAM ROWTIME, orderId FROM "ORDERS" WHERE orderId >= 103;
+"""
+BIG = [{"stream": "BIG_ORDERS", "rowtime": D + "10:25:00.000", "order_id": 103},
+       {"stream": "BIG_ORDERS", "rowtime": D + "10:40:00.000", "order_id": 104}]
+
+
+def test_an_application_with_two_output_streams_writes_both_with_a_stream_key_naming_each_rows_stream(tmp_path):
+    app = write_app(tmp_path, SEVERAL)
+    check = streamjoin("check", app, timeout=120)
+    assert check.returncode == 0 and check.stderr.strip() == f"{app}: ok (3 queries, 1 join, 3 pumps)", check.stderr
+    result = streamjoin("run", app, "--until-idle", "--output", "-")
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [r for r in rows if r["stream"] == "BIG_ORDERS"] == BIG
+    joined = [r for r in rows if r["stream"] == "DESTINATION_SQL_STREAM"]
+    assert [(r["rowtime"], r["order_id"]) for r in joined] == [
+        (D + "10:30:00.000", 101), (D + "10:45:00.000", 100), (D + "10:55:00.000", 103), (D + "11:05:00.000", 103), (D + "11:30:00.000", 104)]
+    assert list(joined[0]) == ["stream", "rowtime", "order_id", "order_time"] and len(rows) == 7
+    lines = result.stderr.strip().splitlines()
+    assert "streamjoin: DESTINATION_SQL_STREAM: finished: 5 rows emitted, 0 late rows" in lines
+    assert "streamjoin: BIG_ORDERS: finished: 2 rows emitted, 0 late rows" in lines
+
+
+def test_two_output_streams_into_a_directory_write_files_named_by_stream_and_explain_shows_each_output(tmp_path):
+    app = write_app(tmp_path, SEVERAL)
+    out = tmp_path / "out"
+    result = streamjoin("run", app, "--until-idle", "--output", out)
+    assert result.returncode == 0, result.stderr[-3000:]
+    big = [json.loads(line) for f in sorted(out.glob("part-*-BIG_ORDERS.jsonl")) for line in f.read_text().splitlines()]
+    assert big == BIG
+    assert sum(len(f.read_text().splitlines()) for f in out.glob("part-*-DESTINATION_SQL_STREAM.jsonl")) == 5
+    explain = streamjoin("explain", app, timeout=120)
+    assert "output BIG_ORDERS (pump BIG_PUMP into BIG_ORDERS):" in explain.stdout
+    assert "output DESTINATION_SQL_STREAM (pump OUTPUT_PUMP into DESTINATION_SQL_STREAM):" in explain.stdout

@@ -142,15 +142,16 @@ def _run(args) -> int:
         print(f"streamjoin: temporary checkpoint {checkpoint} (removed at exit); late rows are counted, not kept "
               "(--output DIR or --checkpoint DIR keeps them)", file=sys.stderr)
     try:
-        status = _run_on_spark(pipeline, settings, checkpoint, args)
+        statuses = _run_on_spark(pipeline, settings, checkpoint, args)
     finally:
         if not args.checkpoint:
             shutil.rmtree(checkpoint, ignore_errors=True)
-    print(f"streamjoin: {summary(status)}", file=sys.stderr)
+    for name, status in statuses.items():  # an application's several outputs: a line each
+        print(f"streamjoin: {'' if name == 'query' else name + ': '}{summary(status)}", file=sys.stderr)
     return EXIT_OK
 
 
-def _run_on_spark(pipeline, settings, checkpoint: Path, args) -> dict:
+def _run_on_spark(pipeline, settings, checkpoint: Path, args) -> dict[str, dict]:
     from streamjoin.runtime.session import spark_session
 
     _log_progress()

@@ -51,7 +51,7 @@ def _pumps(script: Script) -> str:
 
 
 def _query(script: Script, q: Query, options: LoweringOptions) -> str:
-    title = "query" if q.name == "query" else f"view {q.name}"
+    title = "query" if q.name == "query" else f"output {q.name}" if q.name in script.outputs else f"view {q.name}"
     pump = next((p for p in script.pumps if p.target == q.name or (q.name == "query" and p.target not in
                                                                      {n for o in script.pumps for n in o.reads})), None)
     if pump is not None:

@@ -257,12 +257,22 @@ class Script:
     settings: tuple[tuple[str, str], ...]
     queries: tuple[Query, ...]
     pumps: tuple[Pump, ...] = ()
+    outputs: tuple[str, ...] = ()  # an application with several output streams: their queries' names
 
     @property
     def final(self) -> Query | None:
         """The query `run` runs: the final query, or in a file of views alone (RisingWave's
-        `CREATE MATERIALIZED VIEW`) the last view."""
+        `CREATE MATERIALIZED VIEW`) the last view (the first output of several: `runs`)."""
+        if self.outputs:
+            return self.view(self.outputs[0])
         return next((q for q in self.queries if q.name == "query"), self.queries[-1] if self.queries else None)
+
+    @property
+    def runs(self) -> tuple[Query, ...]:
+        """Every query `run` runs: the final one, or an application's several outputs."""
+        if self.outputs:
+            return tuple(self.view(name) for name in self.outputs)
+        return (self.final,) if self.final is not None else ()
 
     def relation(self, name: str) -> Relation:
         return next(r for r in self.relations if r.name == name)

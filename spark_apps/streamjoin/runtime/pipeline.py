@@ -20,7 +20,7 @@ from streamjoin.lower.strategy import LoweringOptions
 from streamjoin.lower.support import check_runnable
 from streamjoin.plan.compile import compile_sql
 from streamjoin.plan.model import Query, Script
-from streamjoin.runtime.runner import Runner, run_query
+from streamjoin.runtime.runner import Runner, run_outputs, run_query
 from streamjoin.settings import Settings
 
 
@@ -41,7 +41,8 @@ class Pipeline:
         if query is None:
             raise Unsupported("the file has no final query to run")
         options = LoweringOptions.from_settings(settings or Settings.from_env())
-        check_runnable(script, query, options)
+        for each in script.runs:
+            check_runnable(script, each, options)
         return cls(script, query, filename, options)
 
     @classmethod
@@ -49,28 +50,42 @@ class Pipeline:
                   declared: tuple[tuple[str, str], ...] = ()) -> Pipeline:
         return cls.from_sql(Path(path).read_text(encoding="utf-8"), str(path), settings, declared)
 
-    def input_specs(self, checkpoint: Path, late_root: Path) -> list[InputSpec]:
-        return input_specs(self.script, self.query, checkpoint, late_root)
+    def input_specs(self, checkpoint: Path, late_root: Path, query: Query | None = None) -> list[InputSpec]:
+        return input_specs(self.script, query or self.query, checkpoint, late_root)
 
-    def lower(self, spark, checkpoint: Path, late_root: Path, until_idle: bool = False) -> Lowered:
-        """The query on Spark (tables' snapshots are taken here); `until_idle`: a bounded run."""
+    def lower(self, spark, checkpoint: Path, late_root: Path, until_idle: bool = False, query: Query | None = None) -> Lowered:
+        """The query (or one output of several) on Spark (tables' snapshots are taken here);
+        `until_idle`: a bounded run."""
         from streamjoin.lower import lower
 
         options = replace(self.options, bounded=until_idle)
-        return lower(spark, self.script, self.query, self.input_specs(checkpoint, late_root), checkpoint, options)
+        query = query or self.query
+        return lower(spark, self.script, query, self.input_specs(checkpoint, late_root, query), checkpoint, options)
 
     def runner(self, spark, checkpoint: Path, output: str, until_idle: bool = False, late_root: Path | None = None,
                name: str | None = None) -> Runner:
         """A runner of the query, not started (`Runner.start`); `name` is what its status and the
         sink's hour markers call the query (default: the SQL file)."""
+        if len(self.script.runs) > 1:
+            raise Unsupported(f"the application has {len(self.script.runs)} output streams "
+                              f"({', '.join(self.script.outputs)}): it runs with `streamjoin run`, not yet as a deployed app")
         late_root = late_root if late_root is not None else default_late_root(checkpoint, output)
         lowered = self.lower(spark, checkpoint, late_root, until_idle)
         return Runner(spark, lowered, checkpoint, output, name or self.filename, until_idle=until_idle)
 
-    def run(self, spark, checkpoint: Path, output: str, until_idle: bool) -> dict:
-        """Run until idle (then flush and return) or until SIGTERM/SIGINT; returns the last status."""
-        lowered = self.lower(spark, checkpoint, default_late_root(checkpoint, output), until_idle)
-        return run_query(spark, lowered, checkpoint, output, until_idle, self.filename)
+    def run(self, spark, checkpoint: Path, output: str, until_idle: bool) -> dict[str, dict]:
+        """Run until idle (then flush and return) or until SIGTERM/SIGINT; returns the last status
+        of each query run: {"query": status}, or {stream: status} for an application's several
+        outputs (each with its own checkpoint, `<checkpoint>/outputs/<stream>`)."""
+        late_root = default_late_root(checkpoint, output)
+        if len(self.script.runs) == 1:
+            lowered = self.lower(spark, checkpoint, late_root, until_idle)
+            return {"query": run_query(spark, lowered, checkpoint, output, until_idle, self.filename)}
+        outputs = []
+        for query in self.script.runs:
+            where = checkpoint / "outputs" / query.name
+            outputs.append((query.name, self.lower(spark, where, late_root, until_idle, query), where))
+        return run_outputs(spark, outputs, output, until_idle, self.filename)
 
 
 def default_late_root(checkpoint: Path, output: str) -> Path:

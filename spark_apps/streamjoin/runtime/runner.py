@@ -1,6 +1,7 @@
 """`streamjoin run`'s running query: a `Runner` stages the inputs (`io.staging`), runs the lowered
 query (and the earlier parts of a cut chain) on Spark, releases output through its sink, keeps
-the status, and stops it. `run_query` drives one for the CLI; tests drive it step by step.
+the status, and stops it. `run_query` drives one for the CLI (`run_outputs` several, an
+application's outputs); tests drive it step by step.
 """
 
 from __future__ import annotations
@@ -33,11 +34,11 @@ class Runner:
     the CLI; tests drive it step by step."""
 
     def __init__(self, spark, lowered: Lowered, checkpoint: Path, output: str, query_file: str = "<sql>", quiet: bool = False,
-                 until_idle: bool = False):
+                 until_idle: bool = False, suffix: str = ""):
         """Builds the parts; `start()` starts them. `until_idle`: what the inputs hold now is all
         there is; `end_of_input` then flushes it. The end is staged with those rows, so Spark
         reads, joins and flushes them in two batches (the second one Spark runs by itself, its
-        watermark having moved to +infinity)."""
+        watermark having moved to +infinity). `suffix`: of the output's file names (RowWriter)."""
         self.spark, self.lowered, self.checkpoint, self.until_idle = spark, lowered, checkpoint, until_idle
         # the earlier parts (a chain cut after its outer joins, lower.cut_chain; aggregating views,
         # lower.staged_views): one query each, feeding later ones; this Runner is the last part
@@ -57,12 +58,12 @@ class Runner:
         elif lowered.batch is not None:
             from streamjoin.runtime.batch_sink import BatchJoinSink
 
-            self.sink = BatchJoinSink(spark, checkpoint, RowWriter(output), lowered.columns, lowered.batch)
+            self.sink = BatchJoinSink(spark, checkpoint, RowWriter(output, suffix), lowered.columns, lowered.batch)
         elif lowered.sink is not None:
             self.sink = CommittedSink(checkpoint, lowered, self.input_top_us, query_file)
         else:
             self.sink = OrderedSink(
-                checkpoint, RowWriter(output), lowered.columns, lowered.order_delay_ms, lowered.bucketed, self.input_top_us,
+                checkpoint, RowWriter(output, suffix), lowered.columns, lowered.order_delay_ms, lowered.bucketed, self.input_top_us,
                 lowered.custom, lowered.emit,
             )
         parts = {part.stage_spec.alias for part in lowered.upstream}  # staged inputs that are not the user's
@@ -188,21 +189,24 @@ class Runner:
         for s in self.stagers:
             (s.dir / "END").touch()
 
-    def wait_for_signal(self, until=None, tick=None) -> None:
+    def wait_for_signal(self, until=None, tick=None, beside: tuple[Runner, ...] = ()) -> None:
         """Run until SIGTERM/SIGINT, or until `until()` is true (checked every second; `tick()`
-        runs then too), then let the running micro-batch finish."""
+        runs then too), then let the running micro-batch finish. `beside`: runners of an
+        application's other outputs, watched and failed with this one."""
         stop = threading.Event()
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: stop.set())
+        parts = [p for runner in (self, *beside) for p in runner._parts()]
         while not stop.is_set() and all(r.query.isActive and r.listener.error is None and r.feed_error is None
-                                        for r in self._parts()):
+                                        for r in parts):
             if until is not None and until():
                 break
             if tick is not None:
                 tick()
             stop.wait(1.0)
-        self._raise_if_failed()
-        for r in self._parts():
+        for runner in (self, *beside):
+            runner._raise_if_failed()
+        for r in parts:
             while r.query.isActive and r.query.status.get("isTriggerActive"):
                 time.sleep(0.1)  # let the current micro-batch finish
 
@@ -260,6 +264,28 @@ def run_query(spark, lowered: Lowered, checkpoint: Path, output: str, until_idle
         runner.fail(error)
         raise
     return runner.stop("finished" if until_idle else "stopped")
+
+
+def run_outputs(spark, outputs: list[tuple[str, Lowered, Path]], output: str, until_idle: bool, query_file: str) -> dict:
+    """An application's several outputs (name, lowered query, its checkpoint), run side by side in
+    one Spark application, each writing its rows (led by their `stream` key) to `output`; a
+    directory gets `part-N-NAME.jsonl` files. Returns {name: last status}."""
+    runners = [Runner(spark, lowered, checkpoint, output, f"{query_file} ({name})", until_idle=until_idle, suffix=f"-{name}")
+               for name, lowered, checkpoint in outputs]
+    try:
+        for runner in runners:
+            runner.start()
+        if until_idle:
+            for runner in runners:
+                runner.end_of_input()
+        else:
+            runners[0].wait_for_signal(beside=tuple(runners[1:]))
+    except Exception as error:
+        for runner in runners:
+            runner.fail(error)
+        raise
+    final = "finished" if until_idle else "stopped"
+    return {name: runner.stop(final) for (name, _, _), runner in zip(outputs, runners, strict=True)}
 
 
 def _raise_if_query_failed(query) -> None:

@@ -13,8 +13,10 @@ from streamjoin.io.jsonlines import format_lines, format_rows
 class RowWriter:
     """Writes released rows: JSON Lines to stdout, or to files in a directory."""
 
-    def __init__(self, target: str):
-        self.stdout = target == "-"
+    def __init__(self, target: str, suffix: str = ""):
+        """`suffix`: after each file's name (`part-00000001-ALERTS.jsonl`), so that several
+        outputs of one application write into one directory."""
+        self.stdout, self.suffix = target == "-", suffix
         self.dir = None if self.stdout else Path(target)
         if self.dir:
             self.dir.mkdir(parents=True, exist_ok=True)
@@ -34,8 +36,8 @@ class RowWriter:
                 sys.stdout.buffer.write(part)
             sys.stdout.flush()
         elif parts:
-            path = self.dir / f"{name}.jsonl"
-            tmp = self.dir / f".{name}.jsonl.tmp"
+            path = self.dir / f"{name}{self.suffix}.jsonl"
+            tmp = self.dir / f".{name}{self.suffix}.jsonl.tmp"
             with open(tmp, "wb") as f:
                 for part in parts:
                     f.write(part)

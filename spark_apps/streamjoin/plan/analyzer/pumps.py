@@ -8,10 +8,11 @@ An in-application stream is declared without a connector. The pump that fills it
 a view named after the stream, its columns named as the stream declares them, in order (or as
 `INSERT INTO s (a, b)` lists them; a ROWTIME column is the stream's own rowtime). The stream that
 no pump reads is the application's output, and its pump is the final query (into a CREATE SINK,
-the query's INSERT INTO). Declarations are read first, then views, pumps and queries run in the
+the query's INSERT INTO). With several such streams, each is an output query named after its
+stream, its rows led by a `stream` column naming it (a sink's rows go to the sink as they are). Declarations are read first, then views, pumps and queries run in the
 order their inputs are filled, whatever their order in the file. Rejected with their position:
-a cycle, a stream read but never filled, two pumps into one stream, more than one output
-stream, a pump into a stream read from a connector, a column count that differs.
+a cycle, a stream read but never filled, two pumps into one stream, several output streams and a
+final query, a pump into a stream read from a connector, a column count that differs.
 """
 
 from __future__ import annotations
@@ -70,11 +71,11 @@ class Application:
         self.check_filled(later, read, produced)
         read_anywhere = {name for names in read.values() for name, _ in names}
         terminal = [p for p in fills.values() if relation_name(pump_target(p)) not in read_anywhere]
-        if len(terminal) > 1:
-            names = ", ".join(relation_name(pump_target(p)) for p in terminal)
-            self.where.fail(f"several in-application streams are read by no pump ({names}): streamjoin runs one output "
-                            "stream per application", pump_target(terminal[1]),
-                            "split the application into one file per output stream")
+        self.several = len(terminal) > 1  # each output's rows then carry a "stream" key
+        if self.several and any(isinstance(st, exp.Query | exp.Insert) for st in later):
+            self.where.fail("the application has several output streams and a final query as well",
+                            next(st for st in later if isinstance(st, exp.Query | exp.Insert)),
+                            "fill an output stream with a pump instead")
         done: set[str] = set()
         pending = list(later)
         while pending:
@@ -126,10 +127,20 @@ class Application:
         self.analyzer.pumps.append(Pump(name=relation_name(pump.this), target=name,
                                         reads=tuple(sorted({n for n, _ in reads(pump)}))))
         if name in self.analyzer.sinks:
-            self.analyzer.final(select, sink=name)
+            if self.several:
+                self.output(select, name, sink=name)
+            else:
+                self.analyzer.final(select, sink=name)
             return
         select = self.named_as_declared(select, insert, self.analyzer.relations[name], pump)
-        if terminal:
+        if terminal and self.several:
+            if "stream" in {c.name.lower() for c in self.analyzer.relations[name].columns}:
+                self.where.fail(f"'{name}' has a column named stream, the key that names each row's output stream",
+                                pump_target(pump), "rename the column")
+            select = select.copy()
+            select.set("expressions", [exp.alias_(exp.Literal.string(name), "stream", quoted=True), *select.expressions])
+            self.output(select, name)
+        elif terminal:
             if any(q.name == "query" for q in self.analyzer.queries):
                 self.where.fail("the application's output is filled by a pump, and the file has a final query as well",
                                 pump.this, "read the pump's stream in the query, or drop the query")
@@ -137,6 +148,11 @@ class Application:
         else:
             del self.analyzer.relations[name]  # the declaration becomes the pump's view
             self.analyzer.view(name, select, pump)
+
+    def output(self, select: exp.Expression, name: str, sink: str | None = None) -> None:
+        """One of several outputs: a query named after its stream (or sink), which `run` runs."""
+        self.analyzer.queries.append(self.analyzer.query(select, name, sink))
+        self.analyzer.outputs.append(name)
 
     def named_as_declared(self, select: exp.Expression, insert: exp.Insert, stream: Relation, pump: exp.Create):
         """The pump's SELECT with each column named as the stream declares it, in order."""

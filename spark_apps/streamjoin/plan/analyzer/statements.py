@@ -46,6 +46,7 @@ class Analyzer:
         self.settings: list[tuple[str, str]] = []
         self.queries: list[Query] = []
         self.pumps: list = []  # model.Pump, in the order they run
+        self.outputs: list[str] = []  # an application's output queries, when it has several
         self.declared_by: dict[str, str] = {}  # relations the app's config declares: where
 
     def script(self, statements: list[exp.Expression]) -> Script:
@@ -60,6 +61,7 @@ class Analyzer:
             settings=tuple(self.settings),
             queries=tuple(self.queries),
             pumps=tuple(self.pumps),
+            outputs=tuple(self.outputs),
         )
 
     def statement(self, st: exp.Expression) -> None:

@@ -12,14 +12,12 @@ from streamjoin.plan.windows import CURRENT_ROW
 
 
 def changelog_join(script: Script) -> Script:
-    """The script with its final query as a changelog join, where it is one."""
-    final = script.final
-    if final is None:
+    """The script with each query `run` runs (the final one, an application's outputs) as a
+    changelog join, where it is one."""
+    rewritten = {id(q): changelog_query(script, q) for q in script.runs}
+    if all(rewritten[id(q)] is q for q in script.runs):
         return script
-    rewritten = changelog_query(script, final)
-    if rewritten is final:
-        return script
-    return replace(script, queries=tuple(rewritten if q is final else q for q in script.queries))
+    return replace(script, queries=tuple(rewritten.get(id(q), q) for q in script.queries))
 
 
 def changelog_query(script: Script, query: Query) -> Query:
