@@ -5,7 +5,8 @@
   run QUERY.sql           run the file's query on Spark: JSON Lines to stdout or --output DIR
                           (check, explain, run: --config APP.toml declares inputs the SQL reads)
   snapshot SRC DEST       export a declared table as a new immutable snapshot version
-  s3 serve                the embedded S3-compatible server, until Ctrl-C
+  s3 serve                the embedded S3-compatible server (S3 and Kinesis), until Ctrl-C
+  kinesis put STREAM FILE put JSON Lines as Kinesis records (demos, tests)
   quality check APP       validate one complete hour of an app's output
 
 Exit codes: 0 success, 2 rejected query (errors on stderr as FILE:LINE:COL: error: ...),
@@ -48,10 +49,17 @@ def main(argv: list[str] | None = None) -> int:
     snapshot.add_argument("--table", help="which declared table to export, when the file declares several")
     s3 = commands.add_parser("s3", help="the embedded S3-compatible server")
     s3_commands = s3.add_subparsers(dest="s3_command", required=True)
-    serve = s3_commands.add_parser("serve", help="run the embedded S3 server on localhost until Ctrl-C")
+    serve = s3_commands.add_parser("serve", help="run the embedded S3 server (it speaks Kinesis too) on localhost until Ctrl-C")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=9000, help="default 9000 (as MinIO)")
     serve.add_argument("--bucket", action="append", default=[], help="a bucket to create (repeatable; default: streamjoin)")
+    kinesis = commands.add_parser("kinesis", help="Kinesis Data Streams: put records (demos, tests)")
+    kinesis_commands = kinesis.add_subparsers(dest="kinesis_command", required=True)
+    put = kinesis_commands.add_parser("put", help="put the rows of JSON Lines files as records, in order")
+    put.add_argument("stream", metavar="STREAM")
+    put.add_argument("files", metavar="FILE", nargs="+", help="JSON Lines (- for stdin); a rowtime bound is a line too")
+    put.add_argument("--key", help="the field whose value is each record's partition key (default: the line number)")
+    put.add_argument("--create", type=int, metavar="SHARDS", help="create the stream with SHARDS shards if it does not exist")
     quality = commands.add_parser("quality", help="the data quality gate of an app's hourly output")
     quality_commands = quality.add_subparsers(dest="quality_command", required=True)
     quality_check = quality_commands.add_parser("check", help="validate one complete hour; exit 0 passed, 1 failed")
@@ -61,7 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.file = getattr(args, "file", args.command)
     try:
-        return {"check": _check, "explain": _explain, "run": _run, "snapshot": _snapshot, "s3": _s3, "quality": _quality}[args.command](args)
+        return {"check": _check, "explain": _explain, "run": _run, "snapshot": _snapshot, "s3": _s3, "kinesis": _kinesis,
+                "quality": _quality}[args.command](args)
     except SqlError as error:
         print(error, file=sys.stderr)
         return EXIT_REJECTED
@@ -186,6 +195,19 @@ def _s3(args) -> int:
     from streamjoin.io.embedded_s3 import serve
 
     serve(args.host, args.port, args.bucket, sys.stdout)
+    return EXIT_OK
+
+
+def _kinesis(args) -> int:
+    """`kinesis put`: the files' lines as records (io.kinesis.put); one line on stderr says how many."""
+    from streamjoin.io.kinesis import put
+
+    lines = []
+    for name in args.files:
+        data = sys.stdin.buffer.read() if name == "-" else Path(name).read_bytes()
+        lines += data.splitlines()
+    sent = put(args.stream, lines, key=args.key, shards=args.create)
+    print(f"streamjoin: put {sent} records into {args.stream}", file=sys.stderr)
     return EXIT_OK
 
 

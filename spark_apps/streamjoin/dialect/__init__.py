@@ -69,6 +69,15 @@ class StreamJoinParser(RisingWaveParser):
         super().__init__(*args, **kwargs)
         self._table_suffix: dict = {}
 
+    # `WITH (start = 'trim_horizon')` (the Kinesis connector) is an option like any other, not a
+    # sequence's START WITH
+    _KEY_WORDS = ("START", "INCREMENT", "MINVALUE", "MAXVALUE", "CACHE", "CYCLE")
+
+    def _parse_property(self):
+        if self._curr and self._next and self._next.token_type == TokenType.EQ and self._curr.text.upper() in self._KEY_WORDS:
+            return self._parse_key_value_property()
+        return super()._parse_property()
+
     # -- errors carry the offending token's offset, so we can report line:col exactly
     def raise_error(self, message, token=None):
         token = token or self._curr or self._prev

@@ -62,6 +62,10 @@ class Manifest:
     max_rowtime_us: int | None = None
     bound_us: int | None = None
     ended: bool = False  # the end-of-input bound has been staged
+    # a Kinesis input (io.kinesis): per shard the last staged sequence number, its top rowtime,
+    # done; and the instant of the first start (start = 'latest' reads from there)
+    shards: dict = field(default_factory=dict)
+    first_start_us: int | None = None
 
     @classmethod
     def load(cls, path: Path) -> Manifest:
@@ -91,6 +95,8 @@ class InputSpec:
     # an s3:// path: S3Settings fields (endpoint_url, access_key, secret_key, region) read on the
     # driver; None: the stager reads the AWS_* variables of its own process
     storage: dict | None = None
+    # connector 'kinesis' (path kinesis://STREAM): stream, start, start_timestamp_us, idle_ms
+    kinesis: dict | None = None
 
     def to_json(self) -> str:
         d = {
@@ -105,6 +111,8 @@ class InputSpec:
         }
         if self.storage is not None:
             d["storage"] = self.storage
+        if self.kinesis is not None:
+            d["kinesis"] = self.kinesis
         return json.dumps(d)
 
     @classmethod
@@ -125,6 +133,7 @@ class Stager:
         self.late_dir = Path(spec.late_dir)
         self.manifest_path = self.dir / "manifest.json"
         self._filesystem = None  # pyarrow's S3 filesystem, made on first use (s3:// inputs)
+        self._kinesis = None  # io.kinesis.KinesisSource, made on first use (kinesis:// inputs)
 
     @property
     def staged_schema(self) -> pa.Schema:
@@ -155,10 +164,16 @@ class Stager:
         if m.ended:
             return m.steps
         ending = (self.dir / "END").exists()
-        new = self._new_files(m)
-        if not new and not ending:
-            return m.steps
-        table = pa.concat_tables([self._read(p) for p in new]) if new else self.staged_schema.empty_table()
+        if self.spec.kinesis is not None:
+            new, polled = [], self._poll_kinesis(m, ending)
+            if polled is None and not ending:
+                return m.steps
+            table = polled if polled is not None else self.staged_schema.empty_table()
+        else:
+            new = self._new_files(m)
+            if not new and not ending:
+                return m.steps
+            table = pa.concat_tables([self._read(p) for p in new]) if new else self.staged_schema.empty_table()
         on_time, late, bounds = self._split(table, self.clock_us(m))
         if late.num_rows:
             self._write_late(late, m.steps)
@@ -185,6 +200,32 @@ class Stager:
         m.late_rows += late.num_rows
         m.save(self.manifest_path)
         return m.steps
+
+    def _poll_kinesis(self, m: Manifest, ending: bool) -> pa.Table | None:
+        """What a Kinesis input has for this step (io.kinesis), None for nothing; the shards'
+        positions go into `m`, saved with the step."""
+        import time
+
+        from streamjoin.io.kinesis import ARRIVAL, KinesisSource
+
+        def parse(datas: list[bytes], arrivals_us: list[int], where: str) -> pa.Table:
+            text = b"\n".join(d.rstrip(b"\r\n") for d in datas) + b"\n"
+            table = read_text(text, "json", self.spec.schema)
+            if table.num_rows != len(datas):
+                raise ValueError(f"input {self.spec.alias}: {where}: each record must hold one JSON object "
+                                 f"({len(datas)} records gave {table.num_rows} rows)")
+            table = conform(table, self.spec.schema, self.spec.rowtime, where)
+            if ARRIVAL in table.column_names:
+                i = table.column_names.index(ARRIVAL)
+                table = table.set_column(i, ARRIVAL, pa.array(arrivals_us, pa.int64()).cast(table.schema.field(i).type))
+            return table
+
+        if self._kinesis is None:
+            self._kinesis = KinesisSource(self.spec.kinesis, self.spec.storage, parse)
+        if m.first_start_us is None:
+            m.first_start_us = int(time.time() * 1_000_000)
+        table, m.shards = self._kinesis.poll(m.shards, self.spec.rowtime, ending, m.first_start_us)
+        return table
 
     def _new_files(self, m: Manifest) -> list[str]:
         if s3.is_s3(self.spec.path):

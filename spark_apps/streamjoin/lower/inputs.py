@@ -13,7 +13,7 @@ from streamjoin.io.staging import InputSpec
 from streamjoin.io.types import arrow_schema
 from streamjoin.plan.model import Kind, Query, Relation, Script
 
-STREAM_CONNECTORS = ("files", "s3")
+STREAM_CONNECTORS = ("files", "s3", "kinesis")
 
 
 def input_specs(script: Script, query: Query, checkpoint: Path, late_root: Path, prefix: str = "") -> list[InputSpec]:
@@ -28,8 +28,10 @@ def input_specs(script: Script, query: Query, checkpoint: Path, late_root: Path,
         if i.kind != Kind.STREAM:
             continue
         key = prefix + i.alias
-        path = expand(r.option("path"))
-        check_stream_path(r, (r.option("connector") or "files").lower(), path)
+        connector = (r.option("connector") or "files").lower()
+        kinesis = kinesis_options(r) if connector == "kinesis" else None
+        path = f"kinesis://{kinesis['stream']}" if kinesis else expand(r.option("path"))
+        check_stream_path(r, connector, path)
         specs.append(
             InputSpec(
                 alias=key,
@@ -41,14 +43,58 @@ def input_specs(script: Script, query: Query, checkpoint: Path, late_root: Path,
                 state_dir=str(checkpoint / "sources" / key),
                 late_dir=str(late_root / key),
                 # read when the query is planned: the stager uses these (docs/storage.md)
-                storage=asdict(S3Settings.from_env()) if is_s3(path) else None,
+                storage=asdict(S3Settings.from_env()) if is_s3(path) else (kinesis_settings() if kinesis else None),
+                kinesis=kinesis,
             )
         )
     return specs
 
 
+def kinesis_options(relation: Relation) -> dict:
+    """A Kinesis stream's WITH options, checked (io.kinesis)."""
+    import datetime as dt
+
+    from streamjoin.io.kinesis import STARTS
+
+    stream = expand(relation.option("stream") or "")
+    if not stream:
+        raise Unsupported(f"stream '{relation.name}': connector 'kinesis' needs stream = 'NAME' (the Kinesis stream)")
+    start = (relation.option("start") or "trim_horizon").lower()
+    if start not in STARTS:
+        raise Unsupported(f"stream '{relation.name}': start = '{start}': use {', '.join(STARTS)}")
+    start_us = None
+    if start == "at_timestamp":
+        text = expand(relation.option("start_timestamp") or "")
+        if not text:
+            raise Unsupported(f"stream '{relation.name}': start = 'at_timestamp' needs start_timestamp = 'YYYY-MM-DD HH:MM:SS'")
+        try:
+            at = dt.datetime.fromisoformat(text)
+            at = at if at.tzinfo else at.replace(tzinfo=dt.UTC)  # a rowtime's zone: UTC
+            start_us = int(at.timestamp() * 1_000_000)
+        except ValueError:
+            raise Unsupported(f"stream '{relation.name}': start_timestamp '{text}' is not a timestamp (YYYY-MM-DD HH:MM:SS)") from None
+    if (relation.option("format") or "json").lower() != "json":
+        raise Unsupported(f"stream '{relation.name}': a Kinesis stream's records are read as JSON (format = 'json')")
+    idle_ms = 10_000
+    if relation.option("idle_timeout"):
+        from streamjoin.plan.windows import interval_ms
+
+        try:
+            idle_ms = interval_ms(relation.option("idle_timeout"), None)
+        except ValueError as error:
+            raise Unsupported(f"stream '{relation.name}': bad idle_timeout: {error}") from None
+    return {"stream": stream, "start": start, "start_timestamp_us": start_us, "idle_ms": idle_ms}
+
+
+def kinesis_settings() -> dict:
+    from streamjoin.io.kinesis import settings_from_env
+
+    return settings_from_env()
+
+
 def check_stream_path(relation: Relation, connector: str, path: str) -> None:
-    """connector 'files' reads a local folder, connector 's3' an s3:// prefix (a landing zone)."""
+    """connector 'files' reads a local folder, connector 's3' an s3:// prefix (a landing zone),
+    connector 'kinesis' a Kinesis stream (its path is kinesis://STREAM)."""
     if connector == "s3" and not is_s3(path):
         raise Unsupported(f"stream '{relation.name}': connector 's3' needs path = 's3://bucket/prefix/', not '{path}'")
     if connector == "files" and is_s3(path):

@@ -17,7 +17,7 @@ from sqlglot import exp
 from streamjoin.env import expand
 from streamjoin.errors import Unsupported
 from streamjoin.lower.columns import lag
-from streamjoin.lower.inputs import STREAM_CONNECTORS, check_stream_path
+from streamjoin.lower.inputs import STREAM_CONNECTORS, check_stream_path, kinesis_options
 from streamjoin.lower.lowered import OP
 from streamjoin.lower.strategy import LoweringOptions, cuts, staged_views, uses_custom
 from streamjoin.plan.model import Emit, JoinKind, JoinType, Kind, Query, Relation, Script, sql
@@ -151,7 +151,14 @@ def _view_input(ctx: Context, alias: str, view: Query) -> str | None:
 def _stream(relation: Relation, alias: str) -> str | None:
     connector = (relation.option("connector") or "files").lower()
     if connector not in STREAM_CONNECTORS:
-        return f"input '{alias}': connector '{relation.option('connector')}' is not supported for streams yet (use 'files' or 's3')"
+        return (f"input '{alias}': connector '{relation.option('connector')}' is not supported for streams yet "
+                "(use 'files', 's3' or 'kinesis')")
+    if connector == "kinesis":
+        try:
+            kinesis_options(relation)
+        except Unsupported as error:
+            return str(error)
+        return None
     if not relation.option("path"):
         return f"stream '{relation.name}' needs WITH (path = '...') to be read"
     if "${" not in relation.option("path"):  # else checked once expanded (inputs.input_specs)
@@ -324,8 +331,8 @@ def _custom_inputs(ctx: Context) -> str | None:
             continue
         connector = (relation.option("connector") or "files").lower()
         if connector not in STREAM_CONNECTORS:
-            return f"input '{i.alias}': connector '{connector}' is not supported for streams yet (use 'files' or 's3')"
-        if not relation.option("path"):
+            return f"input '{i.alias}': connector '{connector}' is not supported for streams yet (use 'files', 's3' or 'kinesis')"
+        if not relation.option("path") and connector != "kinesis":
             return f"stream '{relation.name}' needs WITH (path = '...') to be read"
     if sink_spec(ctx.script, ctx.query) is not None:
         return "a join on streamjoin's own operator writes to --output (JSON Lines) in `run` yet, not to an S3 sink"

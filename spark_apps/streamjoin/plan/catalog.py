@@ -34,6 +34,8 @@ def relation_from_create(create: exp.Create, where: Located) -> Relation:
 
     is_stream = kind == "STREAM"
     rowtime, lateness, implicit = None, 0, False
+    if is_stream and options.get("connector", "").lower() == "kinesis" and "approximate_arrival" not in [c.name for c in columns]:
+        columns.append(Column("approximate_arrival", "TIMESTAMP"))  # each record's ApproximateArrivalTimestamp
     if is_stream:
         rowtime, lateness = _rowtime(columns, options, watermark, where, create)
         if rowtime not in [c.name for c in columns]:

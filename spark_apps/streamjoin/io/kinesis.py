@@ -1,0 +1,355 @@
+"""Kinesis Data Streams as a stream input (connector 'kinesis'), staged like files.
+
+    CREATE STREAM orders (id INT, ts TIMESTAMP) WITH (connector = 'kinesis', stream = 'orders',
+      start = 'trim_horizon', format = 'json', rowtime = 'ts', lateness = '5 SECONDS');
+
+Each record's data is one JSON object (a row, or a rowtime bound `{"rowtime": ..., "_bound":
+true}`). `approximate_arrival` (TIMESTAMP) is a column of every Kinesis stream, the record's
+ApproximateArrivalTimestamp, and may be its rowtime. The client is boto3's, configured by the
+standard AWS_* variables (AWS_ENDPOINT_URL_KINESIS or AWS_ENDPOINT_URL: the embedded server).
+
+`KinesisSource.poll` is what `io.staging.Stager` calls instead of listing files:
+
+- **positions**: per shard, the sequence number of the last record *staged* (in the input's
+  manifest, written with the step), so a restart resumes after it: no gap, no duplicate. Records
+  read but not staged yet are read again after a restart.
+- **shards**: listed on every poll; a shard is read once its parents are done (a split's or a
+  merge's parents drained before their children); a shard is done when it is closed and read to
+  its end. `start` applies to shards without a parent: trim_horizon, latest (fixed as "the first
+  start's instant" in the manifest, so a restart does not skip what came meanwhile) or
+  at_timestamp (`start_timestamp`).
+- **the input's clock is the slowest shard's**: a record is staged once every shard that is
+  still delivering has reached its rowtime (shards are merged by rowtime, each shard's own order
+  kept); a shard that is caught up and silent for `idle_timeout` (default 10 s) no longer holds
+  the others back. So a fast shard does not make a slow shard's rows late.
+- **end of input** (`run --until-idle`): every shard is read until it is caught up (no records,
+  nothing behind the tip); then everything held is staged and the input ends.
+- throttling (ProvisionedThroughputExceeded, LimitExceeded) and expired iterators are retried
+  with backoff.
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+log = logging.getLogger("streamjoin.kinesis")
+
+ARRIVAL = "approximate_arrival"
+STARTS = ("trim_horizon", "latest", "at_timestamp")
+RECORDS_PER_CALL = 10_000
+RECORDS_PER_POLL = 200_000  # per shard and poll: a poll's memory is bounded
+RETRYABLE = ("ProvisionedThroughputExceededException", "LimitExceededException", "ThrottlingException")
+
+
+def is_kinesis(path: str) -> bool:
+    return path.startswith("kinesis://")
+
+
+def settings_from_env(env=None) -> dict:
+    env = os.environ if env is None else env
+    return {
+        "endpoint_url": env.get("AWS_ENDPOINT_URL_KINESIS") or env.get("AWS_ENDPOINT_URL") or None,
+        "access_key": env.get("AWS_ACCESS_KEY_ID") or None,
+        "secret_key": env.get("AWS_SECRET_ACCESS_KEY") or None,
+        "region": env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1",
+    }
+
+
+def client(settings: dict | None = None):
+    import boto3
+
+    s = settings or settings_from_env()
+    return boto3.client("kinesis", endpoint_url=s["endpoint_url"], aws_access_key_id=s["access_key"],
+                        aws_secret_access_key=s["secret_key"], region_name=s["region"])
+
+
+@dataclass
+class _Shard:
+    id: str
+    parents: tuple[str, ...]
+    closed: bool
+    iterator: str | None = None
+    read_seq: str | None = None  # the last record read (staged or held)
+    top_us: int | None = None  # the highest rowtime read from it
+    caught_up: bool = False
+    finished: bool = False  # closed and read to its end: its children may start
+    quiet_since: float | None = None  # caught up with no records since (wall clock)
+    held: list = field(default_factory=list)  # (rowtime_us, seq, row index in `rows`) not staged yet
+
+
+class KinesisSource:
+    """Reads one Kinesis stream for one input (see the module docstring)."""
+
+    def __init__(self, options: dict, storage: dict | None, parse):
+        """`options`: stream, start, start_timestamp (µs), idle_ms; `parse(datas, arrivals_us)`
+        turns record data into a conformed Arrow table (one row per record, the rowtime column
+        filled), raising on a malformed record."""
+        self.stream = options["stream"]
+        self.start = options.get("start", "trim_horizon")
+        self.start_us = options.get("start_timestamp_us")
+        self.idle_ms = options.get("idle_ms", 10_000)
+        self.parse = parse
+        self.client = client(storage)
+        self.shards: dict[str, _Shard] = {}
+        self.rows: pa.Table | None = None  # held rows (rows not staged yet), in read order per shard
+        self.rowtime: str | None = None
+
+    # ------------------------------------------------------------------ reading
+
+    def poll(self, positions: dict, rowtime: str, ending: bool, first_start_us: int) -> tuple[pa.Table | None, dict]:
+        """Read what is new; return (the rows to stage now in merged order, or None; the new
+        positions). `positions`: shard -> {"seq": last staged, "done": bool, "top_us": ...}
+        (the manifest's). `ending`: read until every shard is caught up, then release all."""
+        self.rowtime = rowtime
+        new: list[pa.Table] = []
+        while True:
+            self._list(positions)
+            got = self._read_all(positions, first_start_us, new)
+            unread = [s for s in self.shards.values()
+                      if not self._done(s, positions) and self._ready(s, positions) and not s.caught_up]
+            if not ending or (not got and not unread):
+                break
+        if new:
+            self._hold(new)
+        release = self._release(everything=ending)
+        return release, self._positions(positions)
+
+    def _list(self, positions: dict) -> None:
+        shards, token = [], None
+        while True:
+            kwargs = {"NextToken": token} if token else {"StreamName": self.stream}
+            page = self._call(self.client.list_shards, **kwargs)
+            shards += page.get("Shards", [])
+            token = page.get("NextToken")
+            if not token:
+                break
+        for s in shards:
+            closed = "EndingSequenceNumber" in s.get("SequenceNumberRange", {})
+            if s["ShardId"] in self.shards:
+                self.shards[s["ShardId"]].closed = closed
+                continue
+            parents = tuple(p for p in (s.get("ParentShardId"), s.get("AdjacentParentShardId")) if p)
+            shard = _Shard(s["ShardId"], parents, closed)
+            shard.read_seq = positions.get(s["ShardId"], {}).get("seq")
+            shard.top_us = positions.get(s["ShardId"], {}).get("top_us")
+            self.shards[s["ShardId"]] = shard
+
+    def _done(self, shard: _Shard, positions: dict) -> bool:
+        """Read to its end (closed, nothing left), in this process or before a restart."""
+        return shard.finished or bool(positions.get(shard.id, {}).get("done"))
+
+    def _ready(self, shard: _Shard, positions: dict) -> bool:
+        """Its parents are done (or expired: no longer listed): a child is read after them."""
+        return all(p not in self.shards or self._done(self.shards[p], positions) for p in shard.parents)
+
+    def _read_all(self, positions: dict, first_start_us: int, out: list) -> bool:
+        """One pass over the shards that can be read; True if any record came."""
+        got = False
+        for shard in sorted(self.shards.values(), key=lambda s: s.id):  # parents sort before children
+            if self._done(shard, positions) or not self._ready(shard, positions):
+                continue
+            records, behind = self._read(shard, first_start_us)
+            if records:
+                got = True
+                table = self._parse(shard, records)
+                table = table.append_column("__shard", pa.array([shard.id] * table.num_rows, pa.string()))
+                table = table.append_column("__seq", pa.array([r["SequenceNumber"] for r in records], pa.string()))
+                out.append(table)
+            shard.caught_up = not records and not behind
+            shard.quiet_since = (shard.quiet_since or time.time()) if shard.caught_up else None
+            shard.finished = shard.caught_up and shard.closed
+        return got
+
+    def _parse(self, shard: _Shard, records: list) -> pa.Table:
+        """The records as rows; a malformed one fails the input, naming its shard and sequence number."""
+        import json
+
+        where = f"kinesis://{self.stream}/{shard.id}"
+        try:
+            return self.parse([r["Data"] for r in records],
+                              [int(r["ApproximateArrivalTimestamp"].timestamp() * 1_000_000) for r in records], where)
+        except (ValueError, pa.ArrowException) as error:
+            for r in records:
+                try:
+                    if not isinstance(json.loads(r["Data"]), dict):
+                        raise ValueError("not a JSON object")
+                except ValueError as bad:
+                    raise ValueError(f"{where}: the record with sequence number {r['SequenceNumber']} is not a JSON object: "
+                                     f"{str(bad).splitlines()[0]}") from None
+            raise ValueError(f"{where}: {str(error).splitlines()[0]}") from None
+
+    def _read(self, shard: _Shard, first_start_us: int) -> tuple[list, bool]:
+        """Records after `read_seq` (up to RECORDS_PER_POLL); and whether the shard is behind its tip."""
+        records: list = []
+        behind = False
+        while len(records) < RECORDS_PER_POLL:
+            if shard.iterator is None:
+                shard.iterator = self._iterator(shard, first_start_us)
+            try:
+                page = self._call(self.client.get_records, ShardIterator=shard.iterator, Limit=RECORDS_PER_CALL)
+            except self.client.exceptions.ExpiredIteratorException:
+                shard.iterator = None  # made again from the last record read
+                continue
+            batch = page.get("Records", [])
+            if batch:
+                records += batch
+                shard.read_seq = batch[-1]["SequenceNumber"]
+            shard.iterator = page.get("NextShardIterator")
+            behind = (page.get("MillisBehindLatest") or 0) > 0
+            if shard.iterator is None:  # closed and read to its end
+                shard.closed = True
+                return records, False
+            if not batch and not behind:
+                return records, False
+        return records, True
+
+    def _iterator(self, shard: _Shard, first_start_us: int) -> str:
+        kwargs = {"StreamName": self.stream, "ShardId": shard.id}
+        if shard.read_seq is not None:
+            kwargs.update(ShardIteratorType="AFTER_SEQUENCE_NUMBER", StartingSequenceNumber=shard.read_seq)
+        elif shard.parents and any(p in self.shards for p in shard.parents):
+            kwargs.update(ShardIteratorType="TRIM_HORIZON")  # a child: everything after its parents
+        elif self.start == "trim_horizon":
+            kwargs.update(ShardIteratorType="TRIM_HORIZON")
+        else:
+            at_us = self.start_us if self.start == "at_timestamp" else first_start_us
+            kwargs.update(ShardIteratorType="AT_TIMESTAMP", Timestamp=at_us / 1_000_000)
+        return self._call(self.client.get_shard_iterator, **kwargs)["ShardIterator"]
+
+    def _call(self, method, **kwargs):
+        """A call retried with backoff while Kinesis throttles."""
+        from botocore.exceptions import ClientError
+
+        delay = 0.1
+        for attempt in range(10):
+            try:
+                return method(**kwargs)
+            except ClientError as error:
+                if error.response.get("Error", {}).get("Code") not in RETRYABLE or attempt == 9:
+                    raise
+                log.info("kinesis %s throttled: retrying in %.1f s", self.stream, delay)
+                time.sleep(delay)
+                delay = min(delay * 2, 5.0)
+        raise AssertionError("unreachable")
+
+    # ------------------------------------------------------------------ merging by rowtime
+
+    def _hold(self, new: list[pa.Table]) -> None:
+        rows = pa.concat_tables(([self.rows] if self.rows is not None else []) + new, promote_options="none")
+        self.rows = rows
+        rowtimes = pc.cast(rows.column(self.rowtime), pa.int64()).to_pylist()
+        shards, seqs = rows.column("__shard").to_pylist(), rows.column("__seq").to_pylist()
+        for shard in self.shards.values():
+            shard.held = []
+        for i, (rt, shard, seq) in enumerate(zip(rowtimes, shards, seqs, strict=True)):
+            self.shards[shard].held.append((rt, seq, i))
+            top = self.shards[shard].top_us
+            self.shards[shard].top_us = rt if top is None else max(top, rt)
+
+    def _frontier(self) -> int | None:
+        """The rowtime up to which every shard still delivering has come (None: no limit). A
+        shard read to its end, or caught up and silent for idle_timeout, holds no one back."""
+        now = time.time()
+        holding = [s.top_us for s in self.shards.values() if s.top_us is not None and not s.finished
+                   and not (s.caught_up and s.quiet_since and now - s.quiet_since >= self.idle_ms / 1000)]
+        return min(holding) if holding else None
+
+    def _release(self, everything: bool) -> pa.Table | None:
+        """The held rows up to the frontier (each shard's longest prefix at or below it), merged
+        by rowtime, each shard's order kept; the rest stays held."""
+        if self.rows is None or not self.rows.num_rows:
+            return None
+        frontier = None if everything else self._frontier()
+        prefixes = []
+        for shard in self.shards.values():
+            n = 0
+            while n < len(shard.held) and (frontier is None or shard.held[n][0] <= frontier):
+                n += 1
+            prefixes.append(shard.held[:n])
+        order = [i for _, _, i in heapq.merge(*prefixes, key=lambda h: h[0])]
+        if not order:
+            return None
+        released = self.rows.take(pa.array(order, pa.int64()))
+        keep = sorted(set(range(self.rows.num_rows)) - set(order))
+        self.rows = self.rows.take(pa.array(keep, pa.int64()))
+        self._staged_through = {}
+        for prefix, shard in zip(prefixes, self.shards.values(), strict=True):
+            if prefix:
+                self._staged_through[shard.id] = prefix[-1][1]
+        self._hold([])
+        return released.drop_columns(["__shard", "__seq"])
+
+    def _positions(self, positions: dict) -> dict:
+        """The manifest's positions after this poll's release: per shard the last staged record
+        (a shard with nothing held is staged through what it read), its top rowtime, and done
+        once it is read to its end with nothing held."""
+        out = {}
+        staged = getattr(self, "_staged_through", {})
+        self._staged_through = {}
+        for shard in self.shards.values():
+            state = dict(positions.get(shard.id, {"seq": None, "done": False}))
+            if shard.id in staged:
+                state["seq"] = staged[shard.id]
+            if not shard.held and shard.read_seq is not None:
+                state["seq"] = shard.read_seq
+            state["top_us"] = shard.top_us
+            state["done"] = bool(state.get("done")) or (shard.finished and not shard.held)
+            out[shard.id] = state
+        return out
+
+
+# ---------------------------------------------------------------------- producing (demos, tests)
+
+
+def put(stream: str, lines: list[bytes], key: str | None = None, shards: int | None = None, settings: dict | None = None,
+        report=None) -> int:
+    """Put JSON Lines as records, in order (PutRecords, 500 at a time; failed records are sent
+    again, in order). The partition key is the field `key` of each row, else its line number.
+    `shards`: create the stream with that many shards when it does not exist. A rowtime bound
+    is a line like any other: `{"rowtime": "...", "_bound": true}`. Returns the records put."""
+    import json
+
+    kinesis = client(settings)
+    if shards is not None:
+        try:
+            kinesis.create_stream(StreamName=stream, ShardCount=shards)
+            kinesis.get_waiter("stream_exists").wait(StreamName=stream, WaiterConfig={"Delay": 0.2, "MaxAttempts": 100})
+        except kinesis.exceptions.ResourceInUseException:
+            pass  # it exists: put into it
+    entries = []
+    for n, line in enumerate(lines):
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError as error:
+            raise ValueError(f"line {n + 1}: not JSON: {error}") from None
+        partition = str(row.get(key)) if key and isinstance(row, dict) and row.get(key) is not None else str(n)
+        entries.append({"Data": line, "PartitionKey": partition})
+    sent = 0
+    for i in range(0, len(entries), 500):
+        batch = entries[i:i + 500]
+        delay = 0.1
+        while batch:
+            result = kinesis.put_records(StreamName=stream, Records=batch)
+            failed = [e for e, r in zip(batch, result["Records"], strict=True) if r.get("ErrorCode")]
+            sent += len(batch) - len(failed)
+            if failed and failed != batch[-len(failed):]:
+                # a record after a failed one went in: the order within a partition key is kept
+                # only for records sent after the failure too, which is what Kinesis gives
+                log.warning("kinesis %s: %d records throttled, sent again", stream, len(failed))
+            batch = failed
+            if batch:
+                time.sleep(delay)
+                delay = min(delay * 2, 5.0)
+        if report is not None:
+            report(sent)
+    return sent

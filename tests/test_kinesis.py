@@ -1,0 +1,182 @@
+"""Kinesis Data Streams as a stream input (connector 'kinesis', io.kinesis), against the embedded
+server: records staged like file rows, exactly once across a restart and a reshard, shards of
+different speeds merged by rowtime so that none makes another's rows late."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from runtime_helpers import read_output, run_in_two_parts, run_to_end, start, ts, write_jsonl
+from streamjoin.io import kinesis
+from streamjoin.io.staging import InputSpec, Stager
+from streamjoin.io.types import arrow_schema
+from streamjoin.plan.model import Column
+
+D = "2024-01-01 "
+ORDERS = [(D + "10:00:00", 100), (D + "10:10:00", 101), (D + "10:20:00", 102), (D + "10:25:00", 103), (D + "10:40:00", 104)]
+SHIPMENTS = [(D + "10:30:00", 101), (D + "10:45:00", 100), (D + "10:55:00", 103), (D + "11:05:00", 103), (D + "11:30:00", 104)]
+SHARD_1 = str(2**127)  # an explicit hash key in the second of two shards (the first: "0")
+
+
+@pytest.fixture
+def stream(s3_server):
+    """A fresh Kinesis stream of two shards on the embedded server (its name)."""
+    name = f"s-{uuid.uuid4().hex[:10]}"
+    client = kinesis.client()
+    client.create_stream(StreamName=name, ShardCount=2)
+    return name
+
+
+def put(stream: str, rows: list[dict], hash_key: str | None = None) -> None:
+    client = kinesis.client()
+    for row in rows:
+        extra = {"ExplicitHashKey": hash_key} if hash_key else {}
+        client.put_record(StreamName=stream, Data=json.dumps(row).encode(), PartitionKey=str(row.get("k", 0)), **extra)
+
+
+def streamjoin(*args, timeout=600):
+    return subprocess.run([sys.executable, "-m", "streamjoin.cli", *map(str, args)], capture_output=True, text=True, timeout=timeout)
+
+
+def test_a_kinesis_stream_joins_a_file_stream_with_the_seed_rows_and_kinesis_put_fills_it(stream, tmp_path):
+    (tmp_path / "orders.jsonl").write_text("".join(json.dumps({"rowtime": t, "orderId": i}) + "\n" for t, i in ORDERS))
+    put_result = streamjoin("kinesis", "put", stream, tmp_path / "orders.jsonl", "--key", "orderId", timeout=120)
+    assert put_result.returncode == 0 and put_result.stderr.strip() == f"streamjoin: put 5 records into {stream}"
+    write_jsonl(tmp_path / "shipments" / "1.json", [{"rowtime": t, "orderId": i} for t, i in SHIPMENTS])
+    sql = tmp_path / "q.sql"
+    sql.write_text(f"""CREATE STREAM orders (orderId INT) WITH (connector = 'kinesis', stream = '{stream}');
+CREATE STREAM shipments (orderId INT) WITH (connector = 'files', format = 'json', path = '{tmp_path / 'shipments'}');
+SELECT STREAM ROWTIME, o.orderId, o.ROWTIME AS orderTime, o.approximate_arrival IS NOT NULL AS arrived FROM shipments AS s
+JOIN orders OVER (RANGE INTERVAL '1' HOUR PRECEDING) AS o ON o.orderId = s.orderId;""")
+    result = streamjoin("run", sql, "--until-idle")
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [(r["rowtime"], r["orderid"], r["ordertime"], r["arrived"]) for r in rows] == [
+        (D + "10:30:00.000", 101, D + "10:10:00.000", True), (D + "10:45:00.000", 100, D + "10:00:00.000", True),
+        (D + "10:55:00.000", 103, D + "10:25:00.000", True), (D + "11:05:00.000", 103, D + "10:25:00.000", True),
+        (D + "11:30:00.000", 104, D + "10:40:00.000", True)]
+
+
+def test_a_restart_from_the_checkpoint_reads_each_record_once_with_no_gap(spark, stream, tmp_path):
+    put(stream, [{"rowtime": ts(t * 1000), "k": t} for t in range(0, 3)])
+    sql = f"CREATE STREAM s (k INT) WITH (connector = 'kinesis', stream = '{stream}');\nSELECT STREAM ROWTIME, k FROM s;"
+    run_in_two_parts(spark, sql, tmp_path, lambda: put(stream, [{"rowtime": ts(t * 1000), "k": t} for t in range(3, 6)]))
+    assert [r["k"] for r in read_output(tmp_path / "out")] == [0, 1, 2, 3, 4, 5]
+
+
+def test_records_put_after_a_shard_split_are_read_after_their_parent_and_each_once(spark, stream, tmp_path):
+    client = kinesis.client()
+    put(stream, [{"rowtime": ts(t * 1000), "k": t} for t in range(0, 4)], hash_key="0")
+    sql = f"CREATE STREAM s (k INT) WITH (connector = 'kinesis', stream = '{stream}');\nSELECT STREAM ROWTIME, k FROM s;"
+    runner = start(spark, sql, tmp_path, until_idle=False)
+    try:
+        runner.process_available()
+        shard = client.list_shards(StreamName=stream)["Shards"][0]
+        client.split_shard(StreamName=stream, ShardToSplit=shard["ShardId"], NewStartingHashKey=str(2**126))
+        put(stream, [{"rowtime": ts(t * 1000), "k": t} for t in range(4, 8)], hash_key="1")
+        put(stream, [{"rowtime": ts(t * 1000), "k": t} for t in range(8, 10)], hash_key=str(2**126 + 1))
+        runner.process_available()
+        runner._end_inputs()
+        runner.end_of_input()
+    finally:
+        status = runner.stop("finished")
+    assert sorted(r["k"] for r in read_output(tmp_path / "out")) == list(range(10))
+    assert status["late_rows"] == 0
+
+
+def spec(tmp_path: Path, stream: str, lateness_ms: int = 0) -> InputSpec:
+    columns = (Column("k", "INT"), Column("approximate_arrival", "TIMESTAMP"), Column("rowtime", "TIMESTAMP"))
+    return InputSpec(alias="s", path=f"kinesis://{stream}", format="json", schema=arrow_schema(columns), rowtime="rowtime",
+                     lateness_ms=lateness_ms, state_dir=str(tmp_path / "state"), late_dir=str(tmp_path / "late"),
+                     storage=kinesis.settings_from_env(),
+                     kinesis={"stream": stream, "start": "trim_horizon", "start_timestamp_us": None, "idle_ms": 60_000})
+
+
+def staged(stager: Stager) -> list[int]:
+    steps = sorted(stager.steps_dir.glob("*.parquet"))
+    table = pa.concat_tables([pq.read_table(p) for p in steps]) if steps else None
+    return [] if table is None else [k for k in table.column("k").to_pylist() if k is not None]
+
+
+def test_a_fast_shard_does_not_make_a_slow_shards_rows_late_the_clock_is_the_slowest_shards(stream, tmp_path):
+    stager = Stager(spec(tmp_path, stream))
+    put(stream, [{"rowtime": ts(t * 1000), "k": t} for t in (10, 11, 12, 20)], hash_key="0")  # the fast shard
+    put(stream, [{"rowtime": ts(t * 1000), "k": t} for t in (1, 2)], hash_key=SHARD_1)  # the slow one
+    stager.advance()
+    assert staged(stager) == [1, 2]  # the fast shard's rows wait for the slow shard
+    put(stream, [{"rowtime": ts(t * 1000), "k": t} for t in (3, 15)], hash_key=SHARD_1)
+    stager.advance()
+    assert staged(stager) == [1, 2, 3, 10, 11, 12, 15]  # merged by rowtime up to the slow shard's 15
+    (stager.dir / "END").touch()
+    stager.advance()
+    m = stager.manifest()
+    assert staged(stager) == [1, 2, 3, 10, 11, 12, 15, 20] and m.late_rows == 0 and m.ended
+    assert all(state["done"] is False and state["seq"] is not None for state in m.shards.values())
+
+
+def test_a_stager_started_again_reads_the_held_records_again_and_the_staged_ones_never(stream, tmp_path):
+    put(stream, [{"rowtime": ts(t * 1000), "k": t} for t in (10, 20)], hash_key="0")
+    put(stream, [{"rowtime": ts(t * 1000), "k": t} for t in (5,)], hash_key=SHARD_1)
+    first = Stager(spec(tmp_path, stream))
+    first.advance()
+    assert staged(first) == [5]  # 10 and 20 are held (the other shard is at 5), then the process ends
+    again = Stager(spec(tmp_path, stream))
+    put(stream, [{"rowtime": ts(30_000), "k": 30}], hash_key=SHARD_1)
+    again.advance()
+    assert staged(again) == [5, 10, 20]
+    (again.dir / "END").touch()
+    again.advance()
+    assert staged(again) == [5, 10, 20, 30] and again.manifest().rows == 4
+
+
+def test_a_malformed_record_fails_the_query_with_the_shard_that_holds_it(spark, stream, tmp_path):
+    kinesis.client().put_record(StreamName=stream, Data=b"not json", PartitionKey="1", ExplicitHashKey="0")
+    sql = f"CREATE STREAM s (k INT) WITH (connector = 'kinesis', stream = '{stream}');\nSELECT STREAM k FROM s;"
+    with pytest.raises(Exception, match="shardId-000000000000"):
+        run_to_end(start(spark, sql, tmp_path, until_idle=True))
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ("connector = 'kinesis'", "connector 'kinesis' needs stream = 'NAME'"),
+    ("connector = 'kinesis', stream = 'x', start = 'oldest'", "start = 'oldest': use trim_horizon, latest, at_timestamp"),
+    ("connector = 'kinesis', stream = 'x', start = 'at_timestamp'", "start = 'at_timestamp' needs start_timestamp"),
+    ("connector = 'kinesis', stream = 'x', format = 'csv'", "records are read as JSON"),
+])
+def test_bad_kinesis_options_are_rejected_before_anything_runs(tmp_path, options, message):
+    sql = tmp_path / "q.sql"
+    sql.write_text(f"CREATE STREAM s (k INT) WITH ({options});\nSELECT STREAM k FROM s;")
+    result = streamjoin("run", sql, "--until-idle", timeout=120)
+    assert result.returncode == 2 and message in result.stderr, result.stderr
+
+
+def test_a_throttled_call_is_retried_with_backoff_and_another_error_is_raised_at_once(monkeypatch):
+    from botocore.exceptions import ClientError
+
+    monkeypatch.setattr(kinesis.time, "sleep", lambda s: None)
+    source = kinesis.KinesisSource({"stream": "s"}, {"endpoint_url": "http://127.0.0.1:1", "access_key": "a",
+                                                     "secret_key": "b", "region": "us-east-1"}, parse=None)
+    calls = []
+
+    def throttled(**kwargs):
+        calls.append(kwargs)
+        if len(calls) < 3:
+            raise ClientError({"Error": {"Code": "ProvisionedThroughputExceededException"}}, "GetRecords")
+        return {"Records": []}
+
+    assert source._call(throttled, ShardIterator="i") == {"Records": []} and len(calls) == 3
+
+    def missing(**kwargs):
+        calls.append(kwargs)
+        raise ClientError({"Error": {"Code": "ResourceNotFoundException"}}, "ListShards")
+
+    calls.clear()
+    with pytest.raises(ClientError, match="ResourceNotFoundException"):
+        source._call(missing)
+    assert len(calls) == 1
