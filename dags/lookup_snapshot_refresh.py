@@ -21,8 +21,10 @@ from pathlib import Path
 sys.path.insert(0, os.environ.get("STREAMJOIN_HOME") or str(Path(__file__).resolve().parents[1]))
 
 from airflow.sdk import Param, dag, task
+from streamjoin.runtime.app import app_names
 
-APPS = sorted(p.parent.name for p in (Path(sys.path[0]) / "include" / "apps").glob("*/app.toml"))
+APPS = app_names(Path(sys.path[0]))  # a task each
+DEPLOYED = app_names(Path(sys.path[0]), deployed_only=True)  # the default selection ([deploy] enabled)
 
 
 @dag(
@@ -34,7 +36,7 @@ APPS = sorted(p.parent.name for p in (Path(sys.path[0]) / "include" / "apps").gl
     doc_md=__doc__,
     default_args={"retries": 1, "retry_delay": timedelta(minutes=1)},
     params={
-        "apps": Param(APPS, type="array", description="which apps to refresh (default: all)"),
+        "apps": Param(DEPLOYED, type="array", description="which apps to refresh (default: those [deploy] enabled)"),
         "timeout_seconds": Param(600, type="integer", minimum=10, description="how long to wait for the restarted query"),
     },
 )
@@ -45,7 +47,7 @@ def lookup_snapshot_refresh():
 
         from include.ops.refresh import refresh as refresh_app
 
-        if app not in (params or {}).get("apps", APPS):
+        if app not in (params or {}).get("apps", DEPLOYED):
             return {"app": app, "outcome": "not selected"}
         return refresh_app(App.load(app), timeout_s=float((params or {}).get("timeout_seconds", 600)))
 

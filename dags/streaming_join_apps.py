@@ -22,12 +22,13 @@ from pathlib import Path
 sys.path.insert(0, os.environ.get("STREAMJOIN_HOME") or str(Path(__file__).resolve().parents[1]))
 
 from airflow.sdk import Param, dag, task
-from streamjoin.runtime.app import App
+from streamjoin.runtime.app import App, app_names
 
 from include.ops.spark_submit import SupervisedSparkSubmitOperator
 
 MAX_RUN_SECONDS = 3 * 3600  # the run_seconds param's ceiling (the task's timeout leaves room for it)
-APPS = sorted(p.parent.name for p in (Path(sys.path[0]) / "include" / "apps").glob("*/app.toml"))
+APPS = app_names(Path(sys.path[0]))  # a task each
+DEPLOYED = app_names(Path(sys.path[0]), deployed_only=True)  # the default selection ([deploy] enabled)
 
 
 def _alert_app_down(context) -> None:
@@ -50,13 +51,13 @@ def _alert_app_down(context) -> None:
     params={
         "run_seconds": Param(0, type="integer", minimum=0, maximum=MAX_RUN_SECONDS,
                              description="length of this bounded run in seconds (0: each app's run_minutes)"),
-        "apps": Param(APPS, type="array", description="which apps to run (default: all)"),
+        "apps": Param(DEPLOYED, type="array", description="which apps to run (default: those [deploy] enabled)"),
     },
 )
 def streaming_join_apps():
     @task.short_circuit
     def selected(app: str, params=None) -> bool:
-        return app in (params or {}).get("apps", APPS)
+        return app in (params or {}).get("apps", DEPLOYED)
 
     for name in APPS:
         deploy = App.load(name).config.get("deploy", {})

@@ -35,9 +35,11 @@ NOT_SET_BY_THE_STACK = {
                           "asked; the stack's api-server keeps Airflow's default (0.0.0.0 inside its container)",
     "CHECKPOINT_PATH": "a one-run override of an app's [paths] checkpoint: one value for the whole stack would make "
                        "every app share one checkpoint (the defaults lie on the shared volume: tested below)",
+    "KDA_CHECKPOINT_PATH": "the same one-run override, for the app whose env_prefix is KDA_",
 }
 FALLBACK_OF = {  # read only when the primary is unset: the primary must be set, one name per setting
     "AWS_ENDPOINT_URL_S3": "AWS_ENDPOINT_URL",
+    "AWS_ENDPOINT_URL_KINESIS": "AWS_ENDPOINT_URL",
     "AWS_DEFAULT_REGION": "AWS_REGION",
 }
 # What the scan must find today (a guard against a scanner that silently finds nothing).

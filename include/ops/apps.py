@@ -48,7 +48,7 @@ def load_app(name_or_dir: str | Path) -> AppConfig:
         raise LookupError(f"no app '{name_or_dir}': give an app directory (holding app.toml) or a name under {root}/include/apps/")
     config = tomllib.loads((app_dir / "app.toml").read_text())
     paths = config.get("paths", {})
-    output = os.environ.get("OUTPUT_PATH") or paths.get("output")
+    output = os.environ.get(f"{config.get('env_prefix', '')}OUTPUT_PATH") or paths.get("output")
     if not output:
         raise LookupError(f"{app_dir / 'app.toml'} has no [paths] output and OUTPUT_PATH is not set")
     checkpoint = paths.get("checkpoint")

@@ -156,9 +156,10 @@ def find_app(app: str | Path) -> Path:
 
 
 def output_path(config: dict, root: Path, output: str | None = None) -> str:
-    """The app's output: `output` if given, else `OUTPUT_PATH`, else `[paths] output` (a relative
+    """The app's output: `output` if given, else `OUTPUT_PATH` (after the app's `env_prefix`), else
+    `[paths] output` (a relative
     folder is relative to the repository root)."""
-    path = output or os.environ.get("OUTPUT_PATH") or config.get("paths", {}).get("output")
+    path = output or os.environ.get(f"{config.get('env_prefix', '')}OUTPUT_PATH") or config.get("paths", {}).get("output")
     if not path:
         raise QualityConfigError("no output path: pass --output, set OUTPUT_PATH or set [paths] output in app.toml")
     return s3.normalize(path) if s3.is_s3(path) or Path(path).is_absolute() else str(root / path)

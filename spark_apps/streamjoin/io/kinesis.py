@@ -183,7 +183,8 @@ class KinesisSource:
                 except ValueError as bad:
                     raise ValueError(f"{where}: the record with sequence number {r['SequenceNumber']} is not a JSON object: "
                                      f"{str(bad).splitlines()[0]}") from None
-            raise ValueError(f"{where}: {str(error).splitlines()[0]}") from None
+            reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+            raise ValueError(reason if reason.startswith(where) else f"{where}: {reason}") from None
 
     def _read(self, shard: _Shard, first_start_us: int) -> tuple[list, bool]:
         """Records after `read_seq` (up to RECORDS_PER_POLL); and whether the shard is behind its tip."""

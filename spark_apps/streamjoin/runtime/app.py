@@ -16,7 +16,8 @@ one. `status.json` (see `runtime.status`) says which snapshots the query uses.
 App configuration (`app.toml`): `name`, `query`, `[paths]`: each key but `checkpoint` becomes the
 environment variable `<KEY>_PATH` the SQL reads (`${SALES_PATH}`), unless already set; relative
 paths are relative to the repository root (`STREAMJOIN_HOME`, default: the parent of `include/`).
-`CHECKPOINT_PATH` overrides `[paths] checkpoint`. `[inputs.NAME]` and `[reference.NAME]` declare
+`CHECKPOINT_PATH` overrides `[paths] checkpoint`. `env_prefix = "KDA_"` names them `KDA_<KEY>_PATH`
+(and KDA_CHECKPOINT_PATH), so that two apps in one environment do not share an output. `[inputs.NAME]` and `[reference.NAME]` declare
 the query's input stream and tables outside its SQL, as KDA's configuration did (plan.inputs).
 """
 
@@ -64,7 +65,13 @@ class App:
 
     @property
     def checkpoint(self) -> Path:
-        return Path(self.path(os.environ.get("CHECKPOINT_PATH") or self.config["paths"]["checkpoint"]))
+        return Path(self.path(os.environ.get(f"{self.env_prefix}CHECKPOINT_PATH") or self.config["paths"]["checkpoint"]))
+
+    @property
+    def env_prefix(self) -> str:
+        """Before each variable its `[paths]` give (`KDA_` -> KDA_OUTPUT_PATH): apps that share
+        one environment (a stack) keep apart."""
+        return self.config.get("env_prefix", "")
 
     @property
     def declared(self) -> tuple[tuple[str, str], ...]:
@@ -83,10 +90,21 @@ class App:
         for key, value in self.config.get("paths", {}).items():
             if key == "checkpoint":
                 continue
-            name = f"{key.upper()}_PATH"
+            name = f"{self.env_prefix}{key.upper()}_PATH"
             os.environ.setdefault(name, self.path(value))
             exported[name] = os.environ[name]
         return exported
+
+
+def app_names(root: Path | None = None, deployed_only: bool = False) -> list[str]:
+    """The apps under `<root>/include/apps/` (default: this repository's); `deployed_only`: those
+    the DAGs run by default (`[deploy] enabled`, default true; the others run when picked)."""
+    root = Path(root or os.environ.get("STREAMJOIN_HOME") or Path(__file__).resolve().parents[3])
+    names = sorted(p.parent.name for p in (root / "include" / "apps").glob("*/app.toml"))
+    if deployed_only:
+        names = [n for n in names
+                 if tomllib.loads((root / "include" / "apps" / n / "app.toml").read_text()).get("deploy", {}).get("enabled", True)]
+    return names
 
 
 def take_snapshots(app: App, only_missing: bool = False) -> list[dict]:
