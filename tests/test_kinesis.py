@@ -4,6 +4,7 @@ different speeds merged by rowtime so that none makes another's rows late."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import subprocess
 import sys
@@ -180,3 +181,98 @@ def test_a_throttled_call_is_retried_with_backoff_and_another_error_is_raised_at
     with pytest.raises(ClientError, match="ResourceNotFoundException"):
         source._call(missing)
     assert len(calls) == 1
+
+
+class FakeKinesis:
+    """Kinesis as AWS documents it for reshards, which moto does not follow (its split moves the
+    parent's records into the children, its merge copies them): a closed shard keeps its records
+    and ends (no NextShardIterator once read); a child holds only what came after."""
+
+    class exceptions:
+        class ExpiredIteratorException(Exception):
+            pass
+
+    def __init__(self):
+        self.shards: dict[str, dict] = {}
+        self.seq = 0
+
+    def add_shard(self, shard_id: str, parents: tuple[str, ...] = ()) -> None:
+        for p in parents:
+            self.shards[p]["closed"] = True
+        self.shards[shard_id] = {"records": [], "closed": False, "parents": parents}
+
+    def put(self, shard_id: str, row: dict) -> None:
+        self.seq += 1
+        self.shards[shard_id]["records"].append({"SequenceNumber": str(self.seq), "Data": json.dumps(row).encode(),
+                                                "ApproximateArrivalTimestamp": dt.datetime.now(dt.UTC)})
+
+    def list_shards(self, **kwargs):
+        out = []
+        for shard_id, s in self.shards.items():
+            entry = {"ShardId": shard_id, "SequenceNumberRange": {"StartingSequenceNumber": "0"}}
+            if s["closed"]:
+                entry["SequenceNumberRange"]["EndingSequenceNumber"] = str(self.seq)
+            if s["parents"]:
+                entry["ParentShardId"] = s["parents"][0]
+            if len(s["parents"]) > 1:
+                entry["AdjacentParentShardId"] = s["parents"][1]
+            out.append(entry)
+        return {"Shards": out}
+
+    def get_shard_iterator(self, StreamName, ShardId, ShardIteratorType, StartingSequenceNumber=None, Timestamp=None):
+        position = 0
+        if ShardIteratorType == "AFTER_SEQUENCE_NUMBER":
+            position = next(i + 1 for i, r in enumerate(self.shards[ShardId]["records"]) if r["SequenceNumber"] == StartingSequenceNumber)
+        return {"ShardIterator": f"{ShardId}:{position}"}
+
+    def get_records(self, ShardIterator, Limit):
+        shard_id, position = ShardIterator.rsplit(":", 1)
+        shard, position = self.shards[shard_id], int(position)
+        records = shard["records"][position:position + Limit]
+        end = position + len(records)
+        done = shard["closed"] and end == len(shard["records"])
+        return {"Records": records, "MillisBehindLatest": 0, "NextShardIterator": None if done else f"{shard_id}:{end}"}
+
+
+def test_a_merge_of_two_shards_is_read_after_both_parents_and_each_record_once(tmp_path, monkeypatch):
+    fake = FakeKinesis()
+    monkeypatch.setattr(kinesis, "client", lambda settings=None: fake)
+    fake.add_shard("shard-0")
+    fake.add_shard("shard-1")
+    for t in (1, 3):
+        fake.put("shard-0", {"rowtime": ts(t * 1000), "k": t})
+    fake.put("shard-1", {"rowtime": ts(2000), "k": 2})
+    stager = Stager(spec(tmp_path, "fake"))
+    stager.advance()
+    assert staged(stager) == [1, 2]  # 3 waits for shard-1
+    fake.put("shard-1", {"rowtime": ts(4000), "k": 4})
+    fake.add_shard("shard-2", parents=("shard-0", "shard-1"))  # the merge: both parents close
+    for t in (5, 6):
+        fake.put("shard-2", {"rowtime": ts(t * 1000), "k": t})
+    stager.advance()
+    m = stager.manifest()
+    assert m.shards["shard-0"]["done"] and m.shards["shard-1"]["done"]  # read to their ends: the child starts
+    (stager.dir / "END").touch()
+    stager.advance()
+    m = stager.manifest()
+    assert staged(stager) == [1, 2, 3, 4, 5, 6] and m.late_rows == 0
+    assert m.shards["shard-2"]["seq"] == str(fake.seq)
+
+
+def test_a_child_shard_is_not_read_before_its_parent_is_read_to_its_end(tmp_path, monkeypatch):
+    fake = FakeKinesis()
+    monkeypatch.setattr(kinesis, "client", lambda settings=None: fake)
+    fake.add_shard("shard-0")
+    fake.put("shard-0", {"rowtime": ts(1000), "k": 1})
+    fake.add_shard("shard-1", parents=("shard-0",))  # a split: the parent closes, holding its record
+    fake.add_shard("shard-2", parents=("shard-0",))
+    fake.put("shard-1", {"rowtime": ts(2000), "k": 2})
+    fake.put("shard-2", {"rowtime": ts(3000), "k": 3})
+    source = kinesis.KinesisSource({"stream": "fake"}, None, parse=lambda *a: None)
+    positions: dict = {}
+    source._list(positions)
+    assert not source._ready(source.shards["shard-1"], positions)  # the parent is not read yet
+    stager = Stager(spec(tmp_path, "fake"))
+    (stager.dir / "END").touch()
+    stager.advance()
+    assert staged(stager) == [1, 2, 3] and stager.manifest().late_rows == 0

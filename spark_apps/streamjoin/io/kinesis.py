@@ -164,7 +164,7 @@ class KinesisSource:
                 out.append(table)
             shard.caught_up = not records and not behind
             shard.quiet_since = (shard.quiet_since or time.time()) if shard.caught_up else None
-            shard.finished = shard.caught_up and shard.closed
+            shard.finished = shard.finished or (shard.caught_up and shard.closed)
         return got
 
     def _parse(self, shard: _Shard, records: list) -> pa.Table:
@@ -205,7 +205,7 @@ class KinesisSource:
             shard.iterator = page.get("NextShardIterator")
             behind = (page.get("MillisBehindLatest") or 0) > 0
             if shard.iterator is None:  # closed and read to its end
-                shard.closed = True
+                shard.closed = shard.finished = True
                 return records, False
             if not batch and not behind:
                 return records, False
