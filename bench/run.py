@@ -4,7 +4,7 @@ the job) on the same files, the same join, every result row written to stdout by
     .venv/bin/python bench/run.py [--sizes 1] [--workloads inner-sparse,full-dense]
                                   [--engines streamjoin,flink,pyspark] [--rounds 2]
                                   [--growth-sizes 4,16 --growth-workloads inner-sparse]
-                                  [--report docs/benchmarks.md]
+                                  [--steady 2000,10000] [--report docs/benchmarks.md]
 
 It builds what it needs: the data (bench/.data, generated once per size, fixed seed) with the
 exact join counts, and PyFlink in its own virtualenv (bench/.venv-flink, from
@@ -13,6 +13,10 @@ process timed from its start to its exit (JVM start included for both engines); 
 counted, and a run whose row count differs from the exact count is reported as wrong. The
 order of the engines alternates by round. The report (tables, PNG plots, the machine, every
 ratio) is written from this run's figures only.
+
+`--steady RATES` adds the steady-state runs (bench/steady.py: latency and CPU per row at a fixed
+input rate, 1-minute windows against Flink, 1-hour windows batch against native);
+`--steady-only docs/benchmarks.json` runs only those and keeps that file's throughput results.
 
 1x = 1M rows per stream. Sparse: 50k keys, about 1 partner per row; dense: 10k keys, about
 10. The window is +-1 minute (`r.rowtime BETWEEN l.rowtime - 1 minute AND l.rowtime + 1
@@ -199,7 +203,60 @@ def median(results: list[Result], attr: str) -> float:
     return statistics.median(getattr(r, attr) for r in results)
 
 
-def report(results: list[Result], path: Path, meta: dict) -> None:
+def run_steady(rates: list[int], seconds: int) -> list[dict]:
+    """bench/steady.py's configurations: per rate, streamjoin (its default operator) and Flink
+    with 1-minute windows; at the highest rate, 1-hour windows on the batch and the native join."""
+    from steady import run_steady as steady
+
+    flink = flink_python()
+    work = Path(tempfile.mkdtemp(prefix="streamjoin-steady-"))
+    runs = [(engine, rate, 60, "auto") for rate in rates for engine in ("streamjoin", "flink")]
+    runs += [("streamjoin", max(rates), 3600, operator) for operator in ("batch", "native")]
+    out = []
+    for engine, rate, window, operator in runs:
+        r = steady(engine, rate, window, seconds, operator, work, flink).as_dict()
+        log(f"steady {engine:10s} {operator:6s} {rate:6d} rows/s window {window:4d} s: p50 {r['p50_ms']:,.0f} ms "
+            f"p99 {r['p99_ms']:,.0f} ms cpu {r['cpu_us_per_row']:.1f} us/row rows out {r['rows_out']:,} {r['error']}")
+        out.append(r)
+    shutil.rmtree(work, ignore_errors=True)
+    return out
+
+
+def steady_lines(steady: list[dict], meta: dict) -> list[str]:
+    if not steady:
+        return []
+    lines = ["## Steady state: latency and CPU at a fixed input rate", "",
+             f"`bench/steady.py` via `bench/run.py {' '.join(meta.get('steady_argv', meta['argv']))}`, started "
+             f"{meta.get('steady_started', meta['started'])}. One file per stream every second, `rate` rows each, rowtime =",
+             "the wall clock, keys such that a row has about one partner in the window, a 2 s watermark lag",
+             "(lateness) for both engines; latency = a join row read on stdout minus the landing of the later of its",
+             "two input files (the first 10 s of files left out); CPU = the process tree's CPU over the generator's",
+             f"run ({steady[0]['seconds']} s) divided by the input rows. streamjoin's EMIT FINAL rows come out in rowtime order, so",
+             "a row waits for the watermark: its floor is the lateness (2 s). Flink's interval join emits at once.",
+             "streamjoin's rows out are fewer: the rows of the last seconds wait for a clock that no later input moves",
+             "(the run stops 20 s after the last file). With 1-hour windows the run fills a sixtieth of the window, so few",
+             "rows match.", "",
+             "| rows/s per stream | window | engine | operator | p50 latency | p99 latency | CPU us/row | rows out | target |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    flink = {(r["rate"], r["window_s"]): r for r in steady if r["engine"] == "flink"}
+    native = {(r["rate"], r["window_s"]): r for r in steady if r["operator"] == "native"}
+    for r in steady:
+        target = ""
+        if r["engine"] == "streamjoin" and r["window_s"] == 60 and (r["rate"], 60) in flink:
+            f = flink[(r["rate"], 60)]
+            ok = r["p99_ms"] <= 3500 and r["cpu_us_per_row"] <= f["cpu_us_per_row"]
+            target = f"p99 <= 3.5 s and CPU <= Flink's ({f['cpu_us_per_row']:.1f}): {'met' if ok else 'not met'}"
+        elif r["engine"] == "streamjoin" and r["operator"] == "batch" and (r["rate"], r["window_s"]) in native:
+            n = native[(r["rate"], r["window_s"])]
+            ok = r["p99_ms"] <= n["p99_ms"] and r["cpu_us_per_row"] <= n["cpu_us_per_row"]
+            target = f"no worse than native on p99 and CPU: {'met' if ok else 'not met'}"
+        window = f"{r['window_s'] // 60} min" if r["window_s"] < 3600 else f"{r['window_s'] // 3600} h"
+        lines.append(f"| {r['rate']:,} | {window} | {r['engine']} | {r['operator']} | {r['p50_ms'] / 1000:.2f} s | "
+                     f"{r['p99_ms'] / 1000:.2f} s | {r['cpu_us_per_row']:.1f} | {r['rows_out']:,} | {target} |")
+    return lines + [""]
+
+
+def report(results: list[Result], path: Path, meta: dict, steady: list[dict] | None = None) -> None:
     """docs/benchmarks.md (and its plots, and the results as JSON beside it, which `--render` reads
     back) from one run's results; `meta`: its arguments, start time and machine."""
     import matplotlib
@@ -292,9 +349,8 @@ def report(results: list[Result], path: Path, meta: dict) -> None:
         fig.tight_layout()
         fig.savefig(growth, dpi=100)
         lines += ["", f"![growth]({growth.name})", ""]
+    lines += steady_lines(steady or [], meta)
     lines += ["## Not measured by this command yet", "",
-              "- steady state: latency (file landing to output row, p50/p99) and CPU per row at a fixed input",
-              "  rate, with 1-minute and 1-hour windows;",
               "- a three-stream join, ROWS-window and ASOF joins (streamjoin's operator), the stream-table",
               "  snapshot join and the hourly enrichment app (older, narrower scripts: `bench/README.md`);",
               "- peak state rows per engine.", ""]
@@ -302,7 +358,8 @@ def report(results: list[Result], path: Path, meta: dict) -> None:
     lines += [f"| {r.extra.get('round', '')} | {r.engine} | {r.workload} | {r.size:g}x | {r.seconds:.1f} | {r.rows_out:,} | "
               f"{'yes' if r.ok else 'no: ' + (r.error or 'count')} |" for r in results]
     path.write_text("\n".join(lines) + "\n")
-    (path.with_suffix(".json")).write_text(json.dumps({"meta": meta, "results": [r.__dict__ for r in results]}, indent=1))
+    (path.with_suffix(".json")).write_text(json.dumps({"meta": meta, "results": [r.__dict__ for r in results],
+                                                       "steady": steady or []}, indent=1))
     log(f"wrote {path}")
 
 
@@ -319,10 +376,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--report", default=str(ROOT / "docs" / "benchmarks.md"))
     parser.add_argument("--data", default=str(HERE / ".data"))
     parser.add_argument("--render", metavar="JSON", help="write the report again from a run's JSON (docs/benchmarks.json); run nothing")
+    parser.add_argument("--steady", default="", metavar="RATES",
+                        help="also the steady-state runs (bench/steady.py) at these rows/s per stream, e.g. 2000,10000")
+    parser.add_argument("--steady-seconds", type=int, default=60, help="how long each steady run's input lasts")
+    parser.add_argument("--steady-only", metavar="JSON",
+                        help="run only the steady-state runs, and write the report with the throughput results of JSON")
     args = parser.parse_args(argv)
     if args.render:
         saved = json.loads(Path(args.render).read_text())
-        report([Result(**r) for r in saved["results"]], Path(args.report), saved["meta"])
+        report([Result(**r) for r in saved["results"]], Path(args.report), saved["meta"], saved.get("steady"))
+        return 0
+    if args.steady_only:
+        saved = json.loads(Path(args.steady_only).read_text())
+        meta = {**saved["meta"], "steady_argv": argv, "steady_started": f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC"}
+        steady = run_steady([int(r) for r in (args.steady or "2000,10000").split(",")], args.steady_seconds)
+        report([Result(**r) for r in saved["results"]], Path(args.report), meta, steady)
         return 0
     workloads, engines = args.workloads.split(","), args.engines.split(",")
     # (size, workload, engines) in the order they run
@@ -350,7 +418,8 @@ def main(argv: list[str] | None = None) -> int:
                     result = run_one(engine, workload, size, data, Path(work))
                     result.extra["round"] = rnd + 1
                     results.append(result)
-    report(results, Path(args.report), meta)
+    steady = run_steady([int(r) for r in args.steady.split(",")], args.steady_seconds) if args.steady else []
+    report(results, Path(args.report), meta, steady)
     wrong = [r for r in results if not r.ok and not r.error.startswith("n/a")]
     return 1 if wrong else 0
 

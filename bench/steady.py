@@ -1,0 +1,211 @@
+"""Steady state: the interval join with inputs arriving at a fixed rate, streamjoin against
+PyFlink. End-to-end latency (a row's later-landing input file -> its join row read on stdout;
+p50, p99) and CPU per input row over the measured window.
+
+    .venv/bin/python bench/steady.py [--rates 2000,10000] [--window 60] [--seconds 60]
+                                     [--engines streamjoin,flink] [--operator auto|native|batch]
+
+A generator writes one JSON Lines file per stream every second (tmp name, then renamed into the
+folder: the landing), `rate` rows each, rowtimes spread over the second before it (the wall
+clock), keys drawn so that a row has about one partner inside the window (keys = rate x 2 x
+window). `v` numbers each stream's rows, so the file (and landing time) of both inputs of an
+output row is known. Both engines read the folders continuously with a 2 s watermark lag:
+`streamjoin run` (lateness = '2 SECONDS', EMIT FINAL: rows come out in rowtime order, once the
+watermark passes them), and Flink SQL's filesystem source (`source.monitor-interval` 1 s,
+WATERMARK rowtime - 2 s, print sink). Each engine gets a warm-up before the generator starts;
+the rows of the first 10 s of files are left out of the figures, and so is the CPU of the
+warm-up. Writes nothing to docs by itself: `bench/run.py --steady` puts its figures in
+docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+LATENESS_S = 2
+WARMUP_S = {"streamjoin": 30, "flink": 20}
+SKIP_S = 10  # the first files' rows are left out (engines settling)
+
+SQL = """CREATE STREAM l (k BIGINT, v BIGINT) WITH (connector = 'files', format = 'json', path = '{l}', lateness = '{lateness} SECONDS');
+CREATE STREAM r (k BIGINT, v BIGINT) WITH (connector = 'files', format = 'json', path = '{r}', lateness = '{lateness} SECONDS');
+SELECT STREAM ROWTIME, l.k AS k, l.v AS lv, r.v AS rv FROM l JOIN r
+  ON l.k = r.k AND r.ROWTIME BETWEEN l.ROWTIME - INTERVAL '{w}' SECOND AND l.ROWTIME + INTERVAL '{w}' SECOND;
+"""
+
+FLINK_LINE = re.compile(rb"\+I\[[^,]*, (-?\d+), (\d+), (\d+)\]")
+
+
+@dataclass
+class Steady:
+    engine: str
+    operator: str
+    rate: int
+    window_s: int
+    seconds: int
+    rows_in: int = 0  # input rows of the measured window (both streams)
+    rows_out: int = 0
+    cpu_seconds: float = 0.0
+    latencies_ms: list[float] = field(default_factory=list)
+    error: str = ""
+
+    def pct(self, q: float) -> float:
+        s = sorted(self.latencies_ms)
+        return s[min(len(s) - 1, int(q * len(s)))] if s else float("nan")
+
+    @property
+    def cpu_us_per_row(self) -> float:
+        return self.cpu_seconds / self.rows_in * 1e6 if self.rows_in else float("nan")
+
+    def as_dict(self) -> dict:
+        return {"engine": self.engine, "operator": self.operator, "rate": self.rate, "window_s": self.window_s,
+                "seconds": self.seconds, "rows_in": self.rows_in, "rows_out": self.rows_out,
+                "p50_ms": self.pct(0.5), "p99_ms": self.pct(0.99), "cpu_us_per_row": self.cpu_us_per_row,
+                "error": self.error}
+
+
+class Generator(threading.Thread):
+    """One file per stream per second; `landed[stream][i]`: when file i became visible."""
+
+    def __init__(self, dirs: dict[str, Path], rate: int, seconds: int, keys: int):
+        super().__init__(daemon=True)
+        self.dirs, self.rate, self.seconds, self.keys = dirs, rate, seconds, keys
+        self.landed: dict[str, list[float]] = {s: [] for s in dirs}
+        self.rng = random.Random(7)
+
+    def run(self) -> None:
+        start = time.time()
+        for i in range(self.seconds):
+            due = start + i + 1
+            time.sleep(max(0.0, due - time.time()))
+            now = time.time()
+            for stream, folder in self.dirs.items():
+                stamps = sorted(now - 1 + self.rng.random() for _ in range(self.rate))
+                lines = [json.dumps({"rowtime": dt.datetime.fromtimestamp(t, dt.UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3],
+                                     "k": self.rng.randrange(self.keys), "v": i * self.rate + n})
+                         for n, t in enumerate(stamps)]
+                tmp = folder / f".{i:06d}.json"
+                tmp.write_text("\n".join(lines) + "\n")
+                os.replace(tmp, folder / f"{i:06d}.json")
+                self.landed[stream].append(time.time())
+
+
+def run_steady(engine: str, rate: int, window_s: int, seconds: int, operator: str, work: Path, flink_python: Path | None) -> Steady:
+    result = Steady(engine, operator if engine == "streamjoin" else "-", rate, window_s, seconds)
+    run_dir = Path(tempfile.mkdtemp(prefix=f"steady-{engine}-", dir=work))
+    dirs = {"l": run_dir / "l", "r": run_dir / "r"}
+    for d in dirs.values():
+        d.mkdir()
+    env = {**os.environ, "PYSPARK_PYTHON": str(ROOT / ".venv" / "bin" / "python")}
+    if engine == "streamjoin":
+        query = run_dir / "q.sql"
+        query.write_text(SQL.format(l=dirs["l"], r=dirs["r"], w=window_s, lateness=LATENESS_S))
+        env["STREAMJOIN_JOIN_OPERATOR"] = operator
+        cmd = [str(ROOT / ".venv" / "bin" / "streamjoin"), "run", str(query), "--checkpoint", str(run_dir / "checkpoint")]
+    else:
+        cmd = [str(flink_python), str(HERE / "flink_steady_job.py"), str(dirs["l"]), str(dirs["r"]), str(window_s * 1000),
+               str(LATENESS_S)]
+    err = (run_dir / "stderr.log").open("wb")
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, env=env, cwd=ROOT)
+    reads: list[tuple[float, int, int]] = []  # (read time, lv, rv)
+
+    def read() -> None:
+        for line in proc.stdout:
+            now = time.time()
+            if engine == "streamjoin":
+                row = json.loads(line)
+                reads.append((now, row["lv"], row["rv"]))
+            elif m := FLINK_LINE.search(line):
+                reads.append((now, int(m.group(2)), int(m.group(3))))
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    time.sleep(WARMUP_S[engine])
+    tree = psutil.Process(proc.pid)
+    gen = Generator(dirs, rate, seconds, keys=rate * 2 * window_s)
+    cpu_start = _cpu(tree)
+    gen.start()
+    gen.join()
+    time.sleep(LATENESS_S + 18)  # the last files' rows come through
+    cpu_end = _cpu(tree)
+    proc.terminate()
+    try:
+        proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    reader.join(timeout=10)
+    err.close()
+    if not reads and proc.returncode not in (0, -15, 143):
+        result.error = (run_dir / "stderr.log").read_text(errors="replace")[-300:]
+    result.cpu_seconds = cpu_end - cpu_start
+    result.rows_in = 2 * rate * seconds
+    result.rows_out = len(reads)
+    for now, lv, rv in reads:
+        i, j = lv // rate, rv // rate
+        if min(i, j) < SKIP_S:
+            continue
+        landed = max(gen.landed["l"][i], gen.landed["r"][j])
+        result.latencies_ms.append((now - landed) * 1000)
+    if os.environ.get("BENCH_KEEP"):
+        print(f"kept {run_dir}", file=sys.stderr)
+    else:
+        shutil.rmtree(run_dir, ignore_errors=True)
+    return result
+
+
+def _cpu(tree: psutil.Process) -> float:
+    total = 0.0
+    for p in [tree, *tree.children(recursive=True)]:
+        try:
+            t = p.cpu_times()
+            total += t.user + t.system
+        except psutil.Error:
+            pass
+    return total
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rates", default="2000,10000")
+    parser.add_argument("--window", type=int, default=60, help="the join's window: +- this many seconds")
+    parser.add_argument("--seconds", type=int, default=60, help="how long the generator runs")
+    parser.add_argument("--engines", default="streamjoin,flink")
+    parser.add_argument("--operator", default="auto", help="STREAMJOIN_JOIN_OPERATOR for streamjoin (auto, native, batch)")
+    parser.add_argument("--json", help="append each result as a JSON line here")
+    args = parser.parse_args(argv)
+    flink = None
+    if "flink" in args.engines:
+        sys.path.insert(0, str(HERE))
+        from run import flink_python
+
+        flink = flink_python()
+    work = Path(tempfile.mkdtemp(prefix="bench-steady-"))
+    for rate in (int(r) for r in args.rates.split(",")):
+        for engine in args.engines.split(","):
+            r = run_steady(engine, rate, args.window, args.seconds, args.operator, work, flink)
+            d = r.as_dict()
+            print(json.dumps(d), flush=True)
+            if args.json:
+                with open(args.json, "a") as f:
+                    f.write(json.dumps(d) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
