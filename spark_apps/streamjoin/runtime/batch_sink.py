@@ -115,7 +115,9 @@ class BatchJoinSink(OrderedSink):
         if new[0] or new[1] or (outer and after != before):  # a clock moved: preserved rows may leave
             # the most rows an input's side of this micro-batch holds (its new and retained steps')
             held = max(sum(st[2] for st in (*old_stats[n].values(), *new_stats[n].values())) for n in range(2))
-            frame = self.batch.step(self.spark, (new[0], new[1]), (old[0], old[1]), before, after, held)
+            sizes = tuple((sum(st[2] for st in new_stats[n].values()), sum(st[2] for st in old_stats[n].values()))
+                          for n in range(2))
+            frame = self.batch.step(self.spark, (new[0], new[1]), (old[0], old[1]), before, after, held, sizes)
             rows = frame.toArrow() if frame is not None else None
         # the steps still holding rows in range after this micro-batch (their stats), by input
         keep = self.batch.retain_from(after)
