@@ -249,7 +249,10 @@ def steady_lines(steady: list[dict], meta: dict) -> list[str]:
         elif r["engine"] == "streamjoin" and r["operator"] == "batch" and (r["rate"], r["window_s"]) in native:
             n = native[(r["rate"], r["window_s"])]
             ok = r["p99_ms"] <= n["p99_ms"] and r["cpu_us_per_row"] <= n["cpu_us_per_row"]
-            target = f"no worse than native on p99 and CPU: {'met' if ok else 'not met'}"
+            target = f"no worse than native on p99 and CPU: {'yes' if ok else 'no'}"
+            if r["seconds"] < 2 * r["window_s"]:  # retained rows grow until the window is full
+                target += (f", but the run fills {r['seconds'] / (2 * r['window_s']):.0%} of the window: "
+                           "the full window's re-read cost is not measured")
         window = f"{r['window_s'] // 60} min" if r["window_s"] < 3600 else f"{r['window_s'] // 3600} h"
         lines.append(f"| {r['rate']:,} | {window} | {r['engine']} | {r['operator']} | {r['p50_ms'] / 1000:.2f} s | "
                      f"{r['p99_ms'] / 1000:.2f} s | {r['cpu_us_per_row']:.1f} | {r['rows_out']:,} | {target} |")
