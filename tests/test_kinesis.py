@@ -276,3 +276,27 @@ def test_a_child_shard_is_not_read_before_its_parent_is_read_to_its_end(tmp_path
     (stager.dir / "END").touch()
     stager.advance()
     assert staged(stager) == [1, 2, 3] and stager.manifest().late_rows == 0
+
+
+def test_an_expired_shard_iterator_is_made_again_after_the_last_record_read(tmp_path, monkeypatch):
+    fake = FakeKinesis()
+    monkeypatch.setattr(kinesis, "client", lambda settings=None: fake)
+    fake.add_shard("shard-0")
+    for t in (1, 2):
+        fake.put("shard-0", {"rowtime": ts(t * 1000), "k": t})
+    stager = Stager(spec(tmp_path, "fake"))
+    stager.advance()
+    fake.put("shard-0", {"rowtime": ts(3000), "k": 3})
+    served = fake.get_records
+    expired = []
+
+    def get_records(ShardIterator, Limit):
+        if not expired:  # the iterator kept since the last poll has expired (5 minutes unused)
+            expired.append(ShardIterator)
+            raise fake.exceptions.ExpiredIteratorException(ShardIterator)
+        return served(ShardIterator=ShardIterator, Limit=Limit)
+
+    monkeypatch.setattr(fake, "get_records", get_records)
+    (stager.dir / "END").touch()
+    stager.advance()
+    assert expired and staged(stager) == [1, 2, 3] and stager.manifest().rows == 3
