@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 from streamjoin.runtime.pipeline import Pipeline
@@ -18,6 +20,11 @@ def ts(ms: int) -> str:
 
 def ms(text: str) -> int:
     return round((dt.datetime.strptime(text, "%Y-%m-%d %H:%M:%S.%f") - BASE).total_seconds() * 1000)
+
+
+def streamjoin(*args, timeout: float = 600) -> subprocess.CompletedProcess:
+    """The `streamjoin` command line in a process of its own (output captured as text)."""
+    return subprocess.run([sys.executable, "-m", "streamjoin.cli", *map(str, args)], capture_output=True, text=True, timeout=timeout)
 
 
 def write_jsonl(path: Path, rows: list[dict]) -> None:

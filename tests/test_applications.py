@@ -5,12 +5,10 @@ graph is a positioned error."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from runtime_helpers import write_jsonl
+from runtime_helpers import streamjoin, write_jsonl
 from streamjoin.dialect import parse_script, to_sql
 from streamjoin.errors import SqlError
 from streamjoin.plan import compile_sql
@@ -33,10 +31,6 @@ CREATE OR REPLACE STREAM "ORDERS" (orderId INTEGER);
 CREATE OR REPLACE PUMP "ORDERS_PUMP" AS INSERT INTO "ORDERS"
   SELECT STREAM orderId FROM "SOURCE_SQL_STREAM_001" WHERE orderId <> 102;
 """
-
-
-def streamjoin(*args, timeout=600):
-    return subprocess.run([sys.executable, "-m", "streamjoin.cli", *map(str, args)], capture_output=True, text=True, timeout=timeout)
 
 
 def write_app(tmp_path: Path, sql: str = APP) -> Path:

@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import subprocess
-import sys
 import uuid
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from runtime_helpers import read_output, run_in_two_parts, run_to_end, start, ts, write_jsonl
+from runtime_helpers import read_output, run_in_two_parts, run_to_end, start, streamjoin, ts, write_jsonl
 from streamjoin.io import kinesis
 from streamjoin.io.staging import InputSpec, Stager
 from streamjoin.io.types import arrow_schema
@@ -40,10 +38,6 @@ def put(stream: str, rows: list[dict], hash_key: str | None = None) -> None:
     for row in rows:
         extra = {"ExplicitHashKey": hash_key} if hash_key else {}
         client.put_record(StreamName=stream, Data=json.dumps(row).encode(), PartitionKey=str(row.get("k", 0)), **extra)
-
-
-def streamjoin(*args, timeout=600):
-    return subprocess.run([sys.executable, "-m", "streamjoin.cli", *map(str, args)], capture_output=True, text=True, timeout=timeout)
 
 
 def test_a_kinesis_stream_joins_a_file_stream_with_the_seed_rows_and_kinesis_put_fills_it(stream, tmp_path):

@@ -118,8 +118,8 @@ class KinesisSource:
                 break
         if new:
             self._hold(new)
-        release = self._release(everything=ending)
-        return release, self._positions(positions)
+        release, staged = self._release(everything=ending)
+        return release, self._positions(positions, staged)
 
     def _list(self, positions: dict) -> None:
         shards, token = [], None
@@ -262,11 +262,12 @@ class KinesisSource:
                    and not (s.caught_up and s.quiet_since and now - s.quiet_since >= self.idle_ms / 1000)]
         return min(holding) if holding else None
 
-    def _release(self, everything: bool) -> pa.Table | None:
+    def _release(self, everything: bool) -> tuple[pa.Table | None, dict[str, str]]:
         """The held rows up to the frontier (each shard's longest prefix at or below it), merged
-        by rowtime, each shard's order kept; the rest stays held."""
+        by rowtime, each shard's order kept; the rest stays held. Also: shard -> the sequence
+        number of its last released record, for the shards that released any."""
         if self.rows is None or not self.rows.num_rows:
-            return None
+            return None, {}
         frontier = None if everything else self._frontier()
         prefixes = []
         for shard in self.shards.values():
@@ -276,24 +277,19 @@ class KinesisSource:
             prefixes.append(shard.held[:n])
         order = [i for _, _, i in heapq.merge(*prefixes, key=lambda h: h[0])]
         if not order:
-            return None
+            return None, {}
         released = self.rows.take(pa.array(order, pa.int64()))
         keep = sorted(set(range(self.rows.num_rows)) - set(order))
         self.rows = self.rows.take(pa.array(keep, pa.int64()))
-        self._staged_through = {}
-        for prefix, shard in zip(prefixes, self.shards.values(), strict=True):
-            if prefix:
-                self._staged_through[shard.id] = prefix[-1][1]
+        staged = {shard.id: prefix[-1][1] for prefix, shard in zip(prefixes, self.shards.values(), strict=True) if prefix}
         self._hold([])
-        return released.drop_columns(["__shard", "__seq"])
+        return released.drop_columns(["__shard", "__seq"]), staged
 
-    def _positions(self, positions: dict) -> dict:
+    def _positions(self, positions: dict, staged: dict[str, str]) -> dict:
         """The manifest's positions after this poll's release: per shard the last staged record
         (a shard with nothing held is staged through what it read), its top rowtime, and done
         once it is read to its end with nothing held."""
         out = {}
-        staged = getattr(self, "_staged_through", {})
-        self._staged_through = {}
         for shard in self.shards.values():
             state = dict(positions.get(shard.id, {"seq": None, "done": False}))
             if shard.id in staged:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from streamjoin.env import expand
 from streamjoin.errors import Unsupported
+from streamjoin.io.kinesis import settings_from_env
 from streamjoin.io.s3 import S3Settings, is_s3
 from streamjoin.io.staging import InputSpec
 from streamjoin.io.types import arrow_schema
@@ -43,7 +44,7 @@ def input_specs(script: Script, query: Query, checkpoint: Path, late_root: Path,
                 state_dir=str(checkpoint / "sources" / key),
                 late_dir=str(late_root / key),
                 # read when the query is planned: the stager uses these (docs/storage.md)
-                storage=asdict(S3Settings.from_env()) if is_s3(path) else (kinesis_settings() if kinesis else None),
+                storage=asdict(S3Settings.from_env()) if is_s3(path) else (settings_from_env() if kinesis else None),
                 kinesis=kinesis,
             )
         )
@@ -84,12 +85,6 @@ def kinesis_options(relation: Relation) -> dict:
         except ValueError as error:
             raise Unsupported(f"stream '{relation.name}': bad idle_timeout: {error}") from None
     return {"stream": stream, "start": start, "start_timestamp_us": start_us, "idle_ms": idle_ms}
-
-
-def kinesis_settings() -> dict:
-    from streamjoin.io.kinesis import settings_from_env
-
-    return settings_from_env()
 
 
 def check_stream_path(relation: Relation, connector: str, path: str) -> None:
