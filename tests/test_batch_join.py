@@ -169,3 +169,94 @@ def test_auto_picks_the_batch_join_for_bounded_runs_and_short_ranges_only():
                          "CREATE STREAM b (k INT) WITH (connector = 'files', path = '/b');"
                          "SELECT STREAM a.k FROM a OVER (ROWS 3 PRECEDING) AS a JOIN b ON a.k = b.k;")
     assert batch_reason(script, script.final, LoweringOptions("batch")) is not None
+
+
+def test_rows_are_final_once_the_staged_clocks_pass_them_before_the_join_that_moved_the_clocks():
+    from types import SimpleNamespace
+
+    from streamjoin.lower.batch_join import BatchJoin, Clocks
+    from streamjoin.plan.model import JoinType
+
+    def batch(join_type):
+        return BatchJoin(None, SimpleNamespace(join_type=join_type), None, None, -60_000, 60_000)
+
+    joined, staged = Clocks(100_000_000, 99_000_000), Clocks(103_000_000, 102_000_000)
+    inner = batch(JoinType.INNER)
+    # nothing staged beyond the joined steps: what the join itself would release
+    assert inner.final_below(joined, joined, None) == inner.release_below(joined) == 99_000_000
+    # staged, not joined: up to the slower staged clock, or the lowest row those steps hold
+    assert inner.final_below(joined, staged, None) == 102_000_000
+    assert inner.final_below(joined, staged, 101_500_000) == 101_500_000
+    # an outer join's rows that leave by the joined clocks may still be NULL-extended
+    left = batch(JoinType.LEFT)
+    assert left.final_below(joined, staged, None) == min(102_000_000, left.leave_left(joined)) == 39_000_000
+    full = batch(JoinType.FULL)
+    assert full.final_below(joined, staged, None) == min(39_000_000, full.leave_right(joined))
+    assert inner.final_below(Clocks(None, 5), staged, None) == 102_000_000  # a clock unknown until staged
+    assert inner.final_below(Clocks(None, 5), Clocks(None, 5), None) < 0
+
+
+def test_the_step_cache_gives_exactly_the_rows_of_the_files_asked_for_and_drops_steps_no_longer_retained(spark, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from streamjoin.lower.step_cache import StepCache
+
+    files = {}
+    for step in range(7):
+        files[step] = str(tmp_path / f"{step:08d}.parquet")
+        pq.write_table(pa.table({"k": list(range(step * 10, step * 10 + 3)), "_bound": [False] * 3}), files[step])
+    read = []
+
+    def reader(spark, n, paths):
+        read.append(list(paths))
+        return spark.read.parquet(*paths)
+
+    cache = StepCache(reader, chunk_steps=2, max_rows=9)
+
+    def keys(steps):
+        return sorted(r["k"] for r in cache.read(spark, 0, [files[s] for s in steps]).collect())
+
+    def want(steps):
+        return sorted(k for s in steps for k in range(s * 10, s * 10 + 3))
+
+    cache.keep(spark, 0, {s: (files[s], 3) for s in range(5)})
+    assert [sorted(c.steps) for c in cache.chunks[0]] == [[0, 1]]  # steps 2-3 would pass max_rows (12 > 9)
+    assert cache.rows() == 6
+    read.clear()
+    assert keys(range(6)) == want(range(6))
+    assert read == [[files[s] for s in (2, 3, 4, 5)]], "cached steps are not read from their files"
+    assert keys([1, 4]) == want([1, 4])  # a part of a chunk
+    # steps 0 and 1 leave: their chunk goes; the next two are cached
+    cache.keep(spark, 0, {s: (files[s], 3) for s in range(2, 7)})
+    assert [sorted(c.steps) for c in cache.chunks[0]] == [[2, 3]]
+    assert keys(range(2, 7)) == want(range(2, 7))
+    cache.clear()
+    assert cache.rows() == 0 and keys([3]) == want([3])
+
+
+@pytest.mark.parametrize("join_type", ["INNER", "FULL"])
+def test_batch_join_gives_the_reference_result_when_the_retained_steps_are_read_from_the_step_cache(
+        spark, tmp_path, monkeypatch, join_type):
+    from streamjoin.lower import step_cache
+
+    monkeypatch.setattr(step_cache, "CHUNK_STEPS", 2)
+    windows, steps = [(4, 0), (3, 1)], [(join_type, "key+theta", 0)]
+    streams = _rows(random.Random(23))
+    dirs = [tmp_path / "in0", tmp_path / "in1"]
+    for d in dirs:
+        d.mkdir()
+    runner = start(spark, shape_sql(windows, steps, dirs), tmp_path / "run", settings=BATCH)
+    try:
+        chunk = max(len(r) for r in streams) // 8 + 1
+        _deliver(runner, streams, dirs, chunk, 0, 6)
+        cached = runner.sink.status()["operator_cached_rows"]
+        _deliver(runner, streams, dirs, chunk, 6, 9)
+        runner.end_of_input()
+    finally:
+        status = runner.stop("finished")
+    assert cached > 0, "retained steps were cached"
+    rows = read_output(tmp_path / "run" / "out")
+    rowtimes = [ms(r["rowtime"]) for r in rows]
+    assert rowtimes == sorted(rowtimes)
+    assert status["late_rows"] == 0
+    assert _got(rows) == expected(windows, steps, streams)

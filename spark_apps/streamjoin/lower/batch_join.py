@@ -38,13 +38,14 @@ from streamjoin.lower.columns import (
     ROWTIME_COLUMN,
     ZERO,
     bound_column,
-    engine_time,
     flat,
     not_bound,
+    q,
     rowtime_column,
     rowtime_of,
 )
 from streamjoin.lower.expressions import spark_sql
+from streamjoin.lower.step_cache import StepCache
 from streamjoin.plan.model import Join, JoinType, Query
 
 INF = 1 << 62  # an input's clock after its end: every rowtime is below it
@@ -77,6 +78,7 @@ class BatchJoin:
     right: InputSpec
     low_ms: int
     high_ms: int
+    cache: StepCache | None = None  # retained steps kept in executor memory (set by the sink)
 
     @property
     def keeps_left(self) -> bool:
@@ -120,34 +122,57 @@ class BatchJoin:
             lows.append(self.leave_right(clocks))
         return min(lows)
 
+    def final_below(self, joined: Clocks, staged: Clocks, lowest: int | None) -> int:
+        """`release_below` before the steps staged but not joined yet are joined: output rows
+        below this are final already. A pair still to come holds a row not joined yet: a row of
+        such a step (its rowtime at least `lowest`, the lowest data rowtime those steps hold) or a
+        future row (at least its input's clock once they are staged: `staged`); the output
+        rowtime is at least that row's. A NULL-extended row still to come is a preserved row
+        that has not left by the `joined` clocks. So a steady stream's rows are written once the
+        clocks pass them, not after the join that moved the clocks."""
+        lows = [Clocks.at(staged.left), Clocks.at(staged.right)]
+        if lowest is not None:
+            lows.append(lowest)
+        if self.keeps_left:
+            lows.append(self.leave_left(joined))
+        if self.keeps_right:
+            lows.append(self.leave_right(joined))
+        return min(lows)
+
     # ------------------------------------------------------------------ Spark frames
 
     def side(self, spark, n: int, files: list[str], low_us: int | None = None, high_us: int | None = None):
         """The data rows of input n (0: L, 1: R) in `files` with `low_us <= rowtime < high_us`,
-        flat under its alias as the native lowering names them, or None without files."""
-        from pyspark.sql import functions as F
-        from pyspark.sql.pandas.types import from_arrow_schema
-
-        from streamjoin.io.formats import staged_schema
+        flat under its alias as the native lowering names them, or None without files. One
+        `where` and one `selectExpr`: a micro-batch builds several of these, and every DataFrame
+        call is a round trip to the JVM."""
+        from streamjoin.io.instants import SHIFT_US
 
         if not files:
             return None
         spec = self.specs[n]
-        frame = spark.read.schema(from_arrow_schema(staged_schema(spec.schema))).parquet(*files)
-        keep = F.col(BOUND).isNull() | ~F.col(BOUND)
-        rowtime = F.unix_micros(F.col(spec.rowtime))
+        frame = self.cache.read(spark, n, files) if self.cache is not None else self.read(spark, n, files)
+        rowtime = f"unix_micros({q(spec.rowtime)})"
+        keep = [f"({q(BOUND)} IS NULL OR NOT {q(BOUND)})"]
         if low_us is not None and low_us > _LOWEST:
-            keep = keep & (rowtime >= F.lit(low_us))
+            keep.append(f"{rowtime} >= {low_us}")
         if high_us is not None and high_us < INF:
-            keep = keep & (rowtime < F.lit(high_us))
-        frame = frame.where(keep)
+            keep.append(f"{rowtime} < {high_us}")
         alias = spec.alias
-        return frame.select(
-            *[F.col(c).alias(flat(alias, c)) for c in frame.columns if c != BOUND],
-            F.lit(False).alias(bound_column(alias)),
-            (rowtime * 0).alias(flat(alias, ZERO)),
-            engine_time(F.col(spec.rowtime)).alias(flat(alias, ET_COLUMN)),
+        return frame.where(" AND ".join(keep)).selectExpr(
+            *[f"{q(c)} AS {q(flat(alias, c))}" for c in spec.schema.names],
+            f"false AS {q(bound_column(alias))}",
+            f"{rowtime} * 0 AS {q(flat(alias, ZERO))}",
+            f"timestamp_micros({rowtime} + {SHIFT_US}) AS {q(flat(alias, ET_COLUMN))}",
         )
+
+    def read(self, spark, n: int, files: list[str]):
+        """The staged rows of input n's step files, as they are (bound rows and all)."""
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        from streamjoin.io.formats import staged_schema
+
+        return spark.read.schema(from_arrow_schema(staged_schema(self.specs[n].schema))).parquet(*files)
 
     # Spark's equi-join compares every pair of a key; over a long stream most are far apart in
     # time. So rows are also bucketed by time, buckets as wide as the range: a row of one input
@@ -215,8 +240,8 @@ class BatchJoin:
         retain = self.retain_from(before)
         new_l, new_r = self.side(spark, 0, new[0]), self.side(spark, 1, new[1])
         old_l, old_r = self.side(spark, 0, old[0], retain[0]), self.side(spark, 1, old[1], retain[1])
-        empty_l = self.side(spark, 0, [*new[0], *old[0]], INF)  # the columns, no rows
-        empty_r = self.side(spark, 1, [*new[1], *old[1]], INF)
+        empty_l = self.side(spark, 0, [*new[0], *old[0]][:1], INF)  # the columns, no rows
+        empty_r = self.side(spark, 1, [*new[1], *old[1]][:1], INF)
         new_l, new_r = new_l if new_l is not None else empty_l, new_r if new_r is not None else empty_r
         if empty_l is None or empty_r is None:
             return None  # an input has no step yet: nothing can pair or leave

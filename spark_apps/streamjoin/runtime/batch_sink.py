@@ -12,6 +12,7 @@ the same file name, as `OrderedSink` does. Output leaves in rowtime order once f
 from __future__ import annotations
 
 import logging
+import threading
 from pathlib import Path
 
 import pyarrow as pa
@@ -20,6 +21,7 @@ import pyarrow.compute as pc
 from streamjoin.io.formats import BOUND
 from streamjoin.io.staging import Stager
 from streamjoin.lower.batch_join import INF, BatchJoin, Clocks, clock_of
+from streamjoin.lower.step_cache import StepCache
 from streamjoin.runtime.ordered_sink import OrderedSink
 from streamjoin.runtime.writer import RowWriter
 
@@ -33,7 +35,10 @@ class BatchJoinSink(OrderedSink):
         super().__init__(checkpoint, writer, columns, 0)
         self.spark, self.batch = spark, batch
         self.stagers = [Stager(spec) for spec in batch.specs]
+        batch.cache = StepCache(batch.read)  # this run's: a restart starts without it
         self._stats_cache: dict[tuple[int, int], list] = {}
+        self._stats_lock = threading.Lock()
+        self.joining = threading.Lock()  # one join at a time; `lock` guards the state and the carry
 
     def __call__(self, frame, batch_id: int) -> None:
         self.advance()
@@ -50,19 +55,41 @@ class BatchJoinSink(OrderedSink):
         self.advance()
         self._release(None)
 
+    def staged(self) -> None:
+        """After the feeder staged new steps: release what they make final, without waiting for
+        the join that is running (`final_below`: the rows they can still pair hold their rowtimes)."""
+        self.release_final()
+
     def advance(self) -> None:
         """Join the steps staged since the last call, a slice of at most GROUP_ROWS rows at a
-        time in rowtime order, releasing what is final after each: a large arrival (a bounded
-        run's whole input) is joined, held and written a bounded part at a time."""
+        time in rowtime order, releasing what is final before and after each: a large arrival (a
+        bounded run's whole input) is joined, held and written a bounded part at a time. One
+        join at a time (`joining`); the Spark job runs outside `lock`, so releases go on beside it."""
         while True:
-            with self.lock:
+            self.release_final()  # after a restart too: what a crash kept from being written
+            with self.joining:
                 joined = self._join_new_steps()
-                join = self.state().join
-            if join is not None:  # after a restart too: what a crash kept from being written
-                below = self.batch.release_below(Clocks(*join["clocks"]))
-                self._release(None if below >= INF else below - 1)
             if not joined:
                 return
+
+    def release_final(self) -> None:
+        """Write the carried rows that are final (`BatchJoin.final_below`)."""
+        join = self.state().join
+        if join is None:
+            return
+        clocks, done = Clocks(*join["clocks"]), join["done"]
+        staged, lowest = list(join["clocks"]), None
+        for n, stager in enumerate(self.stagers):
+            pending = [self._stats(n, k) for k in range(done[n], _present(stager, done[n]))]
+            tops = [st[3] for st in pending if st[3] is not None]
+            if tops:
+                now = clock_of(max(tops), stager.spec.lateness_ms)
+                staged[n] = now if staged[n] is None else max(staged[n], now)
+            lows = [st[0] for st in pending if st[2]]
+            if lows:
+                lowest = min(lows) if lowest is None else min(lowest, *lows)
+        below = self.batch.final_below(clocks, Clocks(*staged), lowest)
+        self._release(None if below >= INF else below - 1)
 
     def _group(self, done: list[int]) -> list[int]:
         """How far to join this time: each input's steps from `done`, taking next the step (of
@@ -82,22 +109,26 @@ class BatchJoinSink(OrderedSink):
 
     def _stats(self, n: int, step: int) -> list:
         key = (n, step)
-        if key not in self._stats_cache:
-            self._stats_cache[key] = _stats(self.stagers[n], step)
-        return self._stats_cache[key]
+        with self._stats_lock:
+            found = self._stats_cache.get(key)
+        if found is None:
+            found = _stats(self.stagers[n], step)
+            with self._stats_lock:
+                self._stats_cache[key] = found
+        return found
 
     def _join_new_steps(self) -> bool:
         """Join the next group of steps (`_group`); False: nothing new."""
-        state = self.state()
-        join = state.join or {"done": [0, 0], "clocks": [None, None], "steps": [{}, {}]}
+        join = self.state().join or {"done": [0, 0], "clocks": [None, None], "steps": [{}, {}]}
         done = join["done"]
         present = self._group(done)
         if present == done:
             return False
         before = Clocks(*join["clocks"])
         new_stats = [{n: self._stats(i, n) for n in range(d, p)} for i, (d, p) in enumerate(zip(done, present, strict=True))]
-        for key in [k for k in self._stats_cache if k[1] < done[k[0]]]:
-            del self._stats_cache[key]
+        with self._stats_lock:
+            for key in [k for k in self._stats_cache if k[1] < done[k[0]]]:
+                del self._stats_cache[key]
         clocks = []
         for n, spec in enumerate(self.batch.specs):
             tops = [st[3] for st in new_stats[n].values() if st[3] is not None]
@@ -125,11 +156,16 @@ class BatchJoinSink(OrderedSink):
         for n in range(2):
             merged = {**join["steps"][n], **{str(k): v for k, v in new_stats[n].items()}}
             steps.append({k: v for k, v in merged.items() if v[2] and v[1] is not None and v[1] >= keep[n]})
-        state.join = {"done": present, "clocks": [after.left, after.right], "steps": steps}
-        state.last_batch += 1
-        carry = self._load(state.carry)
-        tables = [t for t in (carry, rows) if t is not None and t.num_rows]
-        self._save(state, pa.concat_tables(tables) if tables else None)
+        with self.lock:  # a release may have written since the state was read: only the carry can differ
+            state = self.state()
+            state.join = {"done": present, "clocks": [after.left, after.right], "steps": steps}
+            state.last_batch += 1
+            carry = self._load(state.carry)
+            tables = [t for t in (carry, rows) if t is not None and t.num_rows]
+            self._save(state, pa.concat_tables(tables) if tables else None)
+        if self.batch.cache is not None:
+            for n, stager in enumerate(self.stagers):
+                self.batch.cache.keep(self.spark, n, {int(k): (str(stager.step_path(int(k))), v[2]) for k, v in steps[n].items()})
         log.debug("batch join: steps %s -> %s, clocks %s, %s rows, retained steps %s", done, present, state.join["clocks"],
                   rows.num_rows if rows is not None else 0, [len(s) for s in steps])
         return True
@@ -137,7 +173,8 @@ class BatchJoinSink(OrderedSink):
     def status(self) -> dict:
         """The rows the join retains (its state): those of the steps still in range."""
         join = self.state().join or {}
-        return {"operator_state_rows": sum(st[2] for side in join.get("steps", []) for st in side.values())}
+        return {"operator_state_rows": sum(st[2] for side in join.get("steps", []) for st in side.values()),
+                "operator_cached_rows": self.batch.cache.rows() if self.batch.cache is not None else 0}
 
 
 def _present(stager: Stager, done: int) -> int:

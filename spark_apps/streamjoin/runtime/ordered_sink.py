@@ -63,6 +63,9 @@ class OrderedSink:
         self.state_path = self.dir / "state.json"
         self.lock = threading.Lock()
 
+    def staged(self) -> None:
+        """The feeder staged new input (a sink that can release on that alone does: BatchJoinSink)."""
+
     def check_resumable(self) -> None:
         """Before a query starts on this checkpoint: raise if it cannot resume (CommittedSink)."""
 

@@ -98,7 +98,7 @@ class Runner:
         )
         self.listener.query = self.query
         self.listener.settle = self.settle
-        self._feeder = threading.Thread(target=self._feed_every, args=(0.5,), name=f"{self.name}-feeder", daemon=True)
+        self._feeder = threading.Thread(target=self._feed_every, args=(0.25,), name=f"{self.name}-feeder", daemon=True)
         self._feeder.start()
         self.status.write(self.query)  # at once: a restarted query shows its new snapshots before any batch
         return self
@@ -128,6 +128,7 @@ class Runner:
         while self.feed_error is None and not self._stopping.wait(seconds):
             try:
                 self.feed()
+                self.sink.staged()
             except Exception as error:
                 log.debug("staging failed", exc_info=True)
                 self.feed_error = error
