@@ -196,65 +196,50 @@ def test_rows_are_final_once_the_staged_clocks_pass_them_before_the_join_that_mo
     assert inner.final_below(Clocks(None, 5), Clocks(None, 5), None) < 0
 
 
-def test_the_step_cache_gives_exactly_the_rows_of_the_files_asked_for_and_drops_steps_no_longer_retained(spark, tmp_path):
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-    from streamjoin.lower.step_cache import StepCache
 
-    files = {}
-    for step in range(7):
-        files[step] = str(tmp_path / f"{step:08d}.parquet")
-        pq.write_table(pa.table({"k": list(range(step * 10, step * 10 + 3)), "_bound": [False] * 3}), files[step])
-    read = []
+def test_a_staged_step_releases_the_rows_it_makes_final_while_the_join_of_it_is_still_running(spark, tmp_path, monkeypatch):
+    import threading
+    import time
 
-    def reader(spark, n, paths):
-        read.append(list(paths))
-        return spark.read.parquet(*paths)
+    from streamjoin.lower.batch_join import BatchJoin
 
-    cache = StepCache(reader, chunk_steps=2, max_rows=9)
-
-    def keys(steps):
-        return sorted(r["k"] for r in cache.read(spark, 0, [files[s] for s in steps]).collect())
-
-    def want(steps):
-        return sorted(k for s in steps for k in range(s * 10, s * 10 + 3))
-
-    cache.keep(spark, 0, {s: (files[s], 3) for s in range(5)})
-    assert [sorted(c.steps) for c in cache.chunks[0]] == [[0, 1]]  # steps 2-3 would pass max_rows (12 > 9)
-    assert cache.rows() == 6
-    read.clear()
-    assert keys(range(6)) == want(range(6))
-    assert read == [[files[s] for s in (2, 3, 4, 5)]], "cached steps are not read from their files"
-    assert keys([1, 4]) == want([1, 4])  # a part of a chunk
-    # steps 0 and 1 leave: their chunk goes; the next two are cached
-    cache.keep(spark, 0, {s: (files[s], 3) for s in range(2, 7)})
-    assert [sorted(c.steps) for c in cache.chunks[0]] == [[2, 3]]
-    assert keys(range(2, 7)) == want(range(2, 7))
-    cache.clear()
-    assert cache.rows() == 0 and keys([3]) == want([3])
-
-
-@pytest.mark.parametrize("join_type", ["INNER", "FULL"])
-def test_batch_join_gives_the_reference_result_when_the_retained_steps_are_read_from_the_step_cache(
-        spark, tmp_path, monkeypatch, join_type):
-    from streamjoin.lower import step_cache
-
-    monkeypatch.setattr(step_cache, "CHUNK_STEPS", 2)
-    windows, steps = [(4, 0), (3, 1)], [(join_type, "key+theta", 0)]
-    streams = _rows(random.Random(23))
+    windows, steps = [(4, 0), (4, 0)], [("INNER", "key", 0)]
+    streams = _rows(random.Random(5))
     dirs = [tmp_path / "in0", tmp_path / "in1"]
     for d in dirs:
         d.mkdir()
+    original, joining, go = BatchJoin.step, threading.Event(), threading.Event()
+    hold = []
+
+    def held_step(self, *args, **kwargs):
+        if hold:
+            joining.set()
+            go.wait(60)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(BatchJoin, "step", held_step)
     runner = start(spark, shape_sql(windows, steps, dirs), tmp_path / "run", settings=BATCH)
     try:
         chunk = max(len(r) for r in streams) // 8 + 1
-        _deliver(runner, streams, dirs, chunk, 0, 6)
-        cached = runner.sink.status()["operator_cached_rows"]
-        _deliver(runner, streams, dirs, chunk, 6, 9)
+        _deliver(runner, streams, dirs, chunk, 0, 4)
+        done, emitted = runner.sink.state().join["done"], runner.sink.state().rows_emitted
+        hold.append(True)
+        for rows, d in zip(streams, dirs, strict=True):  # the feeder stages it; the join of it waits
+            write_jsonl(d / "004.json", [{**r, "rowtime": ts(r["rowtime"])} for r in rows[4 * chunk:5 * chunk]])
+        assert joining.wait(30), "the step's join started"
+        deadline = time.time() + 20
+        while runner.sink.state().rows_emitted == emitted and time.time() < deadline:
+            time.sleep(0.1)
+        released = runner.sink.state()
+        assert released.join["done"] == done, "the join of the new step has not committed"
+        assert released.rows_emitted > emitted, "rows below the staged clocks were written before that join ended"
+        hold.clear()
+        go.set()
+        _deliver(runner, streams, dirs, chunk, 5, 9)
         runner.end_of_input()
     finally:
+        go.set()
         status = runner.stop("finished")
-    assert cached > 0, "retained steps were cached"
     rows = read_output(tmp_path / "run" / "out")
     rowtimes = [ms(r["rowtime"]) for r in rows]
     assert rowtimes == sorted(rowtimes)

@@ -45,7 +45,6 @@ from streamjoin.lower.columns import (
     rowtime_of,
 )
 from streamjoin.lower.expressions import spark_sql
-from streamjoin.lower.step_cache import StepCache
 from streamjoin.plan.model import Join, JoinType, Query
 
 INF = 1 << 62  # an input's clock after its end: every rowtime is below it
@@ -78,7 +77,6 @@ class BatchJoin:
     right: InputSpec
     low_ms: int
     high_ms: int
-    cache: StepCache | None = None  # retained steps kept in executor memory (set by the sink)
 
     @property
     def keeps_left(self) -> bool:
@@ -151,7 +149,7 @@ class BatchJoin:
         if not files:
             return None
         spec = self.specs[n]
-        frame = self.cache.read(spark, n, files) if self.cache is not None else self.read(spark, n, files)
+        frame = self.read(spark, n, files)
         rowtime = f"unix_micros({q(spec.rowtime)})"
         keep = [f"({q(BOUND)} IS NULL OR NOT {q(BOUND)})"]
         if low_us is not None and low_us > _LOWEST:

@@ -21,7 +21,6 @@ import pyarrow.compute as pc
 from streamjoin.io.formats import BOUND
 from streamjoin.io.staging import Stager
 from streamjoin.lower.batch_join import INF, BatchJoin, Clocks, clock_of
-from streamjoin.lower.step_cache import StepCache
 from streamjoin.runtime.ordered_sink import OrderedSink
 from streamjoin.runtime.writer import RowWriter
 
@@ -35,7 +34,6 @@ class BatchJoinSink(OrderedSink):
         super().__init__(checkpoint, writer, columns, 0)
         self.spark, self.batch = spark, batch
         self.stagers = [Stager(spec) for spec in batch.specs]
-        batch.cache = StepCache(batch.read)  # this run's: a restart starts without it
         self._stats_cache: dict[tuple[int, int], list] = {}
         self._stats_lock = threading.Lock()
         self.joining = threading.Lock()  # one join at a time; `lock` guards the state and the carry
@@ -163,9 +161,6 @@ class BatchJoinSink(OrderedSink):
             carry = self._load(state.carry)
             tables = [t for t in (carry, rows) if t is not None and t.num_rows]
             self._save(state, pa.concat_tables(tables) if tables else None)
-        if self.batch.cache is not None:
-            for n, stager in enumerate(self.stagers):
-                self.batch.cache.keep(self.spark, n, {int(k): (str(stager.step_path(int(k))), v[2]) for k, v in steps[n].items()})
         log.debug("batch join: steps %s -> %s, clocks %s, %s rows, retained steps %s", done, present, state.join["clocks"],
                   rows.num_rows if rows is not None else 0, [len(s) for s in steps])
         return True
@@ -173,8 +168,7 @@ class BatchJoinSink(OrderedSink):
     def status(self) -> dict:
         """The rows the join retains (its state): those of the steps still in range."""
         join = self.state().join or {}
-        return {"operator_state_rows": sum(st[2] for side in join.get("steps", []) for st in side.values()),
-                "operator_cached_rows": self.batch.cache.rows() if self.batch.cache is not None else 0}
+        return {"operator_state_rows": sum(st[2] for side in join.get("steps", []) for st in side.values())}
 
 
 def _present(stager: Stager, done: int) -> int:
