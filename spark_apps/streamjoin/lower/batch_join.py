@@ -113,12 +113,7 @@ class BatchJoin:
         """Output rows with a rowtime below this are final: a future pair holds a future row (its
         rowtime at least that input's clock, the output rowtime at least that), a future
         NULL-extended row a row that has not left yet."""
-        lows = [Clocks.at(clocks.left), Clocks.at(clocks.right)]
-        if self.keeps_left:
-            lows.append(self.leave_left(clocks))
-        if self.keeps_right:
-            lows.append(self.leave_right(clocks))
-        return min(lows)
+        return self.final_below(clocks, clocks, None)
 
     def final_below(self, joined: Clocks, staged: Clocks, lowest: int | None) -> int:
         """`release_below` before the steps staged but not joined yet are joined: output rows

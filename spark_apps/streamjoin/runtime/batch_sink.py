@@ -79,10 +79,7 @@ class BatchJoinSink(OrderedSink):
         staged, lowest = list(join["clocks"]), None
         for n, stager in enumerate(self.stagers):
             pending = [self._stats(n, k) for k in range(done[n], _present(stager, done[n]))]
-            tops = [st[3] for st in pending if st[3] is not None]
-            if tops:
-                now = clock_of(max(tops), stager.spec.lateness_ms)
-                staged[n] = now if staged[n] is None else max(staged[n], now)
+            staged[n] = _clock_after(staged[n], pending, stager.spec.lateness_ms)
             lows = [st[0] for st in pending if st[2]]
             if lows:
                 lowest = min(lows) if lowest is None else min(lowest, *lows)
@@ -127,12 +124,8 @@ class BatchJoinSink(OrderedSink):
         with self._stats_lock:
             for key in [k for k in self._stats_cache if k[1] < done[k[0]]]:
                 del self._stats_cache[key]
-        clocks = []
-        for n, spec in enumerate(self.batch.specs):
-            tops = [st[3] for st in new_stats[n].values() if st[3] is not None]
-            now, was = clock_of(max(tops), spec.lateness_ms) if tops else None, join["clocks"][n]
-            clocks.append(was if now is None else now if was is None else max(was, now))
-        after = Clocks(*clocks)
+        after = Clocks(*[_clock_after(join["clocks"][n], new_stats[n].values(), spec.lateness_ms)
+                         for n, spec in enumerate(self.batch.specs)])
         retain = self.batch.retain_from(before)
         old_stats = [{int(k): st for k, st in join["steps"][n].items() if st[1] is not None and st[1] >= retain[n]}
                      for n in range(2)]
@@ -169,6 +162,13 @@ class BatchJoinSink(OrderedSink):
         """The rows the join retains (its state): those of the steps still in range."""
         join = self.state().join or {}
         return {"operator_state_rows": sum(st[2] for side in join.get("steps", []) for st in side.values())}
+
+
+def _clock_after(was: int | None, stats, lateness_ms: int) -> int | None:
+    """An input's clock once steps with these `_stats` are staged (it never goes back)."""
+    tops = [st[3] for st in stats if st[3] is not None]
+    now = clock_of(max(tops), lateness_ms) if tops else None
+    return was if now is None else now if was is None else max(was, now)
 
 
 def _present(stager: Stager, done: int) -> int:
