@@ -1,6 +1,7 @@
 """`make airflow`: Airflow standalone on this repo's DAGs, with the embedded S3 and local Spark.
 
-Starts `streamjoin s3 serve` and `airflow standalone` (AIRFLOW_HOME=.airflow, SQLite, this repo's
+Starts `streamjoin s3 serve --data data/s3` (objects kept as files under data/s3/, the folder
+`make demo` fills, so they survive restarts) and `airflow standalone` (AIRFLOW_HOME=.airflow, SQLite, this repo's
 dags/), configures the connections from environment variables (`AIRFLOW_CONN_AWS_DEFAULT` to the
 embedded S3, `AIRFLOW_CONN_SPARK_DEFAULT` to local[2]), prints the URL, the login and the S3
 endpoint with its credentials, and stops both cleanly on Ctrl-C (standalone shuts down cleanly
@@ -23,6 +24,7 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+STORE = ROOT / "data" / "s3"  # the embedded S3's objects, one file each: <bucket>/<key>
 BIN = Path(sys.executable).parent
 
 
@@ -70,7 +72,8 @@ def banner(url: str, password: str, s3_env: dict[str, str]) -> list[str]:
         f"Airflow is up: {url}  (login admin / {password}); listening on {where}",
         "DAGs: streaming_join_apps, lookup_snapshot_refresh, hourly_enrichment_report",
         f"embedded S3: {s3_env['AWS_ENDPOINT_URL']}, bucket s3://streamjoin/ "
-        f"(access key {s3_env['AWS_ACCESS_KEY_ID']}, secret key {s3_env['AWS_SECRET_ACCESS_KEY']}); from another shell:",
+        f"(access key {s3_env['AWS_ACCESS_KEY_ID']}, secret key {s3_env['AWS_SECRET_ACCESS_KEY']}), its objects kept as "
+        f"files under {_shown(STORE)}/ (reports: {_shown(STORE)}/streamjoin/reports/); from another shell:",
         *(f"  export {name}={value}" for name, value in s3_env.items()),
     ]
 
@@ -84,7 +87,7 @@ def main() -> int:
 
     home = ROOT / ".airflow"
     home.mkdir(exist_ok=True)
-    s3 = EmbeddedS3(port=args.s3_port)
+    s3 = EmbeddedS3(port=args.s3_port, data_dir=STORE)
     s3.start()
     env = airflow_env(home, s3.env(), args.port)
     # its own session: Ctrl-C reaches this launcher only, which sends standalone exactly one SIGINT
@@ -119,6 +122,10 @@ def main() -> int:
         s3.stop()
         print("stopped Airflow and the embedded S3", flush=True)
     return 0
+
+
+def _shown(path: Path) -> str:
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
 def _up(url: str) -> bool:

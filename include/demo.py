@@ -1,7 +1,8 @@
 """`make demo`: the whole pipeline, without the UI, on this machine.
 
-1. starts the embedded S3 server;
-2. generates a city table and five hours of sales (include/apps/hourly_city_sales/generate.py);
+1. starts the embedded S3 server, its objects kept as files under data/s3/ (a fresh bucket);
+2. generates a city table and five hours of sales (include/apps/hourly_city_sales/generate.py)
+   into the app's own folders (data/hourly_city_sales/, emptied first);
 3. runs the enrichment app with spark-submit (`spark_apps/run_app.py`), as Airflow deploys it,
    and feeds it the sales hour by hour, as a producer would;
 4. after two hours, refreshes the city snapshot (a store is renamed): a new snapshot version,
@@ -10,6 +11,8 @@
 6. runs `airflow dags test hourly_enrichment_report` for every produced hour (quality check and
    report into S3);
 7. prints what happened and where to look.
+
+Everything stays where `make airflow` looks: the same S3 folder, the app's inputs and checkpoint.
 """
 
 from __future__ import annotations
@@ -49,33 +52,38 @@ def main() -> int:
     from include.ops.supervise import SubprocessLaunch
 
     started = time.time()
-    work = ROOT / "data" / "demo"
-    shutil.rmtree(work, ignore_errors=True)
-    server = EmbeddedS3(port=0)
+    work = ROOT / "data" / "demo"  # the demo's scratch: generated files, its Airflow home, logs
+    data = ROOT / "data" / "hourly_city_sales"  # the app's own folders ([paths] of its app.toml)
+    store = ROOT / "data" / "s3"  # the embedded S3's objects, kept for `make airflow`
+    # a fresh start: the app's own folders (inputs, checkpoint) and the bucket, where `make airflow` finds them
+    for folder in (work, data, store / "streamjoin"):
+        shutil.rmtree(folder, ignore_errors=True)
+    server = EmbeddedS3(port=0, data_dir=store)
     settings = server.start()
     env = {
         **server.env(),
-        "SALES_PATH": str(work / "sales"), "CITY_INFO_PATH": str(work / "city_info"),
-        "CHECKPOINT_PATH": str(work / "checkpoint"), "OUTPUT_PATH": OUTPUT,
+        "SALES_PATH": str(data / "sales"), "CITY_INFO_PATH": str(data / "city_info"),
+        "CHECKPOINT_PATH": str(data / "checkpoint"), "OUTPUT_PATH": OUTPUT,
         "CITY_INFO_SNAPSHOTS_PATH": f"{PREFIX}/snapshots/city_info", "REPORTS_PATH": f"{PREFIX}/reports",
     }
     os.environ.update(env)
+    app = App.load(ROOT / "include" / "apps" / "hourly_city_sales")
     process = None
     try:
-        say(f"1. embedded S3 on {settings.endpoint_url}: bucket streamjoin")
+        say(f"1. embedded S3 on {settings.endpoint_url}: bucket streamjoin, objects kept in {store.relative_to(ROOT)}/")
         g = generate(work / "incoming", write_late=True)
-        shutil.move(work / "incoming" / "city_info", work / "city_info")
-        (work / "sales").mkdir()
+        data.mkdir(parents=True)
+        shutil.move(work / "incoming" / "city_info", data / "city_info")
+        (data / "sales").mkdir()
         hours = _by_hour(g.files)
         say(f"2. generated {len(g.cities)} cities and {len(g.sales)} sales over {len(g.silent)} hours "
-            f"(+{len(g.late)} late) under {work.relative_to(ROOT)}")
-        app = App.load(ROOT / "include" / "apps" / "hourly_city_sales")
+            f"(+{len(g.late)} late) into {(data / 'sales').relative_to(ROOT)}, hour by hour")
         process = SubprocessLaunch(app, 3600)
         say(f"3. started the app with spark-submit (log {app.checkpoint / 'app.log'}); feeding sales an hour at a time")
         for i, files in enumerate(hours):
             for f in files:
-                shutil.copy(f, work / "sales" / f".{f.name}")
-                os.replace(work / "sales" / f".{f.name}", work / "sales" / f.name)
+                shutil.copy(f, data / "sales" / f".{f.name}")
+                os.replace(data / "sales" / f".{f.name}", data / "sales" / f.name)
             if "late" not in files[0].name:
                 _wait(lambda i=i: len(complete_hours(OUTPUT, settings)) >= i, process, f"hour {i} to close")
             for hour in complete_hours(OUTPUT, settings)[len(_shown):]:
@@ -83,7 +91,7 @@ def main() -> int:
                 say(f"   hour {hour} complete: {mark['rows']} rows, city snapshot version {mark['snapshots'][0].get('version')}")
                 _shown.append(hour)
             if i == 2:
-                _rename_a_store(work / "city_info")
+                _rename_a_store(data / "city_info")
                 done = refresh(app, timeout_s=300)
                 say(f"4. snapshot refresh: city_info version {done['snapshots'][0]['version']} exported; "
                     f"{done['outcome']} after {done.get('waited_s', 0)} s (status: "
@@ -92,7 +100,7 @@ def main() -> int:
 
         latest = dt.datetime.fromisoformat(max(s["sale_time"] for s in g.sales).replace(" ", "T")[:19])
         bound = (latest.replace(minute=0, second=0) + dt.timedelta(hours=1)).strftime("%Y-%m-%d %H:%M:%S")
-        (work / "sales" / "zz-bound.json").write_text(json.dumps({"sale_time": bound, "_bound": True}) + "\n")
+        (data / "sales" / "zz-bound.json").write_text(json.dumps({"sale_time": bound, "_bound": True}) + "\n")
         _wait(lambda: len(complete_hours(OUTPUT, settings)) >= len(g.silent), process, "the last hour to close")
         for hour in complete_hours(OUTPUT, settings)[len(_shown):]:
             say(f"   hour {hour} complete: {marker(OUTPUT, hour, settings)['rows']} rows (closed by a rowtime bound at {bound})")
@@ -104,16 +112,12 @@ def main() -> int:
         say("6. airflow dags test hourly_enrichment_report, one run per hour (quality check + report):")
         verdicts = _reports(env, complete_hours(OUTPUT, settings), airflow_env, server)
         say("7. where to look:")
-        local = work / "reports"
-        for obj in s3.list_files(f"{PREFIX}/reports", settings, recursive=True):  # the server forgets on exit
-            target = local / obj[len(f"{PREFIX}/reports/"):]
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(s3.read_bytes(obj, settings))
+        bucket = store / "streamjoin"
         for hour, (state, seconds) in verdicts.items():
             verdict = read_verdict(OUTPUT, hour, settings) or {}
             say(f"   {hour}: DAG run {state} in {seconds:.0f} s, quality {verdict.get('status', '?').upper()}; "
                 f"report {PREFIX}/reports/hourly_city_sales/hour={hour}/index.html "
-                f"(copy: {(local / 'hourly_city_sales' / f'hour={hour}' / 'index.html').relative_to(ROOT)})")
+                f"(file: {(bucket / 'reports' / 'hourly_city_sales' / f'hour={hour}' / 'index.html').relative_to(ROOT)})")
         objects = s3.list_files(PREFIX, settings, recursive=True)
         for hour in complete_hours(OUTPUT, settings):
             files = [o for o in objects if f"/output/hour={hour}/" in o]
@@ -123,8 +127,10 @@ def main() -> int:
             f"{OUTPUT}/_complete/, quality results {OUTPUT}/_quality/, reports {PREFIX}/reports/, snapshots "
             f"{PREFIX}/snapshots/city_info/")
         ok = all(state == "success" for state, _ in verdicts.values()) and len(verdicts) == len(g.silent)
-        say(f"demo {'passed' if ok else 'FAILED'} in {time.time() - started:.0f} s; the embedded S3 keeps objects "
-            "in memory only (run `make airflow` or `streamjoin s3 serve` for one that stays up)")
+        say(f"   every object is a file under {bucket.relative_to(ROOT)}/ (open a report there in a browser)")
+        say(f"demo {'passed' if ok else 'FAILED'} in {time.time() - started:.0f} s. `make airflow` next finds all of it "
+            f"(the same S3 folder, the app's checkpoint in {app.checkpoint.relative_to(ROOT)}): trigger "
+            f"hourly_enrichment_report with hour {verdicts and next(iter(verdicts))} to see a run succeed at once")
         return 0 if ok else 1
     finally:
         if process is not None and process.poll() is None:

@@ -30,5 +30,6 @@ def test_make_airflow_prints_the_ui_login_and_the_embedded_s3_endpoint_and_crede
     monkeypatch.delenv("AIRFLOW__API__HOST", raising=False)
     text = "\n".join(airflow_local.banner("http://127.0.0.1:8080", "secret-pw", S3_ENV))
     assert "http://127.0.0.1:8080" in text and "admin / secret-pw" in text and "this machine only" in text
+    assert "objects kept as files under data/s3/" in text  # what `make demo` wrote, kept across restarts
     for name, value in S3_ENV.items():
         assert f"export {name}={value}" in text

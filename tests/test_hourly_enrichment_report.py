@@ -4,6 +4,7 @@
 Hours are written without Spark (tests/hour_fixtures.py): a 10-city hour, good or broken on purpose.
 """
 
+import base64
 import csv
 import datetime as dt
 import io
@@ -284,6 +285,9 @@ def test_the_dag_publishes_a_good_hour_as_validated(s3_prefix):
     assert kind.startswith("text/html") and "<strong>VALIDATED</strong>" in page.decode()
     assert len(city_rows(page.decode())) == CITIES
     assert objects["sales_by_region.png"][0] == "image/png" and objects["sales_by_region.png"][1].startswith(PNG_SIGNATURE)
+    # the page stands alone (a presigned URL or a copy shows it whole): the same chart and CSV inside it
+    assert f'src="data:image/png;base64,{base64.b64encode(objects["sales_by_region.png"][1]).decode()}"' in page.decode()
+    assert base64.b64encode(objects["cities.csv"][1]).decode() in page.decode()
     assert json.loads(objects["quality.json"][1])["status"] == "passed"
     assert len(list(csv.reader(io.StringIO(objects["cities.csv"][1].decode())))) == CITIES + 1
 

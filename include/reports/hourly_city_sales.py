@@ -5,7 +5,8 @@
 
 `publish` writes `cities.csv` (one row per city), `sales_by_region.png` (a bar chart of the total
 sales per region), `quality.json` (the hour's verdict) and, last, `index.html` (the cities table,
-the chart, the verdict with each failed expectation). The report says VALIDATED only when the
+the chart, the verdict with each failed expectation; self-contained: the chart and the CSV are
+inside the page, so it opens whole from a presigned URL or a copied file). The report says VALIDATED only when the
 verdict passed; otherwise NOT VALIDATED (docs/quality.md: a failed hour keeps its data, and whoever
 publishes it says so). Columns and chart come from the `[report]` section of the app's `app.toml`.
 No Airflow, no Spark; matplotlib draws without a display (its Agg canvas).
@@ -13,6 +14,7 @@ No Airflow, no Spark; matplotlib draws without a display (its Agg canvas).
 
 from __future__ import annotations
 
+import base64
 import csv
 import html
 import io
@@ -86,11 +88,12 @@ def publish(report: Report, dest: str) -> list[str]:
 
 def render(report: Report) -> dict[str, bytes]:
     """The report's files (name -> bytes), in the order they are published."""
+    table, chart = cities_csv(report), chart_png(report)
     report.files = {
-        "cities.csv": cities_csv(report),
-        "sales_by_region.png": chart_png(report),
+        "cities.csv": table,
+        "sales_by_region.png": chart,
         "quality.json": (json.dumps(report.verdict, indent=2, sort_keys=True, default=str) + "\n").encode(),
-        "index.html": index_html(report).encode(),
+        "index.html": index_html(report, chart, table).encode(),
     }
     return report.files
 
@@ -120,8 +123,12 @@ def chart_png(report: Report) -> bytes:
     return buffer.getvalue()
 
 
-def index_html(report: Report) -> str:
+def index_html(report: Report, chart: bytes, table: bytes) -> str:
+    """The page, self-contained: the chart and the CSV are inside it (data: URLs), so it shows whole
+    wherever it is opened (a presigned URL, a copied file, a mail attachment)."""
     e = html.escape
+    chart_url = "data:image/png;base64," + base64.b64encode(chart).decode()
+    table_url = "data:text/csv;charset=utf-8;base64," + base64.b64encode(table).decode()
     head = "".join(f"<th>{e(c)}</th>" for c in report.columns)
     body = "\n".join('<tr class="city">' + "".join(_cell(row[c]) for c in report.columns) + "</tr>" for row in report.rows)
     banner = "validated" if report.validated else "not-validated"
@@ -134,9 +141,9 @@ td.num{{text-align:right}} .null{{color:#999}} .validated{{background:#d4edda;pa
 <p class="{banner}" id="status"><strong>{e(report.status)}</strong></p>
 {_verdict_html(report.verdict)}
 <h2>{e(report.chart_measure)} by {e(report.chart_by)}</h2>
-<p><img src="sales_by_region.png" alt="{e(report.chart_measure)} by {e(report.chart_by)}"></p>
+<p><img id="chart" src="{chart_url}" alt="{e(report.chart_measure)} by {e(report.chart_by)}"></p>
 <h2>Cities ({len(report.rows)})</h2>
-<p><a href="cities.csv">cities.csv</a></p>
+<p><a href="{table_url}" download="cities.csv">cities.csv</a></p>
 <table id="cities"><thead><tr>{head}</tr></thead><tbody>
 {body}
 </tbody></table>

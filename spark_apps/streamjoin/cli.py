@@ -8,6 +8,7 @@
   s3 serve                the embedded S3-compatible server (S3 and Kinesis), until Ctrl-C
   kinesis put STREAM FILE put JSON Lines as Kinesis records (demos, tests)
   quality check APP       validate one complete hour of an app's output
+  report APP --hour H     the hour's report and Data Docs as local files to open (copied from S3)
 
 Exit codes: 0 success, 2 rejected query (errors on stderr as FILE:LINE:COL: error: ...),
 1 any other failure, with a one-line reason last on stderr.
@@ -53,6 +54,8 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=9000, help="default 9000 (as MinIO)")
     serve.add_argument("--bucket", action="append", default=[], help="a bucket to create (repeatable; default: streamjoin)")
+    serve.add_argument("--data", metavar="DIR", help="keep the objects in this folder (<DIR>/<bucket>/<key>) across "
+                       "restarts; default: in memory only")
     kinesis = commands.add_parser("kinesis", help="Kinesis Data Streams: put records (demos, tests)")
     kinesis_commands = kinesis.add_subparsers(dest="kinesis_command", required=True)
     put = kinesis_commands.add_parser("put", help="put the rows of JSON Lines files as records, in order")
@@ -66,11 +69,17 @@ def main(argv: list[str] | None = None) -> int:
     quality_check.add_argument("app", metavar="APP", help="an app directory (include/apps/NAME) or an app name")
     quality_check.add_argument("--hour", required=True, help="the hour, YYYY-MM-DDTHH")
     quality_check.add_argument("--output", help="the app's output (default: OUTPUT_PATH, else [paths] output of app.toml)")
+    report = commands.add_parser("report", help="an hour's report and its Data Docs as local files to open (copied from S3)")
+    report.add_argument("app", metavar="APP", help="an app directory (include/apps/NAME) or an app name")
+    report.add_argument("--hour", required=True, help="the hour, YYYY-MM-DDTHH")
+    report.add_argument("--to", metavar="DIR", help="where to copy reports from S3 (default: data/reports-local/ of the repository)")
+    report.add_argument("--output", help="the app's output (default: OUTPUT_PATH, else [paths] output of app.toml)")
+    report.add_argument("--open", action="store_true", help="also open the report in the default browser")
     args = parser.parse_args(argv)
     args.file = getattr(args, "file", args.command)
     try:
         return {"check": _check, "explain": _explain, "run": _run, "snapshot": _snapshot, "s3": _s3, "kinesis": _kinesis,
-                "quality": _quality}[args.command](args)
+                "quality": _quality, "report": _report}[args.command](args)
     except SqlError as error:
         print(error, file=sys.stderr)
         return EXIT_REJECTED
@@ -194,7 +203,7 @@ def _log_progress() -> None:
 def _s3(args) -> int:
     from streamjoin.io.embedded_s3 import serve
 
-    serve(args.host, args.port, args.bucket, sys.stdout)
+    serve(args.host, args.port, args.bucket, sys.stdout, data_dir=args.data)
     return EXIT_OK
 
 
@@ -227,6 +236,24 @@ def _quality(args) -> int:
     print(f"streamjoin: {verdict.app} hour {verdict.hour} failed {len(verdict.failed)} of {verdict.expectations} "
           "quality expectations", file=sys.stderr)
     return EXIT_FAILURE
+
+
+def _report(args) -> int:
+    """Print (and with --open, open) the hour's report and Data Docs as local files."""
+    from streamjoin.hour_report import ReportMissing, fetch
+
+    try:
+        got = fetch(args.app, args.hour, args.to, args.output)
+    except ReportMissing as missing:
+        print(f"streamjoin: {missing}", file=sys.stderr)
+        return EXIT_FAILURE
+    print(f"report:    {got.local_report}" + (f"  (copied from {got.report}/)" if got.report.startswith("s3://") else ""))
+    print(f"data docs: {got.local_docs}" if got.local_docs else f"data docs: none at {got.docs}/ (the hour was not checked)")
+    if args.open:
+        import webbrowser
+
+        webbrowser.open(got.local_report.resolve().as_uri())
+    return EXIT_OK
 
 
 def _snapshot(args) -> int:

@@ -104,7 +104,7 @@ def check_hour(app: str | Path, hour: str, output: str | None = None, alert: boo
     config = tomllib.loads((app_dir / "app.toml").read_text())
     if "quality" not in config:
         raise QualityConfigError(f"{app_dir / 'app.toml'} has no [quality] section")
-    root = _repo_root(app_dir)
+    root = app_repo_root(app_dir)
     output = output_path(config, root, output)
     settings = settings or s3.S3Settings.from_env()
     hour = hours.normalize_hour(hour)
@@ -342,7 +342,7 @@ def _failure_lines(failed: list[FailedExpectation], rows: bool) -> list[str]:
     return lines
 
 
-def _repo_root(app_dir: Path) -> Path:
+def app_repo_root(app_dir: Path) -> Path:
     """The folder holding `include/` (paths in app.toml are relative to it)."""
     for parent in app_dir.parents:
         if parent.name == "include":
