@@ -38,20 +38,33 @@ def good_rows(hour: str = HOUR) -> list[dict]:
             for i in range(CITIES)]
 
 
-def write_hour(output: str, rows: list[dict], snapshot_rows: int = CITIES, hour: str = HOUR) -> None:
-    """Append the rows to the Delta table at `output`, then write the hour's completeness marker."""
+def write_hour(output: str, rows: list[dict], snapshot_rows: int = CITIES, hour: str = HOUR,
+               snapshot: dict | None = None) -> None:
+    """Append the rows to the Delta table at `output`, then write the hour's completeness marker
+    (`snapshot`: the marker's snapshot entry, e.g. `exported_snapshot(...)`'s)."""
     from deltalake import write_deltalake
 
     write_deltalake(output, pa.Table.from_pylist(rows, SCHEMA), mode="append", partition_by=["hour"],
                     storage_options=s3.S3Settings.from_env().storage_options())
-    write_marker(output, hour, len(rows), snapshot_rows)
+    write_marker(output, hour, len(rows), snapshot_rows, snapshot)
 
 
-def write_marker(output: str, hour: str, rows: int, snapshot_rows: int = CITIES) -> None:
+def exported_snapshot(root: str, rows: list[dict] | None = None) -> dict:
+    """Export the city table of `good_rows()` (or `rows`) as a snapshot version under `root`, as
+    `streamjoin snapshot` does; return the marker's entry for it, as the sink writes it."""
+    from streamjoin.io import snapshots
+
+    rows = rows if rows is not None else [{k: r[k] for k in ("city", "region", "store_name")} for r in good_rows()]
+    meta = snapshots.export(pa.Table.from_pylist(rows), root, "files city_info")
+    return {"alias": "ci", "source": f"s3 {snapshots.root_path(root)} version {meta['version']}",
+            "taken_at": meta["taken_at"], "rows": meta["rows"], "sha256": meta["sha256"], "version": meta["version"]}
+
+
+def write_marker(output: str, hour: str, rows: int, snapshot_rows: int = CITIES, snapshot: dict | None = None) -> None:
     s3.write_json(f"{output}/_complete/hour={hour}.json", {
         "hour": hour, "rows": rows, "table": output, "format": "delta", "table_version": 0,
-        "snapshots": [{"alias": "ci", "source": "files city_info", "taken_at": "2024-01-01T09:59:00.000",
-                       "rows": snapshot_rows, "sha256": "0" * 64}],
+        "snapshots": [snapshot or {"alias": "ci", "source": "files city_info", "taken_at": "2024-01-01T09:59:00.000",
+                                   "rows": snapshot_rows, "sha256": "0" * 64}],
         "query": "query.sql", "clock": "2024-01-01T11:02:00", "completed_at": "2024-01-01T11:02:05+00:00",
     })
 

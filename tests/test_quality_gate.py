@@ -23,6 +23,7 @@ from hour_fixtures import (
     a_null_attribute,
     a_null_key,
     a_row_of_another_hour,
+    exported_snapshot,
     fewer_rows_than_the_snapshot,
     free_port,
     good_rows,
@@ -85,6 +86,49 @@ def test_a_broken_hour_fails_for_the_expectation_it_breaks_and_keeps_its_data(ou
     assert failed_checks(verdict) == expected  # every other expectation passed
     assert read_verdict(output, HOUR)["status"] == "failed"
     assert len(read_hour(output, HOUR)) == len(rows)
+
+
+def test_an_hour_joined_with_an_exported_snapshot_passes_when_it_holds_exactly_its_keys_and_attributes(output, s3_prefix):
+    write_hour(output, good_rows(), snapshot=exported_snapshot(f"{s3_prefix}/snapshots/city_info"))
+    verdict = check_hour(APP, HOUR, output)
+    assert verdict.passed and verdict.expectations == 11 + 4 and verdict.notes == []
+
+
+def test_a_city_replaced_by_one_the_snapshot_lacks_fails_the_key_set_naming_both_cities(output, s3_prefix):
+    """Row count, key uniqueness and attributes all intact: only the key set can see it."""
+    rows = good_rows()
+    rows[4]["city"] = "city-elsewhere"
+    write_hour(output, rows, snapshot=exported_snapshot(f"{s3_prefix}/snapshots/city_info"))
+    verdict = check_hour(APP, HOUR, output)
+    assert not verdict.passed
+    assert failed_checks(verdict) == {("key_set", "city"), ("attribute_matches_snapshot", "city, region"),
+                                      ("attribute_matches_snapshot", "city, store_name")}
+    unexpected, missing = [f for f in verdict.failed if f.check == "key_set"]
+    assert unexpected.expected == "every value one of the snapshot's 10 keys"
+    assert unexpected.observed == '1 of 10 rows unexpected, e.g. "city-elsewhere"'
+    assert [r["city"] for r in unexpected.offending_rows] == ["city-elsewhere"]
+    assert (missing.expected, missing.observed) == ("every one of the snapshot's 10 keys", '1 missing: "city-4"')
+    assert "key_set: expect_column_distinct_values_to_contain_set on city" in verdict.summary()
+
+
+def test_a_city_with_an_attribute_other_than_the_snapshots_fails_attribute_matches_snapshot(output, s3_prefix):
+    rows = good_rows()
+    rows[2]["region"] = "region-moved"
+    write_hour(output, rows, snapshot=exported_snapshot(f"{s3_prefix}/snapshots/city_info"))
+    verdict = check_hour(APP, HOUR, output)
+    assert failed_checks(verdict) == {("attribute_matches_snapshot", "city, region")}
+    (failure,) = verdict.failed
+    assert failure.expected == "each (city, region) as in the snapshot"
+    assert [(r["city"], r["region"]) for r in failure.offending_rows] == [("city-2", "region-moved")]
+
+
+def test_an_hour_joined_with_a_table_read_from_files_says_its_key_set_was_not_compared(output):
+    write_hour(output, good_rows())  # the marker's snapshot: "files city_info", which may have changed since
+    verdict = check_hour(APP, HOUR, output)
+    assert verdict.passed and verdict.expectations == 11
+    assert verdict.notes == ["key set and attributes not compared with the snapshot: ci was read from files city_info, "
+                             "not an exported snapshot version, so what it held then is unknown"]
+    assert f"note: {verdict.notes[0]}" in verdict.summary() and read_verdict(output, HOUR)["notes"] == verdict.notes
 
 
 def test_a_failure_says_what_was_expected_what_was_observed_and_which_rows_offend(output):

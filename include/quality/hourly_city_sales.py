@@ -9,7 +9,10 @@ The RIGHT OUTER JOIN promises exactly one row per city of the city table per hou
 - attribute_not_null: the table's attributes (`region`, `store_name`) are never NULL;
 - measure_non_negative: the measures (`total_sales`, `sales`) are NULL or >= 0;
 - null_measure_share: at most `max_null_measure_share` of the rows have a NULL measure (a city
-  without sales is normal; a flood of them means an input stalled).
+  without sales is normal; a flood of them means an input stalled);
+- key_set (when the snapshot's rows are known): the hour's keys are exactly the snapshot's: no key
+  the snapshot lacks (each offending row named), none of its keys missing (each named);
+- attribute_matches_snapshot (likewise): each row's attributes are the snapshot's for its key.
 
 Column roles and thresholds come from the `[quality]` section of the app's `app.toml`. Each
 expectation's `meta["check"]` names which of these checks it belongs to.
@@ -23,8 +26,10 @@ import great_expectations as gx
 import great_expectations.expectations as gxe
 
 
-def build_suite(context, config: dict, expected_rows: int, hour: str) -> gx.ExpectationSuite:
-    """Add the suite for hour `hour` (`YYYY-MM-DDTHH`) to `context` and return it."""
+def build_suite(context, config: dict, expected_rows: int, hour: str, reference=None) -> gx.ExpectationSuite:
+    """Add the suite for hour `hour` (`YYYY-MM-DDTHH`) to `context` and return it. `reference`: the
+    rows (a pyarrow Table) of the snapshot the hour was joined with, or None when they are unknown.
+    The snapshot's columns are named as the output's unless `[quality] snapshot_columns` maps them."""
     quality = config["quality"]
     key, hour_column = quality["key"], quality["hour_column"]
     bound = float(quality["max_null_measure_share"])
@@ -46,6 +51,24 @@ def build_suite(context, config: dict, expected_rows: int, hour: str) -> gx.Expe
                      for c in quality["measures"]]
     expectations += [gxe.ExpectColumnValuesToNotBeNull(column=c, mostly=round(1 - bound, 6), meta={"check": "null_measure_share"})
                      for c in quality["measures"]]
+    if reference is not None:
+        expectations += snapshot_expectations(quality, reference)
     suite = gx.ExpectationSuite(name=config["name"], expectations=expectations,
                                 meta={"dataset": config["name"], "hour": hour})
     return context.suites.add(suite)
+
+
+def snapshot_expectations(quality: dict, reference) -> list:
+    """The hour holds exactly the snapshot's keys, each with the snapshot's attributes."""
+    key, renamed = quality["key"], quality.get("snapshot_columns", {})
+    column = lambda name: reference.column(renamed.get(name, name)).to_pylist()  # noqa: E731
+    keys = column(key)
+    expectations = [
+        gxe.ExpectColumnValuesToBeInSet(column=key, value_set=sorted(set(keys)), meta={"check": "key_set"}),
+        gxe.ExpectColumnDistinctValuesToContainSet(column=key, value_set=sorted(set(keys)), meta={"check": "key_set"}),
+    ]
+    for attribute in quality["attributes"]:
+        pairs = sorted(set(zip(keys, column(attribute), strict=True)), key=repr)
+        expectations.append(gxe.ExpectColumnPairValuesToBeInSet(
+            column_A=key, column_B=attribute, value_pairs_set=pairs, meta={"check": "attribute_matches_snapshot"}))
+    return expectations

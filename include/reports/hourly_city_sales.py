@@ -171,6 +171,7 @@ def _verdict_html(verdict: dict) -> str:
                          f'<td>{e(f.get("column") or "")}</td><td>{e(f.get("expected", ""))}</td>'
                          f'<td>{e(f.get("observed", ""))}</td><td>{offending}</td></tr>')
         lines.append("</tbody></table>")
+    lines += [f'<p class="note">Not checked: {e(note)}</p>' for note in verdict.get("notes") or []]
     for label, key in (("Verdict", "verdict"), ("Data Docs", "docs_page")):
         if verdict.get(key):
             lines.append(f"<p>{label}: <code>{e(verdict[key])}</code></p>")

@@ -20,6 +20,7 @@ import json
 import logging
 import mimetypes
 import os
+import re
 import shutil
 import tempfile
 import tomllib
@@ -59,6 +60,7 @@ class Verdict:
     docs_page: str  # its page for this validation
     verdict: str  # where this verdict is
     checked_at: str
+    notes: list[str] = field(default_factory=list)  # what was not checked, and why
     alerts: dict[str, str] = field(default_factory=dict)  # channel -> outcome (not in verdict.json)
 
     @property
@@ -74,6 +76,7 @@ class Verdict:
                  f"({self.expectations - len(self.failed)} of {self.expectations} expectations met; "
                  f"{self.rows} rows, {self.expected_rows} expected)"]
         lines += _failure_lines(self.failed, rows=False)
+        lines += [f"note: {n}" for n in self.notes]
         lines += [f"result:  {self.result}", f"docs:    {self.docs}", f"verdict: {self.verdict}"]
         return "\n".join(lines) + "\n"
 
@@ -112,14 +115,16 @@ def check_hour(app: str | Path, hour: str, output: str | None = None, alert: boo
     if mark is None:
         raise hours.HourNotComplete(f"hour {hour} of {output} is not complete yet (no completeness marker): nothing to check")
     expected_rows = snapshot_rows(mark, config["quality"].get("snapshot"))
+    reference, note = snapshot_table(mark, config["quality"].get("snapshot"), settings)
     table = hours.read_hour_arrow(output, hour, settings)
     quiet_library_logs()
     suite_module = load_suite_module(root, config["quality"].get("suite", config["name"]))
     docs_dir = Path(tempfile.mkdtemp(prefix="streamjoin-quality-docs-"))
     try:
-        result = validate(table, config, suite_module, expected_rows, hour, docs_dir)
+        result = validate(table, config, suite_module, expected_rows, hour, docs_dir, reference)
         verdict = _verdict(config["name"], hour, output, table, expected_rows, result, docs_dir,
                            int(config["quality"].get("sample_rows", 5)))
+        verdict.notes = [note] if note else []
         publish(verdict, result, docs_dir, settings)
     finally:
         shutil.rmtree(docs_dir, ignore_errors=True)
@@ -168,6 +173,35 @@ def output_path(config: dict, root: Path, output: str | None = None) -> str:
 def snapshot_rows(mark: dict, alias: str | None) -> int:
     """The rows of the snapshot the hour was joined with: the one named `alias` (the
     table-preserving input), or the only one."""
+    return int(_snapshot_entry(mark, alias)["rows"])
+
+
+_EXPORTED = re.compile(r"^s3 (?P<root>.+) version (?P<version>\d+)$")  # io/tables.py: an exported snapshot's source
+
+
+def snapshot_table(mark: dict, alias: str | None, settings: s3.S3Settings | None = None):
+    """(the rows of the snapshot the hour was joined with, None), when that snapshot is an exported,
+    immutable version (`streamjoin snapshot`; the table's connector 's3'); else (None, why not):
+    a table read from files or PostgreSQL may have changed since the hour was joined."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from streamjoin.io import snapshots
+
+    entry = _snapshot_entry(mark, alias)
+    exported = _EXPORTED.match(str(entry.get("source", "")))
+    if not exported:
+        return None, (f"key set and attributes not compared with the snapshot: {entry.get('alias')} was read from "
+                      f"{entry.get('source')}, not an exported snapshot version, so what it held then is unknown")
+    path = s3.join(snapshots.version_path(exported["root"], int(exported["version"])), snapshots.DATA)
+    data = s3.read_bytes(path, settings)
+    if data is None:
+        raise QualityConfigError(f"hour {mark.get('hour')} was joined with snapshot {path}, which is gone: "
+                                 "cannot compare the hour's keys with it")
+    return pq.read_table(pa.BufferReader(data)), None
+
+
+def _snapshot_entry(mark: dict, alias: str | None) -> dict:
     snapshots = mark.get("snapshots") or []
     chosen = [s for s in snapshots if alias and s.get("alias") == alias]
     if not chosen and len(snapshots) == 1:
@@ -176,7 +210,7 @@ def snapshot_rows(mark: dict, alias: str | None) -> int:
         names = ", ".join(str(s.get("alias")) for s in snapshots) or "none"
         raise QualityConfigError(f"hour {mark.get('hour')}: cannot tell which snapshot the hour was joined with "
                                  f"([quality] snapshot = {alias!r}; the marker's snapshots: {names})")
-    return int(chosen[0]["rows"])
+    return chosen[0]
 
 
 def load_suite_module(root: Path, suite: str):
@@ -190,9 +224,11 @@ def load_suite_module(root: Path, suite: str):
     return module
 
 
-def validate(table, config: dict, suite_module, expected_rows: int, hour: str, docs_dir: Path) -> dict:
+def validate(table, config: dict, suite_module, expected_rows: int, hour: str, docs_dir: Path,
+             reference=None) -> dict:
     """Run the suite on the hour's rows in an ephemeral context (pandas data source), building
-    the Data Docs site in the local folder `docs_dir`; returns the validation result as JSON."""
+    the Data Docs site in the local folder `docs_dir`; returns the validation result as JSON.
+    `reference`: the rows of the snapshot the hour was joined with (None: unknown)."""
     import great_expectations as gx
     from great_expectations.core.run_identifier import RunIdentifier
     from great_expectations.data_context.types.base import (
@@ -213,7 +249,7 @@ def validate(table, config: dict, suite_module, expected_rows: int, hour: str, d
     ))
     batch = (context.data_sources.add_pandas("output").add_dataframe_asset(config["name"])
              .add_batch_definition_whole_dataframe(f"hour {hour}"))
-    suite = suite_module.build_suite(context, config, expected_rows, hour)
+    suite = suite_module.build_suite(context, config, expected_rows, hour, reference)
     definition = context.validation_definitions.add(gx.ValidationDefinition(name=f"{config['name']} {hour}", data=batch, suite=suite))
     checkpoint = context.checkpoints.add(gx.Checkpoint(
         name=f"{config['name']} quality", validation_definitions=[definition],
@@ -275,7 +311,7 @@ def _failure(entry: dict, table, sample_rows: int) -> FailedExpectation:
     return FailedExpectation(
         check=(config.get("meta") or {}).get("check", config["type"]),
         expectation=config["type"],
-        column=kwargs.get("column"),
+        column=kwargs.get("column") or ", ".join(c for c in (kwargs.get("column_A"), kwargs.get("column_B")) if c) or None,
         expected=_expected(config["type"], kwargs),
         observed=_observed(config["type"], entry),
         offending_rows=_rows(table, indexes),
@@ -290,6 +326,12 @@ def _expected(kind: str, kwargs: dict) -> str:
         return f"NULL in at most {1 - mostly:.0%} of the rows" if mostly is not None and mostly < 1 else "no NULL"
     if kind == "expect_column_values_to_be_unique":
         return "every value unique"
+    if kind == "expect_column_values_to_be_in_set":
+        return f"every value one of the snapshot's {len(kwargs['value_set'])} keys"
+    if kind == "expect_column_distinct_values_to_contain_set":
+        return f"every one of the snapshot's {len(kwargs['value_set'])} keys"
+    if kind == "expect_column_pair_values_to_be_in_set":
+        return f"each ({kwargs['column_A']}, {kwargs['column_B']}) as in the snapshot"
     if kind == "expect_column_values_to_be_between":
         bounds = []
         if kwargs.get("min_value") is not None:
@@ -305,6 +347,10 @@ def _observed(kind: str, entry: dict) -> str:
     if errors:
         return "error: " + "; ".join(errors)
     outcome = entry.get("result") or {}
+    if kind == "expect_column_distinct_values_to_contain_set":
+        missing = outcome.get("partial_missing_list") or []
+        names = ", ".join(json.dumps(v, default=str) for v in missing[:20])
+        return f"{outcome.get('missing_count', len(missing))} missing: {names}" + (", ..." if len(missing) > 20 else "")
     if "observed_value" in outcome:
         unit = " rows" if kind.startswith("expect_table_row_count") else ""
         return f"{outcome['observed_value']}{unit}"
