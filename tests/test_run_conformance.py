@@ -5,8 +5,10 @@ TUMBLE/HOP offsets), COUNT(DISTINCT ...) in streaming aggregates."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 import random
 from collections import Counter
+from pathlib import Path
 
 import pyarrow as pa
 import reference as ref
@@ -163,14 +165,14 @@ def test_two_rows_at_the_epoch_join_on_the_custom_operator_and_in_an_aggregate(s
     assert rows == [{"s": "1969-12-31 23:59:59.000", "n": 1}, {"s": "1970-01-01 00:00:00.000", "n": 1}]
 
 
-def test_a_rowtime_outside_the_supported_range_fails_with_a_clear_reason(spark, tmp_path):
-    import pytest
-
-    write_jsonl(tmp_path / "l" / "1.json", [{"id": 1, "ts": "8000-01-01 00:00:00.000"}])
+def test_a_rowtime_outside_the_supported_range_is_set_aside_with_a_clear_reason(spark, tmp_path):
+    write_jsonl(tmp_path / "l" / "1.json", [{"id": 1, "ts": "8000-01-01 00:00:00.000"}, {"id": 2, "ts": "2024-01-01 00:00:00.000"}])
     sql = (f"CREATE STREAM l (id INT, ts TIMESTAMP) WITH (connector = 'files', format = 'json', path = '{tmp_path / 'l'}', rowtime = 'ts');\n"
            "SELECT STREAM l.id FROM l;")
-    with pytest.raises(Exception, match="outside the supported range"):
-        run_until_idle(spark, sql, tmp_path / "run")
+    rows, status = run_until_idle(spark, sql, tmp_path / "run")
+    assert rows == [{"id": 2}] and status["rejected_rows"] == 1
+    (letter,) = Path(status["inputs"]["l"]["rejected_rows_output"]).glob("rejected-*.jsonl")
+    assert json.loads(letter.read_text())["reason"] == "rowtime ts outside the supported range 0001-01-01 to 7999-12-31"
 
 
 # ---------------------------------------------------------------------------- window functions

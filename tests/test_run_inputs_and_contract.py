@@ -56,16 +56,33 @@ def test_run_rejects_what_it_cannot_run_yet_with_exit_2_before_starting_spark(tm
     )
 
 
-def test_run_fails_with_exit_1_and_a_one_line_reason_on_bad_data(tmp_path):
+def test_run_fails_with_exit_1_and_a_one_line_reason_on_bad_data_when_the_stream_says_on_error_fail(tmp_path):
     write_jsonl(tmp_path / "a" / "1.json", [{"rowtime": ts(0), "k": "not a number"}])
     query = tmp_path / "q.sql"
-    query.write_text(f"CREATE STREAM a (k INT) WITH (connector = 'files', format = 'json', path = '{tmp_path / 'a'}');\nSELECT STREAM * FROM a;")
+    query.write_text(f"CREATE STREAM a (k INT) WITH (connector = 'files', format = 'json', path = '{tmp_path / 'a'}', "
+                     "on_error = 'fail');\nSELECT STREAM * FROM a;")
     result = cli(query, "--until-idle", "--checkpoint", tmp_path / "ck")
     assert result.returncode == 1
     last = result.stderr.strip().splitlines()[-1]
-    assert last.startswith("streamjoin: ") and "column k does not read as int32" in last
+    reason = f'{tmp_path / "a" / "1.json"}:1: column k: "not a number" does not read as int32'
+    assert last.startswith("streamjoin: ") and reason in last
     status = json.loads((tmp_path / "ck" / "status.json").read_text())  # what a supervisor reads
-    assert status["state"] == "failed" and "column k does not read as int32" in status["error"]
+    assert status["state"] == "failed" and reason in status["error"]
+
+
+def test_by_default_bad_data_is_set_aside_and_the_run_succeeds_saying_how_many_rows_it_rejected(tmp_path):
+    write_jsonl(tmp_path / "a" / "1.json", [{"rowtime": ts(0), "k": "not a number"}, {"rowtime": ts(1), "k": 7}])
+    query = tmp_path / "q.sql"
+    query.write_text(f"CREATE STREAM a (k INT) WITH (connector = 'files', format = 'json', path = '{tmp_path / 'a'}');\nSELECT STREAM * FROM a;")
+    result = cli(query, "--until-idle", "--checkpoint", tmp_path / "ck")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert [json.loads(line)["k"] for line in result.stdout.splitlines()] == [7]
+    assert result.stderr.strip().splitlines()[-1].endswith(
+        "1 rejected rows (rejected/ beside late/: file, line and reason each)")
+    status = json.loads((tmp_path / "ck" / "status.json").read_text())
+    assert status["state"] == "finished" and status["rejected_rows"] == 1
+    (letter,) = (tmp_path / "ck" / "rejected" / "a").glob("rejected-*.jsonl")
+    assert json.loads(letter.read_text())["line"] == 1
 
 
 def leftovers(tmp: Path) -> list[str]:

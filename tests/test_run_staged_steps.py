@@ -81,9 +81,11 @@ def test_steps_are_read_in_order_whole_and_once_across_batches_and_a_restart(spa
 
 
 def test_a_file_that_cannot_be_staged_while_the_query_runs_fails_it_with_the_reason(spark, tmp_path):
+    """With on_error = 'fail' (by default such a row is a dead letter: tests/test_dead_letters.py)."""
     a, b = tmp_path / "a", tmp_path / "b"
     write_jsonl(a / "1.json", [{"rowtime": ts(1_000), "k": 1, "x": 1}])
-    runner = start(spark, DDL.format(a=a, b=b), tmp_path / "run")
+    ddl = DDL.format(a=a, b=b).replace(f"path = '{b}')", f"path = '{b}', on_error = 'fail')")
+    runner = start(spark, ddl, tmp_path / "run")
     write_jsonl(b / "1.json", [{"rowtime": ts(1_000), "k": "not a number", "y": 7}])
     deadline = time.time() + 60
     failure = None
@@ -94,9 +96,10 @@ def test_a_file_that_cannot_be_staged_while_the_query_runs_fails_it_with_the_rea
         runner.fail(error)
     else:
         runner.stop("stopped")
-    assert isinstance(failure, ValueError) and "column k does not read as int32" in str(failure)
+    assert isinstance(failure, ValueError)
+    assert str(failure) == f'{b / "1.json"}:1: column k: "not a number" does not read as int32'
     assert runner.status.final == "failed"
-    assert "column k does not read as int32" in runner.status.error
+    assert 'column k: "not a number" does not read as int32' in runner.status.error
 
 
 def test_a_checkpoint_of_the_former_python_source_is_refused_with_a_clear_error(spark, tmp_path):

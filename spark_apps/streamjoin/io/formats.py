@@ -40,7 +40,7 @@ def read_text(source, fmt: str, declared: pa.Schema | None = None) -> pa.Table:
         text = Path(source).read_text() if local else bytes(source).decode("utf-8")
         rows = [json.loads(line) for line in text.splitlines() if line.strip()]
         names = list(dict.fromkeys(k for r in rows for k in r))
-        return pa.table({n: pa.array([_as_text(r.get(n)) for r in rows], pa.string()) for n in names})
+        return pa.table({n: pa.array([as_text(r.get(n)) for r in rows], pa.string()) for n in names})
     import pyarrow.csv as pcsv
 
     if local:
@@ -91,7 +91,7 @@ def _typed_json(source, declared: pa.Schema) -> pa.Table | None:
     return table.select(keep)
 
 
-def _as_text(value):
+def as_text(value):
     if value is None:
         return None
     if isinstance(value, bool):
@@ -103,22 +103,22 @@ def conform(table: pa.Table, schema: pa.Schema, rowtime: str, path: str) -> pa.T
     """Cast to the declared schema (missing columns are NULL), plus the bound marker."""
     out = {}
     n = table.num_rows
-    table = _match_names(table, schema, path)
+    table = match_names(table, schema, path)
     for f in schema:
         if f.name not in table.column_names:
             out[f.name] = pa.nulls(n, _TS if pa.types.is_timestamp(f.type) else f.type)
             continue
         col = table.column(f.name)
         try:
-            out[f.name] = _cast(col, f.type)
+            out[f.name] = cast_column(col, f.type)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
             raise ValueError(f"{path}: column {f.name} does not read as {f.type}: {error}") from None
     bound = table.column(BOUND) if BOUND in table.column_names else pa.nulls(n, pa.bool_())
-    out[BOUND] = pc.fill_null(_cast(bound, pa.bool_()), False)
+    out[BOUND] = pc.fill_null(cast_column(bound, pa.bool_()), False)
     return pa.table(out, schema=staged_schema(schema))
 
 
-def _match_names(table: pa.Table, schema: pa.Schema, path: str) -> pa.Table:
+def match_names(table: pa.Table, schema: pa.Schema, path: str) -> pa.Table:
     """Unquoted SQL names are case-insensitive: a declared `orderid` reads the field `orderId`."""
     present = set(table.column_names)
     renames = {}
@@ -133,7 +133,7 @@ def _match_names(table: pa.Table, schema: pa.Schema, path: str) -> pa.Table:
     return table.rename_columns([renames.get(c, c) for c in table.column_names]) if renames else table
 
 
-def _cast(col, target: pa.DataType):
+def cast_column(col, target: pa.DataType):
     if pa.types.is_timestamp(target):
         if pa.types.is_timestamp(col.type):
             return pc.cast(col, _TS) if col.type.tz else pc.assume_timezone(pc.cast(col, pa.timestamp("us")), "UTC")

@@ -59,6 +59,7 @@ class Manifest:
     steps: int = 0
     rows: int = 0
     late_rows: int = 0
+    rejected_rows: int = 0  # rows that could not be read: dead letters (io/rejects.py)
     max_rowtime_us: int | None = None
     bound_us: int | None = None
     ended: bool = False  # the end-of-input bound has been staged
@@ -97,6 +98,7 @@ class InputSpec:
     storage: dict | None = None
     # connector 'kinesis' (path kinesis://STREAM): stream, start, start_timestamp_us, idle_ms
     kinesis: dict | None = None
+    on_error: str = "dead_letter"  # a row that cannot be read: 'dead_letter' (set aside) or 'fail'
 
     def to_json(self) -> str:
         d = {
@@ -113,6 +115,7 @@ class InputSpec:
             d["storage"] = self.storage
         if self.kinesis is not None:
             d["kinesis"] = self.kinesis
+        d["on_error"] = self.on_error
         return json.dumps(d)
 
     @classmethod
@@ -173,7 +176,12 @@ class Stager:
             new = self._new_files(m)
             if not new and not ending:
                 return m.steps
-            table = pa.concat_tables([self._read(p) for p in new]) if new else self.staged_schema.empty_table()
+            reads = [self._read(p) for p in new]
+            table = pa.concat_tables([t for t, _ in reads]) if new else self.staged_schema.empty_table()
+            rejected = [r for _, bad in reads for r in bad]
+            if rejected:
+                self._write_rejected(rejected, m.steps)
+                m.rejected_rows += len(rejected)
         on_time, late, bounds = self._split(table, self.clock_us(m))
         if late.num_rows:
             self._write_late(late, m.steps)
@@ -259,7 +267,11 @@ class Stager:
             self._filesystem = settings.filesystem()
         return self._filesystem
 
-    def _read(self, path: str) -> pa.Table:
+    def _read(self, path: str) -> tuple[pa.Table, list[dict]]:
+        """(the file's rows conformed to the schema, its rejected records: io/rejects.py). A storage
+        error is raised as is: only rows that are there and cannot be read are rejected."""
+        from streamjoin.io.rejects import RejectedRow, read_lenient
+
         fmt = self.spec.format
         if fmt not in _FORMATS:
             raise ValueError(f"input {self.spec.alias}: unknown format '{fmt}' (use json, csv or parquet)")
@@ -270,13 +282,34 @@ class Stager:
             opener = self._s3().open_input_file if fmt == "parquet" else self._s3().open_input_stream
             with opener(f"{bucket}/{key}") as f:
                 source = f.read()
-        if fmt == "parquet":
-            import pyarrow.parquet as pq
+        try:
+            if fmt == "parquet":
+                import pyarrow.parquet as pq
 
-            table = pq.read_table(source if isinstance(source, str) else pa.BufferReader(source))
-        else:
-            table = read_text(source, fmt, self.spec.schema)
-        return conform(table, self.spec.schema, self.spec.rowtime, path)
+                table = pq.read_table(source if isinstance(source, str) else pa.BufferReader(source))
+            else:
+                table = read_text(source, fmt, self.spec.schema)
+            table = conform(table, self.spec.schema, self.spec.rowtime, path)
+            if self._rowtimes_usable(table):
+                return table, []
+        except (ValueError, pa.ArrowException):  # json.JSONDecodeError is a ValueError
+            pass
+        data = Path(source).read_bytes() if isinstance(source, str) else bytes(source)
+        kept, rejected = read_lenient(data, fmt, self.spec.schema, self.spec.rowtime, path, self.spec.alias)
+        if rejected and self.spec.on_error == "fail":
+            raise RejectedRow(rejected[0])
+        return kept, rejected
+
+    def _rowtimes_usable(self, table: pa.Table) -> bool:
+        """Every row (not bound) has a rowtime in the supported range."""
+        rows = table.filter(pc.invert(pc.fill_null(table.column(BOUND), False)))
+        rowtimes = pc.cast(rows.column(self.spec.rowtime), pa.int64())
+        if rowtimes.null_count:
+            return False
+        if not len(rowtimes):
+            return True
+        low, high = pc.min_max(rowtimes).values()
+        return EARLIEST_US <= low.as_py() and high.as_py() < END_US
 
     def _split(self, table: pa.Table, clock_us: int | None):
         """(on-time rows, late rows, bounds) of rows in arrival order. Lateness is decided per
@@ -310,6 +343,19 @@ class Stager:
         table = table.select(self.staged_schema.names).cast(self.staged_schema)
         # uncompressed: written once, read once, on local disk; row groups Spark can split between
         pq.write_table(table, tmp, row_group_size=STEP_CHUNK, compression="none")
+        os.replace(tmp, path)
+
+    @property
+    def rejected_dir(self) -> Path:
+        """`<...>/rejected/<input>/`, beside the late rows' `<...>/late/<input>/`."""
+        return self.late_dir.parent.parent / "rejected" / self.late_dir.name
+
+    def _write_rejected(self, rejected: list[dict], step: int) -> None:
+        """The step's dead letters, one JSON object a line (rewritten whole if the step is redone)."""
+        self.rejected_dir.mkdir(parents=True, exist_ok=True)
+        path = self.rejected_dir / f"rejected-{step:08d}.jsonl"
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rejected))
         os.replace(tmp, path)
 
     def _write_late(self, late: pa.Table, step: int) -> None:

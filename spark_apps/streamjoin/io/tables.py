@@ -65,13 +65,16 @@ def read_files(path: str, fmt: str, schema: pa.Schema) -> pa.Table:
     files = sorted(p for p in root.iterdir() if p.is_file() and not p.name.startswith((".", "_"))) if root.is_dir() else [root]
     parts = []
     for p in files:
-        if fmt == "parquet":
-            raw = pq.read_table(p)
-        elif fmt in ("csv", "json"):
-            raw = read_text(str(p), fmt)
-        else:
+        if fmt not in ("csv", "json", "parquet"):
             raise ValueError(f"table {path}: unknown format '{fmt}' (use csv, json or parquet)")
-        parts.append(conform(raw, schema, None, str(p)).drop_columns([BOUND]))
+        try:
+            raw = pq.read_table(p) if fmt == "parquet" else read_text(str(p), fmt)
+            parts.append(conform(raw, schema, None, str(p)).drop_columns([BOUND]))
+        except (ValueError, pa.ArrowException) as error:
+            # a table must be whole: fail, naming the first row that cannot be read (FILE:LINE[:COL])
+            from streamjoin.io.rejects import first_rejected
+
+            raise (first_rejected(p.read_bytes(), fmt, schema, None, str(p)) or error) from None
     if not parts:
         return conform(pa.table({}), schema, None, path).drop_columns([BOUND])
     return pa.concat_tables(parts)

@@ -46,9 +46,21 @@ def input_specs(script: Script, query: Query, checkpoint: Path, late_root: Path,
                 # read when the query is planned: the stager uses these (docs/storage.md)
                 storage=asdict(S3Settings.from_env()) if is_s3(path) else (settings_from_env() if kinesis else None),
                 kinesis=kinesis,
+                on_error=on_error(r),
             )
         )
     return specs
+
+
+def on_error(relation: Relation) -> str:
+    """What a row of this stream that cannot be read does: 'dead_letter' (the default) or 'fail'."""
+    from streamjoin.io.rejects import ON_ERROR
+
+    chosen = (relation.option("on_error") or "dead_letter").lower()
+    if chosen not in ON_ERROR:
+        raise Unsupported(f"stream '{relation.name}': on_error = '{chosen}': use 'dead_letter' (set bad rows aside "
+                          "under rejected/) or 'fail' (stop at the first, naming file, line and column)")
+    return chosen
 
 
 def kinesis_options(relation: Relation) -> dict:

@@ -43,6 +43,8 @@ class Status:
                 "files": len(m.files),
                 "clock": format_instant(clock),
                 "late_rows_output": s.spec.late_dir,
+                "rejected_rows": m.rejected_rows,
+                "rejected_rows_output": str(s.rejected_dir),
             }
         known = [c for c in clocks if c is not None]
         join_clock = min(known) if len(known) == len(clocks) and known else None
@@ -62,6 +64,7 @@ class Status:
             "rows_emitted_this_run": emitted - self.emitted_before,
             **self.sink.status(),
             "late_rows": sum(v["late_rows"] for v in inputs.values()),
+            "rejected_rows": sum(v["rejected_rows"] for v in inputs.values()),
             # Spark's state rows, or for streamjoin's operator the join rows it holds
             "state_rows": self.sink.status().get("operator_state_rows", state_rows(progress))
             + sum(state_rows(r.query.lastProgress or {}) for r in self.upstream),
@@ -89,6 +92,7 @@ class Status:
         return (
             f"streamjoin: batch {snap['batch']} read {reads} emitted {snap['rows_emitted_this_run']} "
             f"late {snap['late_rows']} state {snap['state_rows']} clock {snap['join_clock']}"
+            + (f" rejected {snap['rejected_rows']}" if snap.get("rejected_rows") else "")
         )
 
 
@@ -97,7 +101,9 @@ def summary(status: dict) -> str:
     runs of the same checkpoint emitted rows too, their total follows."""
     this_run = status.get("rows_emitted_this_run", status["rows_emitted"])
     total = f" ({status['rows_emitted']} over every run of this checkpoint)" if status["rows_emitted"] != this_run else ""
-    return f"{status['state']}: {this_run} rows emitted{total}, {status['late_rows']} late rows"
+    rejected = status.get("rejected_rows") or 0
+    dead = f", {rejected} rejected rows (rejected/ beside late/: file, line and reason each)" if rejected else ""
+    return f"{status['state']}: {this_run} rows emitted{total}, {status['late_rows']} late rows{dead}"
 
 
 def state_rows(progress: dict) -> int:
