@@ -78,6 +78,9 @@ class Analyzer:
                 self.settings.append((key, value))
         elif isinstance(st, exp.Insert):
             target = st.this.this if isinstance(st.this, exp.Schema) else st.this
+            if st.expression is None:
+                self.where.fail("INSERT INTO needs a sink and a query: INSERT INTO sink SELECT STREAM ...", st,
+                                "name the sink after INTO, then the query")
             self.final(st.expression, sink=relation_name(target))
         elif isinstance(st, exp.Query):
             self.final(st)
