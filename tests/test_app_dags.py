@@ -38,6 +38,10 @@ def test_streaming_join_apps_starts_the_app_and_restarts_it_after_it_is_killed(a
         os.kill(beat["pid"], signal.SIGKILL)
         killed.append(beat["pid"])
         put_sales(sales, "01.json", [(3, "Berlin", 1, "2024-01-01 01:10:00"), (4, "Oslo", 2, "2024-01-01 02:30:00")])
+        # the restarted app has done its work once hour 01 is marked: a graceful stop ends the run
+        # there instead of at run_seconds (the bound stays, for a slow machine)
+        wait_for(lambda: len(complete_hours(output)) == 2, timeout=240, what="hour 01 marked by the restarted app")
+        Control(app_env.checkpoint).request("stop", "test done")
 
     killer = threading.Thread(target=kill_once_running_then_feed, daemon=True)
     killer.start()
@@ -45,6 +49,7 @@ def test_streaming_join_apps_starts_the_app_and_restarts_it_after_it_is_killed(a
                     env=SPARK, timeout=600)
     killer.join(timeout=5)
     assert run.succeeded, run.tail()
+    assert "hourly_city_sales: ended gracefully" in run.output  # by the stop request, not at run_seconds
     assert run.task_states["run_hourly_city_sales"] == "success" and killed
     assert "died (exit code" in run.output and "restarting from its checkpoint (1 of 3)" in run.output
     assert refresh_ops.status(app_env)["pid"] != killed[0]  # the run ended on a restarted driver

@@ -22,6 +22,7 @@ D = "2024-01-01 "
 ORDERS = [(D + "10:00:00", 100), (D + "10:10:00", 101), (D + "10:20:00", 102), (D + "10:25:00", 103), (D + "10:40:00", 104)]
 SHIPMENTS = [(D + "10:30:00", 101), (D + "10:45:00", 100), (D + "10:55:00", 103), (D + "11:05:00", 103), (D + "11:30:00", 104)]
 SHARD_1 = str(2**127)  # an explicit hash key in the second of two shards (the first: "0")
+SHARD_1_ID = "shardId-000000000001"
 
 
 @pytest.fixture
@@ -131,11 +132,31 @@ def test_a_stager_started_again_reads_the_held_records_again_and_the_staged_ones
     assert staged(again) == [5, 10, 20, 30] and again.manifest().rows == 4
 
 
-def test_a_malformed_record_fails_the_query_with_the_shard_that_holds_it(spark, stream, tmp_path):
+def test_a_malformed_record_fails_the_query_with_the_shard_that_holds_it_when_on_error_is_fail(spark, stream, tmp_path):
     kinesis.client().put_record(StreamName=stream, Data=b"not json", PartitionKey="1", ExplicitHashKey="0")
-    sql = f"CREATE STREAM s (k INT) WITH (connector = 'kinesis', stream = '{stream}');\nSELECT STREAM k FROM s;"
+    sql = (f"CREATE STREAM s (k INT) WITH (connector = 'kinesis', stream = '{stream}', on_error = 'fail');\n"
+           "SELECT STREAM k FROM s;")
     with pytest.raises(Exception, match="shardId-000000000000"):
         run_to_end(start(spark, sql, tmp_path, until_idle=True))
+
+
+def test_malformed_records_are_dead_letters_naming_shard_and_sequence_and_the_good_ones_run(spark, stream, tmp_path):
+    client = kinesis.client()
+    put(stream, [{"rowtime": ts(1_000), "k": 1}], hash_key=SHARD_1)
+    bad = client.put_record(StreamName=stream, Data=b"not json", PartitionKey="1", ExplicitHashKey=SHARD_1)
+    wrong = client.put_record(StreamName=stream, Data=b'{"rowtime": "2024-01-01 00:00:02", "k": "two"}',
+                              PartitionKey="1", ExplicitHashKey=SHARD_1)
+    put(stream, [{"rowtime": ts(3_000), "k": 3}], hash_key=SHARD_1)
+    sql = f"CREATE STREAM s (k INT) WITH (connector = 'kinesis', stream = '{stream}');\nSELECT STREAM k FROM s;"
+    status = run_to_end(start(spark, sql, tmp_path, until_idle=True))
+    assert [r["k"] for r in read_output(tmp_path / "out")] == [1, 3]
+    assert status["inputs"]["s"]["rejected_rows"] == 2 and status["inputs"]["s"]["rows_read"] == 2
+    letters = [json.loads(line) for f in sorted((tmp_path / "out" / "rejected" / "s").glob("*.jsonl"))
+               for line in f.read_text().splitlines()]
+    assert [(r["input"], r["source"], r["sequence"], r["raw"]) for r in letters] == [
+        ("s", f"kinesis://{stream}/{SHARD_1_ID}", bad["SequenceNumber"], "not json"),
+        ("s", f"kinesis://{stream}/{SHARD_1_ID}", wrong["SequenceNumber"], '{"rowtime": "2024-01-01 00:00:02", "k": "two"}')]
+    assert "does not read as int32" in letters[1]["reason"]
 
 
 @pytest.mark.parametrize(("options", "message"), [

@@ -87,10 +87,13 @@ class _Shard:
 class KinesisSource:
     """Reads one Kinesis stream for one input (see the module docstring)."""
 
-    def __init__(self, options: dict, storage: dict | None, parse):
+    def __init__(self, options: dict, storage: dict | None, parse, on_error: str = "fail"):
         """`options`: stream, start, start_timestamp (µs), idle_ms; `parse(datas, arrivals_us)`
         turns record data into a conformed Arrow table (one row per record, the rowtime column
-        filled), raising on a malformed record."""
+        filled), raising on a malformed record. `on_error`: 'fail' (such a record fails the
+        input) or 'dead_letter' (it is set aside in `rejected`, for the stager to write)."""
+        self.on_error = on_error
+        self.rejected: list[dict] = []  # records that could not be read, not yet written
         self.stream = options["stream"]
         self.start = options.get("start", "trim_horizon")
         self.start_us = options.get("start_timestamp_us")
@@ -158,24 +161,28 @@ class KinesisSource:
             records, behind = self._read(shard, first_start_us)
             if records:
                 got = True
-                table = self._parse(shard, records)
+                table, sequences = self._parse(shard, records)
                 table = table.append_column("__shard", pa.array([shard.id] * table.num_rows, pa.string()))
-                table = table.append_column("__seq", pa.array([r["SequenceNumber"] for r in records], pa.string()))
+                table = table.append_column("__seq", pa.array(sequences, pa.string()))
                 out.append(table)
             shard.caught_up = not records and not behind
             shard.quiet_since = (shard.quiet_since or time.time()) if shard.caught_up else None
             shard.finished = shard.finished or (shard.caught_up and shard.closed)
         return got
 
-    def _parse(self, shard: _Shard, records: list) -> pa.Table:
-        """The records as rows; a malformed one fails the input, naming its shard and sequence number."""
+    def _parse(self, shard: _Shard, records: list) -> tuple[pa.Table, list[str]]:
+        """(the records as rows, each row's sequence number); a malformed record fails the input,
+        naming its shard and sequence number, or, with on_error 'dead_letter', is set aside."""
         import json
 
         where = f"kinesis://{self.stream}/{shard.id}"
         try:
-            return self.parse([r["Data"] for r in records],
-                              [int(r["ApproximateArrivalTimestamp"].timestamp() * 1_000_000) for r in records], where)
+            return (self.parse([r["Data"] for r in records],
+                               [int(r["ApproximateArrivalTimestamp"].timestamp() * 1_000_000) for r in records], where),
+                    [r["SequenceNumber"] for r in records])
         except (ValueError, pa.ArrowException) as error:
+            if self.on_error == "dead_letter":
+                return self._parse_each(where, records)
             for r in records:
                 try:
                     if not isinstance(json.loads(r["Data"]), dict):
@@ -185,6 +192,22 @@ class KinesisSource:
                                      f"{str(bad).splitlines()[0]}") from None
             reason = str(error).splitlines()[0] if str(error) else type(error).__name__
             raise ValueError(reason if reason.startswith(where) else f"{where}: {reason}") from None
+
+    def _parse_each(self, where: str, records: list) -> tuple[pa.Table, list[str]]:
+        """The records that read, one at a time; each other one becomes a dead letter naming its
+        shard and sequence number (io/rejects.py's record, `sequence` for `line`)."""
+        from streamjoin.io.rejects import dead_letter
+
+        tables, kept = [], []
+        for r in records:
+            try:
+                tables.append(self.parse([r["Data"]], [int(r["ApproximateArrivalTimestamp"].timestamp() * 1_000_000)], where))
+                kept.append(r)
+            except (ValueError, pa.ArrowException) as error:
+                reason = (str(error).splitlines()[0] if str(error) else type(error).__name__).removeprefix(f"{where}: ")
+                self.rejected.append(dead_letter(None, where, None, r["Data"], reason, sequence=r["SequenceNumber"]))
+        table = pa.concat_tables(tables) if tables else self.parse([], [], where)
+        return table, [r["SequenceNumber"] for r in kept]
 
     def _read(self, shard: _Shard, first_start_us: int) -> tuple[list, bool]:
         """Records after `read_seq` (up to RECORDS_PER_POLL); and whether the shard is behind its tip."""

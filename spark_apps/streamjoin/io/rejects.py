@@ -43,13 +43,7 @@ def read_lenient(data: bytes, fmt: str, schema: pa.Schema, rowtime: str | None, 
     """(the rows that read, conformed to `schema` with the bound marker; the rejected records).
     A row needs a rowtime (`rowtime`, unless None) within 0001-01-01 .. 7999-12-31."""
     def reject(line: int | None, raw, reason: str, column: int | None = None) -> dict:
-        text = raw if isinstance(raw, str) or raw is None else raw.decode("utf-8", errors="replace")
-        record = {"input": alias, "source": source, "line": line, "column": column, "reason": reason}
-        if text is not None and len(text) > RAW_LIMIT:
-            record["reason"] += f" (line of {len(text)} characters; raw cut to the first {RAW_LIMIT})"
-            text = text[:RAW_LIMIT]
-        record["raw"] = text
-        return record
+        return dead_letter(alias, source, line, raw, reason, column)
 
     rejected: list[dict] = []
     if fmt == "parquet":
@@ -88,6 +82,20 @@ def read_lenient(data: bytes, fmt: str, schema: pa.Schema, rowtime: str | None, 
     kept = conform(table.filter(keep), schema, rowtime, source)
     rejected.sort(key=lambda r: (r["line"] is None, r["line"] or 0))
     return kept, rejected
+
+
+def dead_letter(alias: str | None, source: str, line: int | None, raw, reason: str, column: int | None = None,
+                sequence: str | None = None) -> dict:
+    """One rejected record (a huge raw text is cut, and the reason says so)."""
+    text = raw if isinstance(raw, str) or raw is None else bytes(raw).decode("utf-8", errors="replace")
+    record = {"input": alias, "source": source, "line": line, "column": column, "reason": reason}
+    if sequence is not None:
+        record["sequence"] = sequence  # a Kinesis record: its sequence number in the shard `source` names
+    if text is not None and len(text) > RAW_LIMIT:
+        record["reason"] += f" (line of {len(text)} characters; raw cut to the first {RAW_LIMIT})"
+        text = text[:RAW_LIMIT]
+    record["raw"] = text
+    return record
 
 
 def first_rejected(data: bytes, fmt: str, schema: pa.Schema, rowtime: str | None, source: str) -> RejectedRow | None:

@@ -180,7 +180,7 @@ class Stager:
             table = pa.concat_tables([t for t, _ in reads]) if new else self.staged_schema.empty_table()
             rejected = [r for _, bad in reads for r in bad]
             if rejected:
-                self._write_rejected(rejected, m.steps)
+                self._write_rejected(rejected, f"{m.steps:08d}")
                 m.rejected_rows += len(rejected)
         on_time, late, bounds = self._split(table, self.clock_us(m))
         if late.num_rows:
@@ -229,10 +229,19 @@ class Stager:
             return table
 
         if self._kinesis is None:
-            self._kinesis = KinesisSource(self.spec.kinesis, self.spec.storage, parse)
+            self._kinesis = KinesisSource(self.spec.kinesis, self.spec.storage, parse, self.spec.on_error)
         if m.first_start_us is None:
             m.first_start_us = int(time.time() * 1_000_000)
         table, m.shards = self._kinesis.poll(m.shards, self.spec.rowtime, ending, m.first_start_us)
+        rejected, self._kinesis.rejected = self._kinesis.rejected, []
+        if rejected:
+            # named by the first record: read again after a crash, the same batch rewrites the same file
+            first = rejected[0]
+            self._write_rejected([dict(r, input=self.spec.alias) for r in rejected],
+                                 f"{first['source'].rsplit('/', 1)[-1]}-{first['sequence']}")
+            m.rejected_rows += len(rejected)
+            if table is None:
+                m.save(self.manifest_path)  # no step to save it with: the count must not wait for one
         return table
 
     def _new_files(self, m: Manifest) -> list[str]:
@@ -350,10 +359,11 @@ class Stager:
         """`<...>/rejected/<input>/`, beside the late rows' `<...>/late/<input>/`."""
         return self.late_dir.parent.parent / "rejected" / self.late_dir.name
 
-    def _write_rejected(self, rejected: list[dict], step: int) -> None:
-        """The step's dead letters, one JSON object a line (rewritten whole if the step is redone)."""
+    def _write_rejected(self, rejected: list[dict], name: str) -> None:
+        """Dead letters, one JSON object a line, in `rejected-<name>.jsonl` (the step's number for
+        files: rewritten whole if the step is redone)."""
         self.rejected_dir.mkdir(parents=True, exist_ok=True)
-        path = self.rejected_dir / f"rejected-{step:08d}.jsonl"
+        path = self.rejected_dir / f"rejected-{name}.jsonl"
         tmp = path.with_suffix(".tmp")
         tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rejected))
         os.replace(tmp, path)
