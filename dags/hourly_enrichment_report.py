@@ -17,8 +17,9 @@ Every hour, for the hour H that just ended:
    fails without retrying (retrying would not change the data, and the alert is out).
 
 Trigger it from the UI with params to (re)check a chosen hour of a chosen app (`hour` empty: the
-hour that just ended). The DAG starts paused; the trigger form's "Unpause on trigger" box (ticked
-by default) also starts its hourly schedule: untick it to run once.
+hour that just ended). The DAG starts paused, and a paused DAG runs nothing, triggered runs
+included: keep the trigger form's "Unpause on trigger" box ticked; unpausing also starts the
+hourly schedule (pause it again to run once).
 Operator's guide: docs/operations.md.
 """
 

@@ -90,17 +90,19 @@ def main() -> int:
     s3 = EmbeddedS3(port=args.s3_port, data_dir=STORE)
     s3.start()
     env = airflow_env(home, s3.env(), args.port)
-    # its own session: Ctrl-C reaches this launcher only, which sends standalone exactly one SIGINT
-    # (a second one, while it shuts down, leaves it hanging)
-    standalone = subprocess.Popen([str(BIN / "airflow"), "standalone"], env=env, cwd=ROOT, start_new_session=True,
-                                  stdout=open(home / "standalone.log", "ab"), stderr=subprocess.STDOUT)
     stop = {"asked": False}
 
     def ask_stop(*_):
         stop["asked"] = True
 
+    # handled before standalone starts: a program started with SIGINT ignored (in the background of
+    # a script, under nohup) would pass "ignored" on to standalone, which then never shuts down
     signal.signal(signal.SIGINT, ask_stop)
     signal.signal(signal.SIGTERM, ask_stop)
+    # its own session: Ctrl-C reaches this launcher only, which sends standalone exactly one SIGINT
+    # (a second one, while it shuts down, leaves it hanging)
+    standalone = subprocess.Popen([str(BIN / "airflow"), "standalone"], env=env, cwd=ROOT, start_new_session=True,
+                                  stdout=open(home / "standalone.log", "ab"), stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{args.port}"
     print(f"starting Airflow standalone (log: {home / 'standalone.log'}) and the embedded S3 on "
           f"{s3.settings.endpoint_url} ...", flush=True)

@@ -130,7 +130,7 @@ def main() -> int:
         say(f"   every object is a file under {bucket.relative_to(ROOT)}/ (open a report there in a browser)")
         say(f"demo {'passed' if ok else 'FAILED'} in {time.time() - started:.0f} s. `make airflow` next finds all of it "
             f"(the same S3 folder, the app's checkpoint in {app.checkpoint.relative_to(ROOT)}): trigger "
-            f"hourly_enrichment_report with hour {verdicts and next(iter(verdicts))} to see a run succeed at once")
+            f"hourly_enrichment_report with hour 2024-01-01T02 (README: the first hour) to see a run succeed at once")
         return 0 if ok else 1
     finally:
         if process is not None and process.poll() is None:
