@@ -143,3 +143,32 @@ def test_a_table_row_that_cannot_be_read_fails_the_table_naming_file_and_line(tm
     with pytest.raises(RejectedRow) as failed:
         read_files(str(folder), "csv", pa.schema([("city", pa.string()), ("population", pa.int64())]))
     assert str(failed.value) == f'{folder / "cities.csv"}:3: column population: "lots" does not read as int64'
+
+
+def test_a_rowtime_beyond_future_limit_is_a_dead_letter_and_cannot_make_the_other_rows_late(spark, tmp_path):
+    """One producer's clock a year ahead would move the clock past every later row (all late)."""
+    import datetime as dt
+
+    now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
+    stamp = lambda t: t.strftime("%Y-%m-%d %H:%M:%S.000")  # noqa: E731
+    rows = [{"k": 1, "va": "a1", "ta": stamp(now - dt.timedelta(minutes=5))},
+            {"k": 2, "va": "bad clock", "ta": stamp(now + dt.timedelta(days=365))},
+            {"k": 3, "va": "a3", "ta": stamp(now - dt.timedelta(minutes=4))}]
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "p1.json").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "p1.json").write_text("".join(json.dumps({"k": r["k"], "vb": f"b{r['k']}", "tb": r["ta"]}) + "\n"
+                                                    for r in (rows[0], rows[2])))
+    sql = JOIN.format(fmt="json", dir=tmp_path, extra=", future_limit = '1 HOUR'")
+    out, status = run_until_idle(spark, sql, tmp_path)
+    assert sorted((r["k"], r["vb"]) for r in out) == [(1, "b1"), (3, "b3")]
+    assert status["inputs"]["a"]["late_rows"] == 0 and status["inputs"]["a"]["rejected_rows"] == 1
+    (letter,) = rejected_records(tmp_path / "out" / "rejected" / "a")
+    assert letter["line"] == 2 and "is more than future_limit (3600000 ms) ahead of the wall clock" in letter["reason"]
+
+
+def test_a_bad_future_limit_is_rejected_by_check_at_its_statement(tmp_path):
+    sql = tmp_path / "q.sql"
+    sql.write_text(JOIN.format(fmt="json", dir=tmp_path, extra=", future_limit = 'soon'"))
+    done = streamjoin("check", sql)
+    assert done.returncode == 2 and "bad future_limit 'soon'" in done.stderr and f"{sql}:2:" in done.stderr

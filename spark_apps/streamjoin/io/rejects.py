@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 
 from streamjoin.io.formats import BOUND, as_text, cast_column, conform, match_names, staged_schema
 from streamjoin.io.instants import EARLIEST_US, END_US
+from streamjoin.io.jsonlines import format_instant
 
 RAW_LIMIT = 65_536  # characters of a rejected line kept (a huge line is cut, and says so)
 ON_ERROR = ("dead_letter", "fail")
@@ -39,9 +40,11 @@ class RejectedRow(ValueError):
 
 
 def read_lenient(data: bytes, fmt: str, schema: pa.Schema, rowtime: str | None, source: str,
-                 alias: str | None = None) -> tuple[pa.Table, list[dict]]:
+                 alias: str | None = None, latest_us: int | None = None,
+                 future_limit_ms: int | None = None) -> tuple[pa.Table, list[dict]]:
     """(the rows that read, conformed to `schema` with the bound marker; the rejected records).
-    A row needs a rowtime (`rowtime`, unless None) within 0001-01-01 .. 7999-12-31."""
+    A row needs a rowtime (`rowtime`, unless None) within 0001-01-01 .. 7999-12-31, and at most
+    `latest_us` (the wall clock plus the stream's `future_limit_ms`) when that is given."""
     def reject(line: int | None, raw, reason: str, column: int | None = None) -> dict:
         return dead_letter(alias, source, line, raw, reason, column)
 
@@ -76,6 +79,9 @@ def read_lenient(data: bytes, fmt: str, schema: pa.Schema, rowtime: str | None, 
                     bad[i] = f"no rowtime: {rowtime} is missing or NULL"
                 elif t is not None and not EARLIEST_US <= t < END_US:
                     bad[i] = f"rowtime {rowtime} outside the supported range 0001-01-01 to 7999-12-31"
+                elif t is not None and latest_us is not None and t > latest_us and not b:
+                    bad[i] = (f"rowtime {rowtime} {format_instant(t)} is more than future_limit ({future_limit_ms} ms) "
+                              f"ahead of the wall clock {format_instant(latest_us - (future_limit_ms or 0) * 1000)}")
     for i in sorted(bad):
         rejected.append(reject(lines[i], raws[i] if raws[i] is not None else _row_text(table, i), bad[i]))
     keep = pa.array([i not in bad for i in range(table.num_rows)], pa.bool_())

@@ -99,6 +99,9 @@ class InputSpec:
     # connector 'kinesis' (path kinesis://STREAM): stream, start, start_timestamp_us, idle_ms
     kinesis: dict | None = None
     on_error: str = "dead_letter"  # a row that cannot be read: 'dead_letter' (set aside) or 'fail'
+    # a row whose rowtime is further than this ahead of the wall clock when read is set aside as
+    # unreadable (one bad clock must not move the watermark past every other row); None: no limit
+    future_limit_ms: int | None = None
 
     def to_json(self) -> str:
         d = {
@@ -116,6 +119,7 @@ class InputSpec:
         if self.kinesis is not None:
             d["kinesis"] = self.kinesis
         d["on_error"] = self.on_error
+        d["future_limit_ms"] = self.future_limit_ms
         return json.dumps(d)
 
     @classmethod
@@ -279,8 +283,12 @@ class Stager:
     def _read(self, path: str) -> tuple[pa.Table, list[dict]]:
         """(the file's rows conformed to the schema, its rejected records: io/rejects.py). A storage
         error is raised as is: only rows that are there and cannot be read are rejected."""
+        import time
+
         from streamjoin.io.rejects import RejectedRow, read_lenient
 
+        limit = self.spec.future_limit_ms
+        latest_us = int(time.time() * 1_000_000) + limit * 1000 if limit is not None else None
         fmt = self.spec.format
         if fmt not in _FORMATS:
             raise ValueError(f"input {self.spec.alias}: unknown format '{fmt}' (use json, csv or parquet)")
@@ -299,18 +307,19 @@ class Stager:
             else:
                 table = read_text(source, fmt, self.spec.schema)
             table = conform(table, self.spec.schema, self.spec.rowtime, path)
-            if self._rowtimes_usable(table):
+            if self._rowtimes_usable(table, latest_us):
                 return table, []
         except (ValueError, pa.ArrowException):  # json.JSONDecodeError is a ValueError
             pass
         data = Path(source).read_bytes() if isinstance(source, str) else bytes(source)
-        kept, rejected = read_lenient(data, fmt, self.spec.schema, self.spec.rowtime, path, self.spec.alias)
+        kept, rejected = read_lenient(data, fmt, self.spec.schema, self.spec.rowtime, path, self.spec.alias,
+                                      latest_us, self.spec.future_limit_ms)
         if rejected and self.spec.on_error == "fail":
             raise RejectedRow(rejected[0])
         return kept, rejected
 
-    def _rowtimes_usable(self, table: pa.Table) -> bool:
-        """Every row (not bound) has a rowtime in the supported range."""
+    def _rowtimes_usable(self, table: pa.Table, latest_us: int | None = None) -> bool:
+        """Every row (not bound) has a rowtime in the supported range (and at most `latest_us`)."""
         rows = table.filter(pc.invert(pc.fill_null(table.column(BOUND), False)))
         rowtimes = pc.cast(rows.column(self.spec.rowtime), pa.int64())
         if rowtimes.null_count:
@@ -318,7 +327,7 @@ class Stager:
         if not len(rowtimes):
             return True
         low, high = pc.min_max(rowtimes).values()
-        return EARLIEST_US <= low.as_py() and high.as_py() < END_US
+        return EARLIEST_US <= low.as_py() and high.as_py() < END_US and (latest_us is None or high.as_py() <= latest_us)
 
     def _split(self, table: pa.Table, clock_us: int | None):
         """(on-time rows, late rows, bounds) of rows in arrival order. Lateness is decided per

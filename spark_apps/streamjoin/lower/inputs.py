@@ -13,6 +13,7 @@ from streamjoin.io.s3 import S3Settings, is_s3
 from streamjoin.io.staging import InputSpec
 from streamjoin.io.types import arrow_schema
 from streamjoin.plan.model import Kind, Query, Relation, Script
+from streamjoin.plan.windows import interval_ms
 
 STREAM_CONNECTORS = ("files", "s3", "kinesis")
 
@@ -47,6 +48,7 @@ def input_specs(script: Script, query: Query, checkpoint: Path, late_root: Path,
                 storage=asdict(S3Settings.from_env()) if is_s3(path) else (settings_from_env() if kinesis else None),
                 kinesis=kinesis,
                 on_error=on_error(r),
+                future_limit_ms=interval_ms(r.option("future_limit"), None) if r.option("future_limit") else None,
             )
         )
     return specs

@@ -94,5 +94,11 @@ def _rowtime(columns, options, watermark, where: Located, create) -> tuple[str, 
             lateness = interval_ms(options["lateness"], None)
         except ValueError as error:
             where.fail(f"bad lateness '{options['lateness']}': {error}", create, "write e.g. lateness = '10 SECONDS'")
+    if "future_limit" in options:
+        try:
+            interval_ms(options["future_limit"], None)
+        except ValueError as error:
+            where.fail(f"bad future_limit '{options['future_limit']}': {error}", create,
+                       "write e.g. future_limit = '1 HOUR' (rows further ahead of the wall clock are set aside)")
     return rowtime, lateness
 
