@@ -97,8 +97,8 @@ def test_a_run_without_checkpoint_leaves_no_temporary_folder_after_success_or_fa
     write_jsonl(tmp_path / "bad" / "1.json", [{"rowtime": ts(0), "k": "not a number"}])
     for name, code in (("good", 0), ("bad", 1)):
         query = tmp_path / f"{name}.sql"
-        query.write_text(f"CREATE STREAM a (k INT) WITH (connector = 'files', format = 'json', path = '{tmp_path / name}');\n"
-                         "SELECT STREAM * FROM a;")
+        query.write_text(f"CREATE STREAM a (k INT) WITH (connector = 'files', format = 'json', path = '{tmp_path / name}', "
+                         "on_error = 'fail');\nSELECT STREAM * FROM a;")
         result = subprocess.run([sys.executable, "-m", "streamjoin.cli", "run", str(query), "--until-idle"],
                                 capture_output=True, text=True, timeout=300, env=env)
         assert result.returncode == code, result.stderr[-2000:]

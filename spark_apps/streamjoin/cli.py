@@ -157,8 +157,8 @@ def _run(args) -> int:
     if args.checkpoint or args.output != "-":
         print(f"streamjoin: checkpoint {checkpoint}, late rows under {late}", file=sys.stderr)
     else:
-        print(f"streamjoin: temporary checkpoint {checkpoint} (removed at exit); late rows are counted, not kept "
-              "(--output DIR or --checkpoint DIR keeps them)", file=sys.stderr)
+        print(f"streamjoin: temporary checkpoint {checkpoint} (removed at exit); late and rejected rows are counted, "
+              "not kept (--output DIR or --checkpoint DIR keeps them)", file=sys.stderr)
     try:
         statuses = _run_on_spark(pipeline, settings, checkpoint, args)
     finally:

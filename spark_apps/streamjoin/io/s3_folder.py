@@ -109,27 +109,27 @@ class FolderMirror:
     def wsgi(self, app):
         """`app`, syncing the folder after every request that may have changed an object."""
 
-        def mirrored(environ, start_response):
+        def mirrored(request, start_response):  # `request`: the WSGI environ of one request
             # Kinesis (and every JSON-protocol service) says X-Amz-Target; S3 never does
-            if environ.get("REQUEST_METHOD") not in MUTATING or "HTTP_X_AMZ_TARGET" in environ:
-                return app(environ, start_response)
+            if request.get("REQUEST_METHOD") not in MUTATING or "HTTP_X_AMZ_TARGET" in request:
+                return app(request, start_response)
             with self._lock:  # no other change between this request and its sync
-                response = app(environ, start_response)
+                response = app(request, start_response)
                 try:
-                    self._after(environ)
+                    self._after(request)
                 except Exception as error:  # noqa: BLE001 - the request succeeded; say loudly that the copy did not
                     print(f"embedded S3: could not write objects to {self.root}: {error}", file=sys.stderr, flush=True)
             return response
 
         return mirrored
 
-    def _after(self, environ) -> None:
+    def _after(self, request) -> None:
         """Sync what a request may have changed: its one object when the path names it (path-style
         URLs: /bucket/key), everything otherwise or when that object is not where the path says."""
-        query = environ.get("QUERY_STRING", "")
-        if environ["REQUEST_METHOD"] == "PUT" and "partNumber=" in query:
+        query = request.get("QUERY_STRING", "")
+        if request["REQUEST_METHOD"] == "PUT" and "partNumber=" in query:
             return  # one part of a multipart upload: no object changes before it completes
-        path = environ.get("PATH_INFO", "").encode("latin-1").decode("utf-8", errors="replace")
+        path = request.get("PATH_INFO", "").encode("latin-1").decode("utf-8", errors="replace")
         bucket, _, key = path.lstrip("/").partition("/")
         if not key or "delete" in query.split("&") or not self._sync_key(bucket, key):
             self.sync()
