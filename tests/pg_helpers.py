@@ -7,8 +7,8 @@ import os
 PG_URL = os.environ.get("STREAMJOIN_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
 
 
-def pg_execute(sql: str) -> None:
-    """Run statements in autocommit mode."""
+def pg_execute(sql: str, fetch: bool = False) -> list[tuple] | None:
+    """Run statements in autocommit mode; `fetch`: return the last one's rows."""
     import psycopg2
     from streamjoin.io import postgres
 
@@ -17,5 +17,6 @@ def pg_execute(sql: str) -> None:
         conn.autocommit = True
         with conn.cursor() as cur:
             cur.execute(sql)
+            return cur.fetchall() if fetch else None
     finally:
         conn.close()

@@ -8,7 +8,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from streamjoin.io.instants import SHIFT_US
-from streamjoin.lower.columns import ET_COLUMN, ROWTIME_COLUMN
+from streamjoin.lower.columns import ET_COLUMN, ROWTIME_COLUMN, q
 from streamjoin.lower.expressions import spark_sql
 from streamjoin.plan.model import Aggregation, Query, sql
 from streamjoin.plan.windows import UNIT_MS
@@ -52,7 +52,7 @@ def aggregate(joined, query: Query, event_time_column: str):
     # buckets start where rowtime - offset is a multiple of the slide: in engine time, SHIFT later
     start = (SHIFT_US // 1000 + (agg.window.offset_ms if agg.window else 0)) % slide
     grouped = joined.groupBy(
-        F.window(F.col(event_time_column), f"{size} milliseconds", f"{slide} milliseconds",
+        F.window(F.col(q(event_time_column)), f"{size} milliseconds", f"{slide} milliseconds",
                  f"{start} milliseconds").alias("__w"),
         *[F.expr(spark_sql(k)).alias(name) for k, name in keys.values()],
     )

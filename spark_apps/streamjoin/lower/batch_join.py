@@ -177,14 +177,14 @@ class BatchJoin:
     def _own(self, frame, n: int):
         from pyspark.sql import functions as F
 
-        rowtime = F.unix_micros(F.col(flat(self.specs[n].alias, self.specs[n].rowtime)))
+        rowtime = F.unix_micros(F.col(q(flat(self.specs[n].alias, self.specs[n].rowtime))))
         return frame.withColumn(_BUCKET, F.floor(rowtime / F.lit(self._width_us())))
 
     def _reach(self, frame, n: int):
         """Input n's rows, once per bucket of the other input their partners lie in."""
         from pyspark.sql import functions as F
 
-        rowtime = F.unix_micros(F.col(flat(self.specs[n].alias, self.specs[n].rowtime)))
+        rowtime = F.unix_micros(F.col(q(flat(self.specs[n].alias, self.specs[n].rowtime))))
         low, high = (self.low_ms, self.high_ms) if n == 0 else (-self.high_ms, -self.low_ms)
         width = F.lit(self._width_us())
         buckets = F.array_distinct(F.array(F.floor((rowtime + F.lit(low * 1000)) / width),
@@ -284,7 +284,7 @@ def _extend(rows, other, columns: list[str]):
     from pyspark.sql import functions as F
 
     types = dict(other.dtypes)
-    return rows.select(*[F.col(c) if c in rows.columns else F.lit(None).cast(types[c]).alias(c) for c in columns])
+    return rows.select(*[F.col(q(c)) if c in rows.columns else F.lit(None).cast(types[c]).alias(c) for c in columns])
 
 
 def _add(us: int, delta: int) -> int:

@@ -36,8 +36,8 @@ def bound_column(alias: str) -> str:
 
 
 def q(name: str) -> str:
-    """A column name quoted for Spark SQL."""
-    return f"`{name}`"
+    """A column name quoted for Spark SQL (a backtick inside it doubled: a name is never SQL)."""
+    return "`" + name.replace("`", "``") + "`"
 
 
 def engine_time(rowtime):
@@ -110,7 +110,7 @@ def rowtime_column(query: Query, aliases: list[str]):
 
     streams = [query.input(a) for a in query.streams() if a in aliases]
     if len(streams) == 1 and not lag(streams[0]):
-        return F.col(flat(streams[0].alias, streams[0].rowtime))
+        return F.col(q(flat(streams[0].alias, streams[0].rowtime)))
     return F.expr(output_rowtime(query, aliases))
 
 
@@ -121,7 +121,7 @@ def event_time(query: Query, aliases: list[str]):
 
     streams = [query.input(a) for a in query.streams() if a in aliases]
     if len(streams) == 1 and not lag(streams[0]):
-        return F.col(et(streams[0].alias))
+        return F.col(q(et(streams[0].alias)))
     return engine_time(F.col(ROWTIME_COLUMN))
 
 
@@ -132,5 +132,5 @@ def one_event_time(joined, aliases: list[str]):
 
     for alias in aliases[1:]:
         if et(alias) in joined.columns:  # an intermediate input's is START (see lower.cut_chain)
-            joined = joined.withColumn(et(alias), F.timestamp_micros(F.unix_micros(F.col(et(alias)))))
+            joined = joined.withColumn(et(alias), F.timestamp_micros(F.unix_micros(F.col(q(et(alias))))))
     return joined

@@ -16,7 +16,7 @@ from sqlglot.errors import SqlglotError
 from streamjoin.errors import Unsupported
 from streamjoin.io.source import SEQUENCE, staged_stream
 from streamjoin.io.staging import BOUND, END_US, InputSpec
-from streamjoin.lower.columns import ET_COLUMN, engine_time, flat
+from streamjoin.lower.columns import ET_COLUMN, engine_time, flat, q
 from streamjoin.lower.expressions import local_sql, python_code, spark_sql
 from streamjoin.lower.lowered import OP
 from streamjoin.lower.strategy import LoweringOptions, group_keys
@@ -86,6 +86,10 @@ def lower_custom(spark, query: Query, specs: dict[str, InputSpec], options: Lowe
     aliases = [join.left_inputs[0], join.right]
     keys = group_keys(query, join)
     frames, fields = _side_frames(spark, query, [specs[a] for a in aliases], aliases)
+    # through the operator the columns travel as sj_c0, sj_c1, ...: Spark parses some names it is
+    # handed (a user's column may hold a backtick or a dot); they get their flat names back after it
+    flat_names = [name for _, name, _, _ in fields]
+    fields = [(side, f"sj_c{i}", column, dtype) for i, (side, _, column, dtype) in enumerate(fields)]
     types = _key_types(keys, frames, aliases)
     union = None
     for side, (alias, spec, df) in enumerate(frames):
@@ -108,9 +112,10 @@ def lower_custom(spark, query: Query, specs: dict[str, InputSpec], options: Lowe
     joined = union.groupBy("sj_g").transformWithStateInPandas(
         JoinProcessor(spec_for(query), columns, end_ms), StructType(out_fields), "Append", "EventTime"
     )
-    joined = joined.select(*[  # microseconds back to timestamps
-        F.timestamp_micros(F.col(f.name)).alias(f.name) if f.name == "__rowtime" or isinstance(dtype, TimestampType) else F.col(f.name)
-        for f, dtype in zip(out_fields, [d for *_, d in fields] + [None] * 5, strict=True)
+    joined = joined.select(*[  # microseconds back to timestamps, flat names back
+        (F.timestamp_micros(F.col(f.name)) if f.name == "__rowtime" or isinstance(dtype, TimestampType) else F.col(f.name)).alias(name)
+        for f, dtype, name in zip(out_fields, [d for *_, d in fields] + [None] * 5, [*flat_names, *(f.name for f in out_fields[-5:])],
+                                  strict=True)
     ])
     meta = F.col("__meta")
     if query.where is not None:
@@ -131,7 +136,7 @@ def _side_frames(spark, query: Query, specs: list[InputSpec], aliases: list[str]
     for side, (alias, spec) in enumerate(zip(aliases, specs, strict=True)):
         df = (
             staged_stream(spark, spec, sequence=True)
-            .withColumn(ET_COLUMN, engine_time(F.col(spec.rowtime)))
+            .withColumn(ET_COLUMN, engine_time(F.col(q(spec.rowtime))))
             .withWatermark(ET_COLUMN, f"{spec.lateness_ms + 1} milliseconds")
         )
         frames.append((alias, spec, df))
@@ -165,7 +170,7 @@ def _union_columns(side: int, alias: str, spec: InputSpec, df, keys, types: list
 
     from streamjoin.operator.processor import NULL_US
 
-    cols = [F.lit(side).alias("sj_side"), F.unix_micros(F.col(spec.rowtime)).alias("sj_t"), F.col(SEQUENCE).alias("sj_seq"),
+    cols = [F.lit(side).alias("sj_side"), F.unix_micros(F.col(q(spec.rowtime))).alias("sj_t"), F.col(SEQUENCE).alias("sj_seq"),
             F.col(BOUND).alias("sj_bound")]
     cols += [F.expr(local_sql(pair[side], alias)).cast(types[n]).alias(f"sj_k{n}") for n, pair in enumerate(keys)]
     if not keys:
@@ -173,11 +178,11 @@ def _union_columns(side: int, alias: str, spec: InputSpec, df, keys, types: list
     for other, name, column, dtype in fields:
         mine = other == side and column in df.columns
         if mine and column == spec.rowtime:
-            cols.append(F.when(~F.col(BOUND), F.unix_micros(F.col(column))).otherwise(F.lit(NULL_US)).alias(name))
+            cols.append(F.when(~F.col(BOUND), F.unix_micros(F.col(q(column)))).otherwise(F.lit(NULL_US)).alias(name))
         elif mine and isinstance(dtype, TimestampType):
-            cols.append(F.coalesce(F.unix_micros(F.col(column)), F.lit(NULL_US)).alias(name))
+            cols.append(F.coalesce(F.unix_micros(F.col(q(column))), F.lit(NULL_US)).alias(name))
         elif mine:
-            cols.append(F.col(column).alias(name))
+            cols.append(F.col(q(column)).alias(name))
         elif isinstance(dtype, TimestampType):
             cols.append(F.lit(NULL_US).alias(name))
         else:

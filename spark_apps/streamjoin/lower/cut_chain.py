@@ -20,6 +20,7 @@ from streamjoin.lower.columns import (
     flat,
     not_bound,
     output_rowtime,
+    q,
     rowtime_of,
 )
 from streamjoin.lower.lowered import Lowered
@@ -89,7 +90,7 @@ def intermediate_frame(spark, spec: InputSpec, aliases: tuple[str, ...]):
 
     df = staged_stream(spark, spec)
     df = df.withColumn(START, engine_time(F.col(ROWTIME_COLUMN))).withWatermark(START, f"{spec.lateness_ms} milliseconds")
-    carried = [F.col(c) for c in df.columns if c not in (BOUND, ROWTIME_COLUMN, START)]
+    carried = [F.col(q(c)) for c in df.columns if c not in (BOUND, ROWTIME_COLUMN, START)]
     return df.select(
         *carried,
         F.col(START),

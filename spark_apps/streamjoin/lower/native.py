@@ -140,7 +140,7 @@ class NativeLowering:
         view = self.script.view(relation.name)
         frame, _ = self.query_frame(view, f"{prefix}{relation.name}.")
         out = [c.name for c in view.output]
-        cols = [F.col(c).alias(flat(item.alias, c)) for c in out]
+        cols = [F.col(q(c)).alias(flat(item.alias, c)) for c in out]
         if relation.rowtime not in out:
             cols.append(F.col(ROWTIME_COLUMN).alias(flat(item.alias, relation.rowtime)))
         return frame.select(
@@ -166,7 +166,7 @@ class NativeLowering:
         rows = read_files(expand(source.option("path")), fmt, arrow_schema(source.columns))
         frame = self.spark.createDataFrame(rows.rename_columns([flat(item.alias, c) for c in rows.column_names]))
         if source.kind == Kind.STREAM:
-            frame = frame.withColumn(ROWTIME_COLUMN, F.col(flat(item.alias, source.rowtime)))
+            frame = frame.withColumn(ROWTIME_COLUMN, F.col(q(flat(item.alias, source.rowtime))))
         if view.where is not None:
             frame = frame.where(F.expr(spark_sql(view.where)))
         order = [F.col(ROWTIME_COLUMN).desc()] if source.kind == Kind.STREAM else []
@@ -259,13 +259,13 @@ def stream_frame(spark, spec: InputSpec, alias: str):
 
     from streamjoin.io.source import staged_stream
 
-    df = staged_stream(spark, spec).withColumn(ET_COLUMN, engine_time(F.col(spec.rowtime)))
+    df = staged_stream(spark, spec).withColumn(ET_COLUMN, engine_time(F.col(q(spec.rowtime))))
     # Bound rows must reach the watermark operator, and Spark pushes any filter on them below
     # it. So they go through: no join condition accepts them, and they leave after the joins.
     df = df.withWatermark(ET_COLUMN, f"{spec.lateness_ms} milliseconds")
     names = {c: flat(alias, c) for c in df.columns if c != BOUND}
     return df.select(
-        *[F.col(c).alias(n) for c, n in names.items()],
+        *[F.col(q(c)).alias(n) for c, n in names.items()],
         F.col(BOUND).alias(bound_column(alias)),
-        (F.unix_micros(F.col(spec.rowtime)) * 0).alias(flat(alias, ZERO)),
+        (F.unix_micros(F.col(q(spec.rowtime))) * 0).alias(flat(alias, ZERO)),
     )

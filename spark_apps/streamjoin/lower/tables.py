@@ -27,7 +27,7 @@ from streamjoin.errors import Unsupported
 from streamjoin.io.snapshots import content_hash
 from streamjoin.io.tables import read_table
 from streamjoin.io.types import arrow_schema
-from streamjoin.lower.columns import flat
+from streamjoin.lower.columns import flat, q
 from streamjoin.lower.expressions import postgres_sql, spark_sql
 from streamjoin.plan.model import Input, Join, Query, Relation
 
@@ -81,7 +81,7 @@ def load_snapshot(spark, relation: Relation, alias: str, query: Query, item: Inp
     frame = spark.createDataFrame(table.rename_columns([flat(alias, c) for c in table.column_names]))
     for f in filters:
         frame = frame.where(F.expr(spark_sql(f)))
-    frame = frame.select(*[flat(alias, c) for c in keep])
+    frame = frame.select(*[F.col(q(flat(alias, c))) for c in keep])
     rows = frame.toArrow()
     digest = content_hash(rows)
     directory.mkdir(parents=True, exist_ok=True)
@@ -114,7 +114,7 @@ def temporal_frame(spark, relation: Relation, alias: str):
     if relation.option("query"):
         reader = reader.option("query", relation.option("query"))
     frame = reader.option("schema", arrow_schema(relation.columns).serialize().to_pybytes().hex()).load()
-    return F.broadcast(frame.select(*[F.col(c).alias(flat(alias, c)) for c in frame.columns]))
+    return F.broadcast(frame.select(*[F.col(q(c)).alias(flat(alias, c)) for c in frame.columns]))
 
 
 def check_temporal_key(relation: Relation, join: Join) -> None:
