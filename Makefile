@@ -33,11 +33,11 @@ lint: $(STAMP)
 	$(VENV)/bin/lint-imports
 
 test: $(STAMP) check-java lint
-	$(VENV)/bin/pytest -m "not long"
+	$(VENV)/bin/pytest -m "not long" --durations=25
 
 # the long variants (tests marked `long`: wide differential sweeps, slow end-to-end runs)
 test-long: $(STAMP) check-java lint
-	$(VENV)/bin/pytest -m long
+	$(VENV)/bin/pytest -m long --durations=25
 
 # streamjoin vs PyFlink (and hand-written PySpark) on the same data: writes docs/benchmarks.md;
 # then the Kinesis input's read rate and latency on the embedded server: docs/benchmarks-kinesis.md.

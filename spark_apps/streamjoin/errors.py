@@ -44,8 +44,9 @@ def one_line_reason(error: Exception) -> str:
     import re
 
     text = str(error)
-    causes = re.findall(r"^\s*(\w+(?:Error|Exception)): (.+)$", text, flags=re.MULTILINE)
-    causes = [c for c in causes if not c[0].startswith(("StreamingQuery", "Py4J"))]
+    # a traceback names the class with its module (streamjoin.io.retry.StorageUnavailableError)
+    causes = re.findall(r"^\s*(?:\w+\.)*(\w+(?:Error|Exception)): (.+)$", text, flags=re.MULTILINE)
+    causes = [c for c in causes if not c[0].startswith(("StreamingQuery", "Py4J", "ForeachBatchUserFunc"))]
     if causes:
         name, message = causes[-1]
         return f"{name}: {message.strip()}"

@@ -26,6 +26,8 @@ class Settings:
     join_operator: str = "auto"
     operator_groups: int = 32  # hash buckets of the join keys on streamjoin's operator
     home: str | None = None  # the repository root apps live under (STREAMJOIN_HOME)
+    storage_retry_s: float = 300.0  # how long an unreachable S3 is retried before the query fails (io.retry)
+    crash_at: str | None = None  # STREAMJOIN_CRASH_AT=NAME[:N]: the crash harness's kill point (streamjoin.faults)
     env: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)  # for ${VAR} and AWS_*
 
     @classmethod
@@ -41,5 +43,7 @@ class Settings:
             join_operator=operator,
             operator_groups=int(env.get("STREAMJOIN_OPERATOR_GROUPS", "32")),
             home=env.get("STREAMJOIN_HOME") or None,
+            storage_retry_s=float(env.get("STREAMJOIN_STORAGE_RETRY_S", "300")),
+            crash_at=env.get("STREAMJOIN_CRASH_AT") or None,
             env=env,
         )

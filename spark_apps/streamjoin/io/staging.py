@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -39,6 +40,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 
+from streamjoin.faults import crash_point
 from streamjoin.io import s3
 from streamjoin.io.formats import BOUND, conform, read_text, staged_schema
 from streamjoin.io.instants import EARLIEST_US, END_US
@@ -67,6 +69,10 @@ class Manifest:
     # done; and the instant of the first start (start = 'latest' reads from there)
     shards: dict = field(default_factory=dict)
     first_start_us: int | None = None
+    # a step being staged from files: {"files", "ending", "now_us"}, recorded before its Parquet
+    # file(s) are written, so that a restart after a crash redoes exactly that step (the same rows
+    # in the same step files, which Spark may have read already) instead of a bigger one
+    pending: dict | None = None
 
     @classmethod
     def load(cls, path: Path) -> Manifest:
@@ -177,10 +183,15 @@ class Stager:
                 return m.steps
             table = polled if polled is not None else self.staged_schema.empty_table()
         else:
-            new = self._new_files(m)
-            if not new and not ending:
-                return m.steps
-            reads = [self._read(p) for p in new]
+            if m.pending is None:
+                new = self._new_files(m)
+                if not new and not ending:
+                    return m.steps
+                m.pending = {"files": new, "ending": ending, "now_us": int(time.time() * 1_000_000)}
+                m.save(self.manifest_path)
+            # after a crash that cut a step short (m.pending left behind) the step is redone as it was
+            new, ending, now_us = m.pending["files"], m.pending["ending"], m.pending["now_us"]
+            reads = [self._read(p, now_us) for p in new]
             table = pa.concat_tables([t for t, _ in reads]) if new else self.staged_schema.empty_table()
             rejected = [r for _, bad in reads for r in bad]
             if rejected:
@@ -201,6 +212,7 @@ class Stager:
         parts = [staged.slice(i, STEP_ROWS) for i in range(0, max(staged.num_rows, 1), STEP_ROWS)]
         for i, part in enumerate(parts):  # bounds, if any, are the last rows: in the last step
             self._write_step(part, m.steps + i)
+        crash_point("stage.before_manifest")
         rowtimes = on_time.column(self.spec.rowtime)
         if on_time.num_rows:
             top = pc.max(rowtimes).value
@@ -210,6 +222,7 @@ class Stager:
         m.steps += len(parts)
         m.rows += on_time.num_rows
         m.late_rows += late.num_rows
+        m.pending = None
         m.save(self.manifest_path)
         return m.steps
 
@@ -280,15 +293,14 @@ class Stager:
             self._filesystem = settings.filesystem()
         return self._filesystem
 
-    def _read(self, path: str) -> tuple[pa.Table, list[dict]]:
-        """(the file's rows conformed to the schema, its rejected records: io/rejects.py). A storage
-        error is raised as is: only rows that are there and cannot be read are rejected."""
-        import time
-
+    def _read(self, path: str, now_us: int) -> tuple[pa.Table, list[dict]]:
+        """(the file's rows conformed to the schema, its rejected records: io/rejects.py), read at
+        wall-clock time `now_us` (for future_limit). A storage error is raised as is: only rows
+        that are there and cannot be read are rejected."""
         from streamjoin.io.rejects import RejectedRow, read_lenient
 
         limit = self.spec.future_limit_ms
-        latest_us = int(time.time() * 1_000_000) + limit * 1000 if limit is not None else None
+        latest_us = now_us + limit * 1000 if limit is not None else None
         fmt = self.spec.format
         if fmt not in _FORMATS:
             raise ValueError(f"input {self.spec.alias}: unknown format '{fmt}' (use json, csv or parquet)")

@@ -32,7 +32,9 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
+from streamjoin.faults import crash_point
 from streamjoin.io import s3
+from streamjoin.io.retry import retrying
 
 log = logging.getLogger("streamjoin.sink")
 HOUR = "hour"
@@ -141,7 +143,11 @@ class TableSink:
 
     def write(self, frame, version: int, rowtime_column: str) -> int | None:
         """Write and commit one micro-batch (or release) as `version`; None if it was committed
-        before (a replay), else the number of rows committed."""
+        before (a replay), else the number of rows committed. An unreachable storage is retried
+        (io.retry): the whole write again, which skips a version whose commit did land."""
+        return retrying(f"sink {self.spec.name} version {version}", lambda: self._write(frame, version, rowtime_column))
+
+    def _write(self, frame, version: int, rowtime_column: str) -> int | None:
         committed = self.committer.committed_version()  # one read of the table's log
         if committed is not None and version <= committed:
             log.info("sink %s: version %d is already committed, skipped (a replayed batch)", self.spec.name, version)
@@ -152,7 +158,9 @@ class TableSink:
             return 0
         schema = data_schema(frame, rowtime_column, self.spec.partitioned_by == HOUR)
         written = time.time()
+        crash_point("sink.before_commit")
         self.committer.commit(files, schema, version)
+        crash_point("sink.after_commit")
         rows = sum(f[3] for f in files)
         self.timings.append({"version": version, "rows": rows, "files": len(files), "bytes": sum(f[1] for f in files),
                              "write_s": written - started, "commit_s": time.time() - written})
@@ -162,20 +170,24 @@ class TableSink:
 
     def hour_rows(self) -> dict[str, int]:
         """Committed rows per hour partition."""
-        return self.committer.hour_rows()
+        return retrying(f"sink {self.spec.name}: reading its log", self.committer.hour_rows)
 
     def marker_path(self, hour: str) -> str:
         return s3.join(self.spec.path, "_complete", f"{HOUR}={hour}.json")
 
     def marked_by_another(self, hour: str) -> bool:
         """Has another query (app id) marked this hour already?"""
-        mark = s3.read_json(self.marker_path(hour), self.settings)
+        mark = retrying(f"sink {self.spec.name}: reading a marker", lambda: s3.read_json(self.marker_path(hour), self.settings))
         return mark is not None and mark.get("app_id") != self.app_id
 
     def mark_complete(self, hour: str, rows: int, extra: dict) -> str:
         path = self.marker_path(hour)
-        s3.write_json(path, {"hour": hour, "rows": rows, "table": self.spec.path, "format": self.spec.format,
-                             "app_id": self.app_id, "table_version": self.committer.table_version(), **extra}, self.settings)
+
+        def mark() -> None:
+            s3.write_json(path, {"hour": hour, "rows": rows, "table": self.spec.path, "format": self.spec.format,
+                                 "app_id": self.app_id, "table_version": self.committer.table_version(), **extra}, self.settings)
+
+        retrying(f"sink {self.spec.name}: marking hour {hour}", mark)
         return path
 
 

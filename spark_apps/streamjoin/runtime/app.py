@@ -34,6 +34,8 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from streamjoin.faults import crash_point
+
 log = logging.getLogger("streamjoin.app")
 
 
@@ -202,6 +204,7 @@ def run_app(app: App, run_for_s: float | None = None, until_idle: bool = False, 
             raise
         if control.requested("restart") and not control.requested("stop") and (deadline is None or time.time() < deadline):
             runner.stop("restarting")
+            crash_point("app.restarting")
             continue
         control.clear("stop")
         return runner.stop("stopped")

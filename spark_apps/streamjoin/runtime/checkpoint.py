@@ -26,6 +26,20 @@ def check_resumable(checkpoint: Path) -> None:
                          "engine times of io.instants): start this query on a new checkpoint")
 
 
+def clear_interrupted_writes(checkpoint: Path) -> list[str]:
+    """Remove what a killed process left half-written in Spark's offset and commit logs: Spark
+    writes `.N.<uuid>.tmp` and renames it to `N`, so a temporary file there is never part of the
+    log. Left in place, one from the query's very first batch makes Spark refuse to start
+    (STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY: offsets should be empty on batch 0). Only one
+    process runs on a checkpoint (the app runner refuses a second), so none is being written."""
+    removed = []
+    for log in ("offsets", "commits"):
+        for path in (checkpoint / "spark" / log).glob(".*.tmp*"):
+            path.unlink(missing_ok=True)
+            removed.append(f"{log}/{path.name}")
+    return removed
+
+
 def stamp(checkpoint: Path) -> None:
     """Record the format this streamjoin writes, once its query starts."""
     checkpoint.mkdir(parents=True, exist_ok=True)

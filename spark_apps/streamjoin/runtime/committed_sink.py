@@ -14,6 +14,7 @@ import json
 import uuid
 from pathlib import Path
 
+from streamjoin.faults import crash_point
 from streamjoin.io.instants import END_US
 from streamjoin.io.jsonlines import format_instant
 from streamjoin.io.table_sink import HOUR, HOUR_US, TableSink, hour_name, hour_start_us
@@ -109,6 +110,7 @@ class CommittedSink(OrderedSink):
                 hour = hour_name(start)
                 if state.next_marker_us is None and self.table.marked_by_another(hour):
                     continue  # an earlier query's hour (a new checkpoint on an old table): keep its marker
+                crash_point("sink.before_marker")
                 self.table.mark_complete(hour, counts.get(hour, 0), {
                     "snapshots": self.snapshots,
                     "query": self.query_file,

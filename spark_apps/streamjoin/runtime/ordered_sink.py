@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 
+from streamjoin.faults import crash_point
 from streamjoin.io.instants import END_US, spark_watermark_rowtime_us
 from streamjoin.lower.columns import ROWTIME_COLUMN
 from streamjoin.runtime.writer import RowWriter
@@ -222,6 +223,7 @@ class OrderedSink:
                 w.write_table(carry)
         tmp = self.state_path.with_suffix(".tmp")
         tmp.write_text(json.dumps(state.__dict__))
+        crash_point("sink.before_state")
         os.replace(tmp, self.state_path)
         if old and old != state.carry:
             (self.dir / old).unlink(missing_ok=True)

@@ -13,6 +13,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from streamjoin.errors import Unsupported
+from streamjoin.faults import arm
+from streamjoin.io import retry
 from streamjoin.io.staging import InputSpec
 from streamjoin.lower.inputs import input_specs
 from streamjoin.lower.lowered import Lowered
@@ -40,7 +42,11 @@ class Pipeline:
         query = script.final
         if query is None:
             raise Unsupported("the file has no final query to run")
-        options = LoweringOptions.from_settings(settings or Settings.from_env())
+        settings = settings or Settings.from_env()
+        retry.configure(settings.storage_retry_s)  # io.retry: how long an S3 outage is ridden out
+        if settings.crash_at:
+            arm(settings.crash_at)  # the crash harness (tests/crash_harness.py) kills this process there
+        options = LoweringOptions.from_settings(settings)
         for each in script.runs:
             check_runnable(script, each, options)
         return cls(script, query, filename, options)

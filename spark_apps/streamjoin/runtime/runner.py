@@ -15,10 +15,11 @@ from pathlib import Path
 
 from streamjoin.errors import one_line_reason
 from streamjoin.io.instants import END_US
+from streamjoin.io.retry import retrying
 from streamjoin.io.source import steps_read
 from streamjoin.io.staging import Stager
 from streamjoin.lower.lowered import Lowered
-from streamjoin.runtime.checkpoint import check_resumable, stamp
+from streamjoin.runtime.checkpoint import check_resumable, clear_interrupted_writes, stamp
 from streamjoin.runtime.committed_sink import CommittedSink
 from streamjoin.runtime.listener import ProgressListener
 from streamjoin.runtime.ordered_sink import OrderedSink
@@ -78,6 +79,8 @@ class Runner:
         """Stage what the inputs hold, start every part's query (the earlier parts first) and the
         feeder thread; refuses a checkpoint this streamjoin cannot resume before any part starts."""
         check_resumable(self.checkpoint)
+        if removed := clear_interrupted_writes(self.checkpoint):
+            log.warning("removed what a killed run left half-written in %s: %s", self.checkpoint / "spark", ", ".join(removed))
         self.sink.check_resumable()
         for part in self.upstream:
             part.start()
@@ -119,7 +122,8 @@ class Runner:
         from concurrent.futures import ThreadPoolExecutor
 
         with self._feeding, ThreadPoolExecutor(max_workers=max(1, len(self.stagers))) as pool:
-            for future in [pool.submit(s.advance) for s in self.stagers]:
+            # an S3 landing zone that cannot be reached is retried (io.retry): the step is redone as it was
+            for future in [pool.submit(retrying, f"input {s.spec.alias}", s.advance) for s in self.stagers]:
                 future.result()
 
     def _feed_every(self, seconds: float) -> None:
@@ -292,4 +296,4 @@ def run_outputs(spark, outputs: list[tuple[str, Lowered, Path]], output: str, un
 def _raise_if_query_failed(query) -> None:
     error = query.exception()
     if error is not None:
-        raise RuntimeError(str(error).splitlines()[0])
+        raise RuntimeError(one_line_reason(error))  # the root cause (a Python error inside Spark's), not Spark's wrapping
