@@ -1,5 +1,5 @@
 """The seeds' examples that need streamjoin's own operator (ROWS windows, EMIT EAGER, ASOF),
-run end to end with `streamjoin run --until-idle`.
+run to the end of input (`--until-idle`) in the test session.
 
 Where a seed contradicts itself or SEMANTICS.md, the expected rows are SEMANTICS.md's, and a
 comment says why.
@@ -55,52 +55,52 @@ def until_seed_clock(rows: list[dict]) -> list[tuple]:
     return sorted((tuple(r.values()) for r in rows if r["rowtime"] <= EAGER_SEED_CLOCK), key=repr)
 
 
-def test_s_server_left_join_in_eager_mode_gives_the_documented_table(tmp_path):
-    rows, _ = run_sql(tmp_path, stocks_query("LEFT JOIN", "EMIT EAGER"), {"oq": ORDER_QUANTITY, "sp": STOCK_PRICE})
+def test_s_server_left_join_in_eager_mode_gives_the_documented_table(spark, tmp_path):
+    rows, _ = run_sql(spark, tmp_path, stocks_query("LEFT JOIN", "EMIT EAGER"), {"oq": ORDER_QUANTITY, "sp": STOCK_PRICE})
     # GOOGL 1000 (05:03:15) appears NULL-extended at 05:03:15 and, not withdrawn, matched at 05:03:20
     assert until_seed_clock(rows) == sorted([*IBM_AND_GOOGL, (T + "05:03:15.000", None, 1000, None)], key=repr)
     assert sorted((tuple(r.values()) for r in rows), key=repr) == stocks_reference("LEFT", "EAGER")
 
 
-def test_s_server_right_join_in_eager_mode_gives_the_documented_table(tmp_path):
+def test_s_server_right_join_in_eager_mode_gives_the_documented_table(spark, tmp_path):
     # The seed's RIGHT query selects oq.ticker, sp.quantity and oq.ending_price, columns its
     # streams do not have (quantity is order_quantity's, ending_price stock_price's); its table
     # shows sp.ticker, oq.quantity, sp.ending_price, which is what this test selects.
-    rows, _ = run_sql(tmp_path, stocks_query("RIGHT JOIN", "EMIT EAGER"), {"oq": ORDER_QUANTITY, "sp": STOCK_PRICE})
+    rows, _ = run_sql(spark, tmp_path, stocks_query("RIGHT JOIN", "EMIT EAGER"), {"oq": ORDER_QUANTITY, "sp": STOCK_PRICE})
     assert until_seed_clock(rows) == sorted([*IBM_AND_GOOGL, (T + "05:03:15.000", "MSFT", None, 100)], key=repr)
     assert sorted((tuple(r.values()) for r in rows), key=repr) == stocks_reference("RIGHT", "EAGER")
     # after the seed's table: MSFT 100 is matched at 05:03:28 too, and its NULL row stays (EAGER)
     assert (T + "05:03:28.000", "MSFT", 1000, 100) in [tuple(r.values()) for r in rows]
 
 
-def test_s_server_full_join_in_eager_mode_gives_the_documented_table(tmp_path):
-    rows, _ = run_sql(tmp_path, stocks_query("FULL JOIN", "EMIT EAGER"), {"oq": ORDER_QUANTITY, "sp": STOCK_PRICE})
+def test_s_server_full_join_in_eager_mode_gives_the_documented_table(spark, tmp_path):
+    rows, _ = run_sql(spark, tmp_path, stocks_query("FULL JOIN", "EMIT EAGER"), {"oq": ORDER_QUANTITY, "sp": STOCK_PRICE})
     expected = [*IBM_AND_GOOGL, (T + "05:03:15.000", None, 1000, None), (T + "05:03:15.000", "MSFT", None, 100)]
     assert until_seed_clock(rows) == sorted(expected, key=repr)
     assert sorted((tuple(r.values()) for r in rows), key=repr) == stocks_reference("FULL", "EAGER")
 
 
-def test_s_server_left_join_in_final_mode_never_emits_a_null_row_that_later_matched(tmp_path):
-    rows, _ = run_sql(tmp_path, stocks_query("LEFT JOIN"), {"oq": ORDER_QUANTITY, "sp": STOCK_PRICE})
+def test_s_server_left_join_in_final_mode_never_emits_a_null_row_that_later_matched(spark, tmp_path):
+    rows, _ = run_sql(spark, tmp_path, stocks_query("LEFT JOIN"), {"oq": ORDER_QUANTITY, "sp": STOCK_PRICE})
     assert in_rowtime_order(rows)
     assert (T + "05:03:15.000", None, 1000, None) not in [tuple(r.values()) for r in rows]
     assert sorted((tuple(r.values()) for r in rows), key=repr) == stocks_reference("LEFT", "FINAL")
 
 
-def test_s_server_left_join_in_changes_mode_withdraws_the_eager_null_row(tmp_path):
-    rows, _ = run_sql(tmp_path, stocks_query("LEFT JOIN", "EMIT CHANGES"), {"oq": ORDER_QUANTITY, "sp": STOCK_PRICE})
+def test_s_server_left_join_in_changes_mode_withdraws_the_eager_null_row(spark, tmp_path):
+    rows, _ = run_sql(spark, tmp_path, stocks_query("LEFT JOIN", "EMIT CHANGES"), {"oq": ORDER_QUANTITY, "sp": STOCK_PRICE})
     assert {"op": "+I", "rowtime": T + "05:03:15.000", "ticker": None, "quantity": 1000, "ending_price": None} in rows
     assert {"op": "-D", "rowtime": T + "05:03:15.000", "ticker": None, "quantity": 1000, "ending_price": None} in rows
     folded = ref.fold([(r["op"], *list(r.values())[1:]) for r in rows])
     assert sorted(folded.elements(), key=repr) == stocks_reference("LEFT", "FINAL")
 
 
-def test_s_server_example_with_rows_joins_the_last_six_rows_of_each_stream(tmp_path):
+def test_s_server_example_with_rows_joins_the_last_six_rows_of_each_stream(spark, tmp_path):
     sql = STOCKS_DDL + """SELECT STREAM rowtime, sp.ticker, oq.quantity, sp.ending_price
   FROM stocks.order_quantity OVER (ROWS BETWEEN 5 PRECEDING AND CURRENT ROW) AS oq
   JOIN stocks.stock_price OVER (ROWS BETWEEN 5 PRECEDING AND CURRENT ROW) AS sp
   ON (oq.ticker = sp.ticker);"""
-    rows, _ = run_sql(tmp_path, sql, {"oq": ORDER_QUANTITY, "sp": STOCK_PRICE})
+    rows, _ = run_sql(spark, tmp_path, sql, {"oq": ORDER_QUANTITY, "sp": STOCK_PRICE})
     assert in_rowtime_order(rows)
     # The seed prints no result. With 7 and 5 rows, every row stays among the last six of its
     # stream until the 7th order (05:03:30) evicts IBM 750 (05:02:10): each same-ticker pair
@@ -133,7 +133,7 @@ CREATE STREAM SALES.ASKS ("ticker" VARCHAR(8), "shares" INTEGER, "price" INTEGER
 D = "2024-05-01 "
 
 
-def test_sqlstream_bids_and_asks_match_only_the_current_ask(tmp_path):
+def test_sqlstream_bids_and_asks_match_only_the_current_ask(spark, tmp_path):
     bids = [
         {"rowtime": D + "10:00:00.000", "ticker": "IBM", "shares": 100, "price": 50},
         {"rowtime": D + "10:00:05.000", "ticker": "IBM", "shares": 200, "price": 51},
@@ -152,7 +152,7 @@ JOIN SALES.ASKS OVER (ROWS CURRENT ROW) AS A ON A."ticker" = B."ticker"
  AND A."shares" = B."shares"
  AND A."price" = B."price"
 WINDOW "lastTenSeconds" AS (RANGE INTERVAL '10' SECOND PRECEDING);"""
-    rows, _ = run_sql(tmp_path, sql, {"bids": bids, "asks": asks})
+    rows, _ = run_sql(spark, tmp_path, sql, {"bids": bids, "asks": asks})
     # ask 10:00:03 meets bid 10:00:00 (within its ten seconds); ask 10:00:04 replaces it as the
     # current row and meets bid 10:00:05; bid 10:00:06 (100 @ 50) finds only the 10:00:04 ask;
     # ask 10:00:20 comes after bid 10:00:00 left its window.
@@ -189,23 +189,23 @@ RW_MATCHED = [
 ]
 
 
-def test_risingwave_asof_inner_join_gives_the_documented_table(tmp_path):
+def test_risingwave_asof_inner_join_gives_the_documented_table(spark, tmp_path):
     sql = RW_DDL + """SELECT sp.stock_name, sp.stock_time, sp.price, md.sentiment
 FROM stock_prices sp
 ASOF JOIN market_data md
 ON sp.stock_name = md.stock_name
 AND md.market_time <= sp.stock_time;"""
-    rows, _ = run_sql(tmp_path, sql, {"sp": STOCK_PRICES, "md": MARKET_DATA})
+    rows, _ = run_sql(spark, tmp_path, sql, {"sp": STOCK_PRICES, "md": MARKET_DATA})
     assert canonical(rows) == sorted(RW_MATCHED)
     assert [r["stock_time"] for r in rows] == sorted(r["stock_time"] for r in rows)
 
 
-def test_risingwave_asof_left_join_keeps_goog_with_null_sentiment(tmp_path):
+def test_risingwave_asof_left_join_keeps_goog_with_null_sentiment(spark, tmp_path):
     sql = RW_DDL + """SELECT sp.stock_name, sp.stock_time, sp.price, md.sentiment
 FROM stock_prices sp
 ASOF LEFT JOIN market_data md
 ON sp.stock_name = md.stock_name
 AND md.market_time <= sp.stock_time;"""
-    rows, _ = run_sql(tmp_path, sql, {"sp": STOCK_PRICES, "md": MARKET_DATA})
+    rows, _ = run_sql(spark, tmp_path, sql, {"sp": STOCK_PRICES, "md": MARKET_DATA})
     goog = [("GOOG", RW_DAY + t, p, None) for t, p in (("09:30:00.000", 1400), ("10:30:00.000", 1410), ("11:30:00.000", 1420))]
     assert canonical(rows) == sorted([*RW_MATCHED, *goog], key=repr)

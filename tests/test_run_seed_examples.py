@@ -1,4 +1,4 @@
-"""The seeds' stream-stream examples, run end to end with `streamjoin run --until-idle`.
+"""The seeds' stream-stream examples, run to the end of input (`--until-idle`) in the test session.
 
 Where a seed contradicts itself or SEMANTICS.md, the expected rows are SEMANTICS.md's, and a
 comment says why.
@@ -6,27 +6,19 @@ comment says why.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 from reference import Stream, results
-from runtime_helpers import write_jsonl
+from runtime_helpers import run_until_idle, write_jsonl
 
 
-def run_sql(tmp_path: Path, sql: str, inputs: dict[str, list[dict]]) -> tuple[list[dict], str]:
+def run_sql(spark, tmp_path: Path, sql: str, inputs: dict[str, list[dict]]) -> tuple[list[dict], dict]:
+    """The query run `--until-idle` in the test session (the CLI's own path is tested in test_cli and
+    test_run_inputs_and_contract; a process per example cost 15 s each): its rows in output order
+    and its final status."""
     for name, rows in inputs.items():
         write_jsonl(tmp_path / name / "rows.json", rows)
-    query = tmp_path / "query.sql"
-    query.write_text(sql.replace("$DIR", str(tmp_path)))
-    result = subprocess.run(
-        [sys.executable, "-m", "streamjoin.cli", "run", str(query), "--until-idle", "--output", "-",
-         "--checkpoint", str(tmp_path / "checkpoint")],
-        capture_output=True, text=True, timeout=600,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    return [json.loads(line) for line in result.stdout.splitlines()], result.stderr
+    return run_until_idle(spark, sql.replace("$DIR", str(tmp_path)), tmp_path / "run")
 
 
 def in_rowtime_order(rows: list[dict]) -> bool:
@@ -61,10 +53,11 @@ CREATE STREAM stocks.stock_price (ending_price INTEGER, ticker VARCHAR(8))
 """
 
 
-def test_s_server_inner_join_gives_the_documented_rows(tmp_path):
+def test_s_server_inner_join_gives_the_documented_rows(spark, tmp_path):
     # The seed's stock_price also gets the row it INSERTs later (05:03:30 IBM 200).
     prices = [*STOCK_PRICE, {"rowtime": T + "05:03:30.000", "ending_price": 200, "ticker": "IBM"}]
     rows, _ = run_sql(
+        spark,
         tmp_path,
         STOCKS_DDL
         + """SELECT STREAM rowtime, sp.ticker, oq.quantity, sp.ending_price
@@ -94,10 +87,11 @@ def test_s_server_inner_join_gives_the_documented_rows(tmp_path):
     )
 
 
-def test_s_server_cross_join_pairs_every_co_present_row(tmp_path):
+def test_s_server_cross_join_pairs_every_co_present_row(spark, tmp_path):
     # The seed's CROSS table contradicts itself (it promises 7 x 5 rows, lists 23, with prices no
     # input has); SEMANTICS §5: every co-present pair, i.e. rowtimes at most a minute apart.
     rows, _ = run_sql(
+        spark,
         tmp_path,
         STOCKS_DDL
         + """SELECT STREAM rowtime, sp.ticker, oq.quantity, sp.ending_price
@@ -122,11 +116,12 @@ def test_s_server_cross_join_pairs_every_co_present_row(tmp_path):
     assert got == dict(want)
 
 
-def test_kinesis_orders_and_shipments_give_the_documented_rows(tmp_path):
+def test_kinesis_orders_and_shipments_give_the_documented_rows(spark, tmp_path):
     d = "2024-01-01 "
     orders = [(d + "10:00:00", 100), (d + "10:10:00", 101), (d + "10:20:00", 102), (d + "10:25:00", 103), (d + "10:40:00", 104)]
     shipments = [(d + "10:30:00", 101), (d + "10:45:00", 100), (d + "10:55:00", 103), (d + "11:05:00", 103), (d + "11:30:00", 104)]
     rows, _ = run_sql(
+        spark,
         tmp_path,
         """CREATE STREAM Orders (orderId INTEGER) WITH (connector = 'files', format = 'json', path = '$DIR/orders');
 CREATE STREAM Shipments (orderId INTEGER) WITH (connector = 'files', format = 'json', path = '$DIR/shipments');
@@ -146,7 +141,7 @@ SELECT STREAM ROWTIME, o.orderId, o.ROWTIME AS orderTime FROM Shipments AS s
     ]
 
 
-def test_sqlstream_login_failures_join_debit_transactions_of_the_last_minute(tmp_path):
+def test_sqlstream_login_failures_join_debit_transactions_of_the_last_minute(spark, tmp_path):
     d = "2024-01-01 "
     failures = [
         {"rowtime": d + "09:00:30", "accountNumber": 1, "loginFailureCount": 3},
@@ -160,6 +155,7 @@ def test_sqlstream_login_failures_join_debit_transactions_of_the_last_minute(tmp
         {"rowtime": d + "09:03:00", "accountNumber": 2, "transactionType": "isDebit", "amount": 40},  # two minutes before
     ]
     rows, _ = run_sql(
+        spark,
         tmp_path,
         """CREATE STREAM "SuspectLoginFailures" ("accountNumber" INTEGER, "loginFailureCount" INTEGER)
   WITH (connector = 'files', format = 'json', path = '$DIR/failures');
@@ -175,9 +171,10 @@ WHERE ("transactionType" = 'isDebit');""",
     assert canonical(rows) == [(1, 3, "isDebit", 10.5), (1, 3, "isDebit", 20)]
 
 
-def test_lenses_within_keeps_customers_and_matches_within_five_seconds(tmp_path):
+def test_lenses_within_keeps_customers_and_matches_within_five_seconds(spark, tmp_path):
     d = "2024-01-01 00:00:"
     rows, _ = run_sql(
+        spark,
         tmp_path,
         """CREATE STREAM customers (id INTEGER, name VARCHAR) WITH (connector = 'files', format = 'json', path = '$DIR/customers');
 CREATE STREAM orders (item VARCHAR, customer_id INTEGER) WITH (connector = 'files', format = 'json', path = '$DIR/orders');
