@@ -161,8 +161,11 @@ def test_a_two_stream_join_killed_at_each_crash_point_commits_what_an_uninterrup
 def test_an_app_killed_at_twenty_random_points_commits_what_an_uninterrupted_run_commits(spark, tmp_path, s3_server, name):
     rnd = random.Random(f"crash-{name}")
     kills = 22
-    k = kind(name, seed=rnd.randrange(1000), arrivals=2 * kills)
-    kills = [rnd.choice([f"{p}:{rnd.randint(1, 2)}" for p in k.points] + [round(rnd.uniform(5, 12), 1)]) for _ in range(kills)]
+    # the enrichment commits and marks once an hour closes: 3 arrivals (an hour) per process
+    k = kind(name, seed=rnd.randrange(1000), arrivals=(3 if name == "enrichment" else 2) * kills)
+    count = {p: 1 if p.startswith(("sink.before_commit", "sink.after_commit", "sink.before_marker")) else 2 for p in k.points}
+    kills = [rnd.choice([f"{p}:{rnd.randint(1, count[p])}" for p in k.points] + [round(rnd.uniform(5, 12), 1)])
+             for _ in range(kills)]
     expected = uninterrupted(k, tmp_path / "once", spark)
     outcome = run(k, tmp_path / "killed", kills)
     assert len(outcome.kills) >= 20, outcome
