@@ -55,16 +55,12 @@ def configure(limit_s: float) -> None:
     _limit_s = max(0.0, float(limit_s))
 
 
-def limit_s() -> float:
-    return _limit_s
-
-
 def transient(error: BaseException) -> bool:
     """Whether `error` says the storage could not be reached (worth retrying), as opposed to an
     answer (no such key, access denied) or a bug."""
     if isinstance(error, (ConnectionError, TimeoutError)):
         return True
-    if isinstance(error, _NOT_STORAGE) and not isinstance(error, ConnectionError):
+    if isinstance(error, _NOT_STORAGE):
         return False
     return bool(_UNREACHABLE.search(f"{type(error).__name__}: {error}"))
 
