@@ -1,5 +1,5 @@
 # streamjoin: two commands do everything, on a fresh machine.
-#   make test   set up .venv, lint, run the tests
+#   make test   set up .venv, lint, run the tests (make test-quick: the pure-Python ones, make test-long: long variants)
 #   make demo   set up .venv, run the demo
 #   make bench  streamjoin vs PyFlink on the same data (docs/benchmarks.md)
 #   make airflow   Airflow standalone on this repo's DAGs (Ctrl-C stops it)
@@ -8,7 +8,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt constraints.txt pyproject.toml | sha1sum | cut -c1-12)
 
-.PHONY: test test-long demo lint setup check-java clean airflow bench
+.PHONY: test test-long test-quick demo lint setup check-java clean airflow bench
 
 setup: $(STAMP)
 
@@ -34,6 +34,11 @@ lint: $(STAMP)
 
 test: $(STAMP) check-java lint
 	$(VENV)/bin/pytest -m "not long" --durations=25
+
+# the pure-Python tests alone (dialect, plan, operator engine, reference, CLI check/explain, docs):
+# no Spark, Airflow, S3 or PostgreSQL; about half a minute (markers in pyproject.toml, tests/conftest.py)
+test-quick: $(STAMP)
+	$(VENV)/bin/pytest -m "not long and not spark and not airflow and not s3 and not postgres"
 
 # the long variants (tests marked `long`: wide differential sweeps, slow end-to-end runs)
 test-long: $(STAMP) check-java lint

@@ -1,9 +1,21 @@
 """Session-wide fixtures: one SparkSession, one embedded S3 server (each created only by the
-tests that ask for it)."""
+tests that ask for it); the markers of what a test needs (pyproject.toml), so that
+`pytest -m "not spark and not airflow and not s3 and not postgres"` runs the pure-Python
+front-end and engine tests alone, in seconds."""
 
 import os
 
 import pytest
+
+# a fixture a test uses -> the markers it gets
+FIXTURE_MARKS = {"spark": ("spark",), "s3_server": ("s3",), "s3_prefix": ("s3",), "app_env": ("s3", "spark")}
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        for fixture in item.fixturenames:
+            for mark in FIXTURE_MARKS.get(fixture, ()):
+                item.add_marker(mark)
 
 
 @pytest.fixture(scope="session")
@@ -42,3 +54,23 @@ def s3_prefix(s3_server, request):
     node = request.node.name
     name = node.replace("[", "-").replace("]", "").lower()[:50]
     return f"s3://streamjoin/tests/{name}-{hashlib.sha1(node.encode()).hexdigest()[:8]}-{os.getpid()}"
+
+
+@pytest.fixture
+def app_env(tmp_path, monkeypatch, s3_server):
+    """The hourly app on local inputs, with its output and snapshots on the embedded S3."""
+    from app_helpers import CITIES, write_cities
+    from streamjoin.runtime.app import App
+
+    paths = {
+        "SALES_PATH": tmp_path / "sales", "CITY_INFO_PATH": tmp_path / "cities",
+        "CHECKPOINT_PATH": tmp_path / "checkpoint",
+    }
+    for name, path in paths.items():
+        monkeypatch.setenv(name, str(path))
+    prefix = f"s3://streamjoin/tests/ops-{tmp_path.name}"
+    monkeypatch.setenv("OUTPUT_PATH", f"{prefix}/output")
+    monkeypatch.setenv("CITY_INFO_SNAPSHOTS_PATH", f"{prefix}/snapshots/city_info")
+    paths["SALES_PATH"].mkdir()
+    write_cities(paths["CITY_INFO_PATH"], CITIES)
+    return App.load("hourly_city_sales")

@@ -43,8 +43,8 @@ def start(spark, sql: str, workdir: Path, until_idle: bool = False, settings=Non
         raise
 
 
-def run_until_idle(spark, sql: str, workdir: Path) -> tuple[list[dict], dict]:
-    status = run_to_end(start(spark, sql, workdir, until_idle=True))
+def run_until_idle(spark, sql: str, workdir: Path, settings=None) -> tuple[list[dict], dict]:
+    status = run_to_end(start(spark, sql, workdir, until_idle=True, settings=settings))
     return read_output(workdir / "out"), status
 
 

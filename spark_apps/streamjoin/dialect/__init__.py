@@ -19,7 +19,7 @@ Example
 >>> from streamjoin.dialect import parse_script, to_sql
 >>> [q] = parse_script("SELECT STREAM * FROM a OVER (ROWS 5 PRECEDING) JOIN b ON a.k = b.k")
 >>> to_sql(q)
-'SELECT STREAM * FROM a OVER (ROWS BETWEEN 5 PRECEDING AND CURRENT ROW) JOIN b ON a.k = b.k'
+'SELECT STREAM * FROM a OVER (ROWS BETWEEN 5 PRECEDING AND CURRENT ROW) INNER JOIN b ON a.k = b.k'
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from sqlglot.parsers.risingwave import RisingWaveParser
 from sqlglot.tokens import TokenType
 
 from streamjoin.dialect.expressions import EMIT_MODES, Description, SelectKind, Within
+from streamjoin.dialect.syntax_errors import misspelt_keyword, token_error_position
 from streamjoin.errors import SqlError, position_of
 
 __all__ = ["StreamJoin", "parse_script", "to_sql", "SelectKind", "Within", "EMIT_MODES"]
@@ -342,7 +343,7 @@ def parse_script(sql: str, filename: str = "<sql>") -> list[exp.Expression]:
     except ParseError as error:
         info = error.errors[0] if error.errors else {}
         offset = info.get("offset")
-        typo = _misspelt_keyword(sql, offset) if offset is not None else None
+        typo = _misspelt(sql, offset) if offset is not None else None
         if typo is not None:
             raise SqlError(typo[1], filename, *position_of(sql, typo[0]), typo[2]) from None
         line, col = (
@@ -354,7 +355,7 @@ def parse_script(sql: str, filename: str = "<sql>") -> list[exp.Expression]:
         raise SqlError(f"syntax error: {message}", filename, line, col, hint) from None
     except TokenError as error:
         cause = str(error.__cause__ or error)
-        line, col = _token_error_position(sql, cause)
+        line, col = token_error_position(sql, cause)
         missing = re.match(r"Missing (\S+) from", cause)
         message = f"unterminated {'string' if missing.group(1) == chr(39) else 'quoted name'}: missing {missing.group(1)}" if missing else cause
         raise SqlError(f"syntax error: {message}", filename, line, col, "close the quote") from None
@@ -362,59 +363,12 @@ def parse_script(sql: str, filename: str = "<sql>") -> list[exp.Expression]:
     return [s for s in statements if s is not None and not isinstance(s, exp.Semicolon)]
 
 
-_STATEMENT_KEYWORDS = ("CREATE", "SELECT", "INSERT", "WITH", "SET")
-_KEYWORDS = (
-    *_STATEMENT_KEYWORDS, "FROM", "WHERE", "JOIN", "INNER", "LEFT", "RIGHT", "FULL", "OUTER", "CROSS",
-    "NATURAL", "ASOF", "USING", "GROUP", "ORDER", "HAVING", "WINDOW", "OVER", "RANGE", "ROWS",
-    "PRECEDING", "FOLLOWING", "INTERVAL", "BETWEEN", "WITHIN", "EMIT", "STREAM", "TABLE", "VIEW",
-    "SINK", "SOURCE", "INTO", "VALUES", "PRIMARY", "WATERMARK", "DISTINCT",
-)
-
-
-def _misspelt_keyword(sql: str, offset: int) -> tuple[int, str, str] | None:
-    """A parse error caused by a misspelt keyword, at the word (not where sqlglot gave up):
-    (offset, message, hint), or None. Two cases: the failing statement starts with a plain word
-    (`SELEC * FROM s`: sqlglot reads an expression and fails at FROM), or the word at or just
-    before the failing token is one letter or two from a keyword (`SELECT * FRM s`)."""
-    import difflib
-
+def _misspelt(sql: str, offset: int) -> tuple[int, str, str] | None:
     try:
         tokens = _DIALECT.tokenize(sql)
     except TokenError:
         return None
-    start, at = 0, len(tokens)
-    for index, token in enumerate(tokens):
-        if token.start >= offset:
-            at = index
-            break
-        if token.token_type == TokenType.SEMICOLON:
-            start = index + 1
-    if start >= len(tokens):
-        return None
-    first = tokens[start]
-    if first.token_type == TokenType.VAR:
-        close = difflib.get_close_matches(first.text.upper(), _STATEMENT_KEYWORDS, n=1, cutoff=0.6)
-        hint = f"did you mean {close[0]}?" if close else "a statement starts with CREATE, SELECT, INSERT INTO, WITH or SET"
-        return first.start, f"syntax error: unknown statement '{first.text}'", hint
-    for token in tokens[max(at - 1, start):at + 1]:
-        if token.token_type != TokenType.VAR or token.text.upper() in _KEYWORDS:
-            continue
-        close = difflib.get_close_matches(token.text.upper(), _KEYWORDS, n=1, cutoff=0.75)
-        if close:
-            return token.start, f"syntax error: unexpected '{token.text}'", f"did you mean {close[0]}?"
-    return None
-
-
-def _token_error_position(sql: str, message: str) -> tuple[int, int]:
-    """sqlglot's tokenizer says e.g. "Missing ' from 2:38" (a position past the quote): point
-    at the opening quote, the last one at or before that position on that line."""
-    match = re.search(r"Missing (\S+) from (\d+):(\d+)", message)
-    if not match:
-        return 1, 1
-    quote, line, col = match.group(1), int(match.group(2)), int(match.group(3))
-    text = sql.splitlines()[line - 1] if line <= len(sql.splitlines()) else ""
-    opening = text.rfind(quote, 0, col)
-    return line, (opening + 1 if opening >= 0 else col)
+    return misspelt_keyword(tokens, offset)
 
 
 def to_sql(expression: exp.Expression, pretty: bool = False) -> str:

@@ -1,4 +1,5 @@
-"""PostgreSQL tables as Arrow, and as a Spark batch data source (`streamjoin_pg`).
+"""PostgreSQL tables as Arrow (the Spark source over it is `streamjoin.io.pg_source`; names are
+resolved by `streamjoin.io.pg_names`).
 
 A table (or a query) is read with one `COPY (SELECT ...) TO STDOUT (FORMAT csv)` and parsed by
 `pyarrow.csv` into exactly the declared Arrow schema. Each column is cast in SQL to the declared
@@ -8,9 +9,6 @@ type, so the text PostgreSQL writes is the one Arrow parses:
 * timestamps are `::timestamptz` in a UTC session (a `timestamp without time zone` is taken as
   UTC) written by `to_char` as `YYYY-MM-DDTHH:MI:SS.ffffffZ`, exact to the microsecond;
 * booleans are `t`/`f`, dates ISO, decimals `::numeric(p, s)`.
-
-The Spark source re-reads the table every time its plan runs (nothing is cached), which is what
-the static side of a stream-static join needs to see the table's current contents per micro-batch.
 
 >>> parse_url("postgresql://bob:secret@db.example:6543/shop")["port"]
 6543
@@ -25,7 +23,9 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 import pyarrow as pa
 
-__all__ = ["PostgresTableSource", "parse_url", "primary_key", "read_table", "register", "spark_ddl"]
+from streamjoin.io.pg_names import match_column, resolve_table, table_columns
+
+__all__ = ["one_line", "parse_url", "primary_key", "read_table", "spark_ddl"]
 
 _SCHEMES = ("postgresql", "postgres")
 # URL query parameters passed through to libpq as they are.
@@ -102,7 +102,7 @@ def _location(kwargs: dict) -> str:
     return f"{kwargs.get('host', 'localhost')}:{kwargs.get('port', 5432)}/{kwargs['dbname']}"
 
 
-def _one_line(error: BaseException) -> str:
+def one_line(error: BaseException) -> str:
     return " ".join(str(error).split()) or type(error).__name__
 
 
@@ -115,7 +115,7 @@ def _connect(url: str):
     try:
         conn = psycopg2.connect(**kwargs)
     except psycopg2.Error as e:
-        raise ValueError(f"cannot connect to PostgreSQL at {location}: {_one_line(e)}") from None
+        raise ValueError(f"cannot connect to PostgreSQL at {location}: {one_line(e)}") from None
     try:
         conn.set_client_encoding("UTF8")
         conn.set_session(readonly=True)
@@ -123,132 +123,8 @@ def _connect(url: str):
             cur.execute("SET TimeZone = 'UTC'; SET DateStyle = 'ISO, YMD'; SET extra_float_digits = 1")
     except psycopg2.Error as e:
         conn.close()
-        raise ValueError(f"cannot set up a PostgreSQL session at {location}: {_one_line(e)}") from None
+        raise ValueError(f"cannot set up a PostgreSQL session at {location}: {one_line(e)}") from None
     return conn, location
-
-
-# --------------------------------------------------------------------------- names
-
-
-def _split_name(name: str) -> list[tuple[str, bool]]:
-    """`a."B c".d` -> [("a", False), ("B c", True), ("d", False)] (part, was quoted)."""
-    parts: list[tuple[str, bool]] = []
-    i, n = 0, len(name)
-    while i <= n:
-        while i < n and name[i].isspace():
-            i += 1
-        if i < n and name[i] == '"':
-            part, i = _quoted_part(name, i)
-            parts.append((part, True))
-            while i < n and name[i].isspace():
-                i += 1
-        else:
-            j = name.find(".", i)
-            j = n if j < 0 else j
-            part = name[i:j].strip()
-            if not part:
-                raise ValueError(f"bad table name {name!r}")
-            parts.append((part, False))
-            i = j
-        if i >= n:
-            break
-        if name[i] != ".":
-            raise ValueError(f"bad table name {name!r}")
-        i += 1
-    if not 1 <= len(parts) <= 2:
-        raise ValueError(f"bad table name {name!r} (want table or schema.table)")
-    return parts
-
-
-def _quoted_part(name: str, i: int) -> tuple[str, int]:
-    """The quoted part of `name` that starts at `i` (a `""` inside stands for `"`), and where it ends."""
-    j, buf, n = i + 1, [], len(name)
-    while True:
-        if j >= n:
-            raise ValueError(f"unbalanced quotes in table name {name!r}")
-        if name[j] == '"':
-            if j + 1 < n and name[j + 1] == '"':
-                buf.append('"')
-                j += 2
-                continue
-            return "".join(buf), j + 1
-        buf.append(name[j])
-        j += 1
-
-
-def _match_rank(wanted: str, quoted: bool, actual: str) -> int | None:
-    """How well `actual` matches `wanted`: 3 exact, 2 PostgreSQL's folding of an unquoted name,
-    1 equal ignoring case, None no match (a quoted name only matches exactly)."""
-    if actual == wanted:
-        return 3
-    if quoted:
-        return None
-    if actual == wanted.lower():
-        return 2
-    if actual.lower() == wanted.lower():
-        return 1
-    return None
-
-
-def _best(candidates: list, rank, what: str, show=str):
-    """The one best-ranked candidate; None if none match; ValueError if the best is a tie."""
-    ranked = [(r, c) for c in candidates if (r := rank(c)) is not None]
-    if not ranked:
-        return None
-    top = max(r for r, _ in ranked)
-    best = [c for r, c in ranked if r == top]
-    if len(best) > 1:
-        raise ValueError(f"{what} is ambiguous: it matches {', '.join(map(show, best))}")
-    return best[0]
-
-
-def _resolve_table(cur, table: str, location: str) -> tuple[int, str, str]:
-    """(oid, schema, name) of a table, view or materialized view; names match case-insensitively
-    unless quoted, preferring the exact spelling."""
-    parts = _split_name(table)
-    (rel, rel_q) = parts[-1]
-    nsp, nsp_q = parts[0] if len(parts) == 2 else (None, False)
-    cur.execute(
-        """
-        SELECT c.oid, n.nspname, c.relname
-        FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-        WHERE c.relkind IN ('r', 'v', 'm', 'p', 'f') AND lower(c.relname) = lower(%(rel)s)
-          AND CASE WHEN %(nsp)s::text IS NULL THEN pg_catalog.pg_table_is_visible(c.oid)
-                   ELSE lower(n.nspname) = lower(%(nsp)s::text) END
-        """,
-        {"rel": rel, "nsp": nsp},
-    )
-    rows = cur.fetchall()
-
-    def rank(row):
-        r = _match_rank(rel, rel_q, row[2])
-        if r is None or nsp is None:
-            return r
-        s = _match_rank(nsp, nsp_q, row[1])
-        return None if s is None else (s, r)
-
-    try:
-        found = _best(rows, rank, f"PostgreSQL table name {table!r}", show=lambda row: f'"{row[1]}"."{row[2]}"')
-    except ValueError as e:
-        raise ValueError(f"{e} at {location}") from None
-    if found is None:
-        raise ValueError(f"PostgreSQL table {table!r} does not exist at {location}")
-    return found
-
-
-def _table_columns(cur, oid: int) -> list[str]:
-    cur.execute(
-        "SELECT attname FROM pg_catalog.pg_attribute WHERE attrelid = %s AND attnum > 0 AND NOT attisdropped ORDER BY attnum",
-        (oid,),
-    )
-    return [r[0] for r in cur.fetchall()]
-
-
-def _match_column(field: str, columns: list[str], label: str) -> str:
-    found = _best(columns, lambda c: _match_rank(field, False, c), f"column {field!r} of {label}")
-    if found is None:
-        raise ValueError(f"{label} has no column {field!r} (it has {', '.join(columns) or 'no columns'})")
-    return found
 
 
 # --------------------------------------------------------------------------- types
@@ -356,9 +232,9 @@ def read_table(
     try:
         with conn.cursor() as cur:
             if table is not None:
-                oid, nsp, rel = _resolve_table(cur, table, location)
+                oid, nsp, rel = resolve_table(cur, table, location)
                 source = sql.Identifier(nsp, rel)
-                available = _table_columns(cur, oid)
+                available = table_columns(cur, oid)
             else:
                 source = sql.SQL("({}) AS _q").format(sql.SQL(query.strip().rstrip(";")))
                 cur.execute(sql.SQL("SELECT * FROM {} LIMIT 0").format(source))
@@ -386,7 +262,7 @@ def read_table(
             buf = io.BytesIO()
             cur.copy_expert(copy, buf)
     except psycopg2.Error as e:
-        raise ValueError(f"cannot read {label}: {_one_line(e)}") from None
+        raise ValueError(f"cannot read {label}: {one_line(e)}") from None
     finally:
         conn.close()
 
@@ -399,7 +275,7 @@ def _select_list(fields, available: list[str], label: str):
 
     exprs, wire_types, quoted = [], {}, []
     for i, f in enumerate(fields):
-        col = sql.Identifier(_match_column(f.name, available, label))
+        col = sql.Identifier(match_column(f.name, available, label))
         expr, wire, force_quote = _select_expr(col, f.type)
         alias = f"c{i}"
         exprs.append(sql.SQL("{} AS {}").format(expr, sql.Identifier(alias)))
@@ -431,7 +307,7 @@ def _parse_copy(buf, wire_types: dict, out_schema: pa.Schema, label: str) -> pa.
         parsed = parsed.rename_columns(out_schema.names)
         return parsed.cast(out_schema)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
-        raise ValueError(f"cannot convert {label} to Arrow: {_one_line(e)}") from None
+        raise ValueError(f"cannot convert {label} to Arrow: {one_line(e)}") from None
 
 
 def primary_key(url: str, table: str) -> tuple[str, ...]:
@@ -442,7 +318,7 @@ def primary_key(url: str, table: str) -> tuple[str, ...]:
     conn, location = _connect(url)
     try:
         with conn.cursor() as cur:
-            oid, _, _ = _resolve_table(cur, table, location)
+            oid, _, _ = resolve_table(cur, table, location)
             cur.execute(
                 """
                 SELECT a.attname
@@ -456,97 +332,6 @@ def primary_key(url: str, table: str) -> tuple[str, ...]:
             )
             return tuple(r[0].lower() for r in cur.fetchall())
     except psycopg2.Error as e:
-        raise ValueError(f"cannot read the primary key of PostgreSQL table {table!r} at {location}: {_one_line(e)}") from None
+        raise ValueError(f"cannot read the primary key of PostgreSQL table {table!r} at {location}: {one_line(e)}") from None
     finally:
         conn.close()
-
-
-# --------------------------------------------------------------------------- Spark
-
-
-def decode_schema(hex_schema: str) -> pa.Schema:
-    """The Arrow schema of the `schema` option: `schema.serialize().to_pybytes().hex()`."""
-    import pyarrow.ipc as ipc
-
-    try:
-        return ipc.read_schema(pa.py_buffer(bytes.fromhex(hex_schema)))
-    except (ValueError, pa.ArrowException) as e:
-        raise ValueError(f"option 'schema' is not a hex-serialized Arrow schema: {_one_line(e)}") from None
-
-
-def encode_schema(schema: pa.Schema) -> str:
-    return schema.serialize().to_pybytes().hex()
-
-
-try:
-    from pyspark.sql.datasource import DataSource, DataSourceReader
-except ImportError:  # pragma: no cover - the functions above work without Spark
-    DataSource = DataSourceReader = object  # type: ignore[misc, assignment]
-
-
-class PostgresTableReader(DataSourceReader):
-    """Reads the whole table in one partition, afresh on every execution."""
-
-    def __init__(self, options: dict, spark_schema):
-        self.url = options["url"]
-        self.table = options.get("table")
-        self.query = options.get("query")
-        self.where = options.get("where")
-        self.hex_schema = options["schema"]
-        self.spark_schema = spark_schema
-
-    def read(self, partition):
-        from pyspark.sql.pandas.types import to_arrow_schema
-
-        arrow_schema = decode_schema(self.hex_schema)
-        # Spark wants batches in the columns (and types) of the schema it asked for, which a user
-        # may have narrowed with `.schema(...)`.
-        by_name = {f.name.lower(): f.name for f in arrow_schema}
-        names = [by_name.get(n.lower()) for n in self.spark_schema.fieldNames()]
-        if None in names:
-            missing = [n for n, m in zip(self.spark_schema.fieldNames(), names, strict=True) if m is None]
-            raise ValueError(f"columns {missing} are not in the 'schema' option ({', '.join(arrow_schema.names)})")
-        table = read_table(self.url, self.table, self.query, arrow_schema, where=self.where, columns=names)
-        table = table.select(names)
-        expected = to_arrow_schema(self.spark_schema, timezone="UTC")
-        table = table.rename_columns(expected.names).cast(expected)
-        yield from table.to_batches(max_chunksize=64 * 1024)
-
-
-class PostgresTableSource(DataSource):
-    """`spark.read.format("streamjoin_pg").option("url", ...).option("table", ...)` (or `query`)
-    `.option("schema", encode_schema(arrow_schema))[.option("where", ...)].load()`; batch only."""
-
-    @classmethod
-    def name(cls) -> str:
-        return "streamjoin_pg"
-
-    def schema(self) -> str:
-        return spark_ddl(self._arrow_schema())
-
-    def reader(self, schema) -> PostgresTableReader:
-        self._check_options()
-        return PostgresTableReader(dict(self.options), schema)
-
-    def _arrow_schema(self) -> pa.Schema:
-        if "schema" not in self.options:
-            raise ValueError("the streamjoin_pg source needs option 'schema' (a hex-serialized Arrow schema)")
-        return decode_schema(self.options["schema"])
-
-    def _check_options(self) -> None:
-        if "url" not in self.options:
-            raise ValueError("the streamjoin_pg source needs option 'url'")
-        if ("table" in self.options) == ("query" in self.options):
-            raise ValueError("the streamjoin_pg source needs exactly one of options 'table' and 'query'")
-        self._arrow_schema()
-
-
-def register(spark) -> None:
-    """Register the `streamjoin_pg` source with `spark` (once per session)."""
-    if getattr(spark, "_streamjoin_pg_registered", False):
-        return
-    spark.dataSource.register(PostgresTableSource)
-    try:
-        spark._streamjoin_pg_registered = True
-    except AttributeError:  # pragma: no cover - sessions that refuse attributes just re-register
-        pass

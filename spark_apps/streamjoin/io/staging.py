@@ -26,6 +26,11 @@ read is still picked up by a later listing. The S3 settings travel in `InputSpec
 
 Rowtime bounds (SEMANTICS.md §1): a producer sends one as a row whose `_bound` field is true
 and whose rowtime field is the bound, e.g. `{"rowtime": "2024-01-01 10:05:00", "_bound": true}`.
+
+Why one module of ~430 lines: `Stager` is the step protocol (pending step, staged file, manifest,
+the redo after a crash between them), and its steps only make sense read together; the file
+formats (`formats.py`), Spark's reading of the steps (`source.py`) and Kinesis (`kinesis.py`) are
+apart.
 """
 
 from __future__ import annotations

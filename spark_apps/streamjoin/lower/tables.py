@@ -99,7 +99,7 @@ def temporal_frame(spark, relation: Relation, alias: str):
     """A PostgreSQL table Spark re-reads in every micro-batch (no snapshot)."""
     from pyspark.sql import functions as F
 
-    from streamjoin.io import postgres
+    from streamjoin.io import pg_source
 
     if (relation.option("connector") or "").lower() != "postgres":
         raise Unsupported(
@@ -107,13 +107,13 @@ def temporal_frame(spark, relation: Relation, alias: str):
             "must use connector = 'postgres'"
         )
     url = expand(relation.option("url"))
-    postgres.register(spark)
+    pg_source.register(spark)
     reader = spark.read.format("streamjoin_pg").option("url", url)
     if relation.option("table"):
         reader = reader.option("table", relation.option("table"))
     if relation.option("query"):
         reader = reader.option("query", relation.option("query"))
-    frame = reader.option("schema", arrow_schema(relation.columns).serialize().to_pybytes().hex()).load()
+    frame = reader.option("schema", pg_source.encode_schema(arrow_schema(relation.columns))).load()
     return F.broadcast(frame.select(*[F.col(q(c)).alias(flat(alias, c)) for c in frame.columns]))
 
 

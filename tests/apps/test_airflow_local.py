@@ -1,0 +1,39 @@
+"""`make airflow` (include/airflow_local.py): a laptop tool that listens on this machine only and
+says how to reach its embedded S3."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from include import airflow_local
+
+pytestmark = [pytest.mark.airflow]  # the local Airflow launcher
+
+S3_ENV = {"AWS_ENDPOINT_URL": "http://127.0.0.1:9000", "AWS_ACCESS_KEY_ID": "streamjoin",
+          "AWS_SECRET_ACCESS_KEY": "streamjoin-secret", "AWS_REGION": "us-east-1", "AWS_ALLOW_HTTP": "true"}
+
+
+def test_the_api_server_listens_on_127_0_0_1_unless_airflow_api_host_says_otherwise(tmp_path, monkeypatch):
+    monkeypatch.delenv("AIRFLOW__API__HOST", raising=False)
+    env = airflow_local.airflow_env(tmp_path, S3_ENV, 8080)
+    assert env["AIRFLOW__API__HOST"] == "127.0.0.1"
+    # Airflow itself reads it so (standalone starts `airflow api-server` with the configured host)
+    airflow = Path(sys.executable).parent / "airflow"
+    got = subprocess.run([str(airflow), "config", "get-value", "api", "host"], env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert got.stdout.strip() == "127.0.0.1", got.stderr[-2000:]
+    monkeypatch.setenv("AIRFLOW__API__HOST", "0.0.0.0")
+    assert airflow_local.airflow_env(tmp_path, S3_ENV, 8080)["AIRFLOW__API__HOST"] == "0.0.0.0"
+
+
+def test_make_airflow_prints_the_ui_login_and_the_embedded_s3_endpoint_and_credentials(monkeypatch):
+    monkeypatch.delenv("AIRFLOW__API__HOST", raising=False)
+    text = "\n".join(airflow_local.banner("http://127.0.0.1:8080", "secret-pw", S3_ENV))
+    assert "http://127.0.0.1:8080" in text and "admin / secret-pw" in text and "this machine only" in text
+    assert "objects kept as files under data/s3/" in text  # what `make demo` wrote, kept across restarts
+    for name, value in S3_ENV.items():
+        assert f"export {name}={value}" in text

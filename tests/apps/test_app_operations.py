@@ -1,0 +1,123 @@
+"""Operating an app without Airflow: the supervisor restarts a killed or stalled app from its
+checkpoint and gives up after its restart budget; the snapshot refresh moves a running app to a
+new snapshot version with a graceful restart, losing and repeating no row."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+from app_helpers import CITIES, hour_rows, put_sales, wait_for, write_cities
+from streamjoin.io.hours import complete_hours
+from streamjoin.runtime.app import App, Control
+
+from include.ops import refresh as refresh_ops
+from include.ops.supervise import AppDown, SubprocessLaunch, supervise
+
+
+class FakeLaunch:
+    def __init__(self, codes: list[int | None]):
+        self.codes, self.killed = codes, False
+
+    def poll(self):
+        return self.codes.pop(0) if self.codes else None
+
+    def kill(self):
+        self.killed = True
+
+
+class Clock:
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.now += seconds
+
+
+def test_the_supervisor_restarts_an_app_that_died_and_ends_when_it_stops_gracefully(tmp_path, monkeypatch):
+    monkeypatch.setenv("CHECKPOINT_PATH", str(tmp_path / "ck"))
+    launches = [FakeLaunch([None, 137]), FakeLaunch([None, None, 0])]
+    clock = Clock()
+    result = supervise(App.load("hourly_city_sales"), lambda run_for: launches.pop(0), 60, poll_s=1, clock=clock, sleep=clock.sleep)
+    assert (result.starts, result.restarts, result.outcome) == (2, 1, "ended")
+    assert "died (exit code 137)" in result.events[1]
+
+
+def test_the_supervisor_kills_a_stalled_app_and_gives_up_after_its_restart_budget(tmp_path, monkeypatch):
+    monkeypatch.setenv("CHECKPOINT_PATH", str(tmp_path / "ck"))
+    app = App.load("hourly_city_sales")
+    clock = Clock()
+    started = []
+
+    def launch(run_for):
+        started.append(FakeLaunch([]))
+        Control(app.checkpoint).heartbeat(trigger_active_since=clock() - 5)  # a batch runs ... and runs
+        return started[-1]
+
+    with pytest.raises(AppDown, match="could not be kept up"):
+        supervise(app, launch, 3600, stall_s=30, max_restarts=2, poll_s=10, clock=clock, sleep=clock.sleep)
+    assert len(started) == 3 and all(s.killed for s in started)
+
+
+@pytest.mark.long  # ~160 s; test_app_dags' kill-and-restart test covers the same path in `make test`
+def test_a_killed_app_is_restarted_from_its_checkpoint_and_no_sale_is_lost_or_counted_twice(app_env):
+    sales = Path(os.environ["SALES_PATH"])
+    output = os.environ["OUTPUT_PATH"]
+    put_sales(sales, "00.json", [(1, "Berlin", 5, "2024-01-01 00:10:00"), (2, "Lima", 7, "2024-01-01 00:20:00")])
+    launches = []
+
+    def launch(run_for):
+        launches.append(SubprocessLaunch(app_env, run_for))
+        return launches[-1]
+
+    def kill_then_feed():
+        beat = wait_for(lambda: Control(app_env.checkpoint).read_heartbeat(), what="the app's first heartbeat")
+        wait_for(lambda: (refresh_ops.status(app_env) or {}).get("inputs", {}).get("city_sales.sales", {}).get("rows_read") == 2,
+                 what="the first sales read")
+        os.kill(beat["pid"], signal.SIGKILL)  # the driver dies mid-run
+        put_sales(sales, "01.json", [(3, "Berlin", 1, "2024-01-01 01:10:00"), (4, "Oslo", 2, "2024-01-01 02:30:00")])
+
+    import threading
+
+    feeder = threading.Thread(target=kill_then_feed)
+    feeder.start()
+    result = supervise(app_env, launch, 150, stall_s=120, max_restarts=2, poll_s=1)
+    feeder.join()
+    assert result.restarts == 1 and result.outcome == "ended", result.events
+    assert "died" in result.events[1]
+    assert complete_hours(output) == ["2024-01-01T00", "2024-01-01T01"]  # 02 is still open (clock 02:28)
+    assert hour_rows(output, "2024-01-01T00") == [("Berlin", "north", 1), ("Lima", "south", 1), ("Oslo", "north", None)]
+    assert hour_rows(output, "2024-01-01T01") == [("Berlin", "north", 1), ("Lima", "south", None), ("Oslo", "north", None)]
+
+
+def test_the_refresh_moves_a_running_app_to_the_new_snapshot_with_a_graceful_restart(app_env):
+    sales = Path(os.environ["SALES_PATH"])
+    output = os.environ["OUTPUT_PATH"]
+    put_sales(sales, "00.json", [(1, "Berlin", 5, "2024-01-01 00:10:00"), (2, "Lima", 7, "2024-01-01 01:20:00")])
+    process = SubprocessLaunch(app_env, 170)
+    try:
+        wait_for(lambda: complete_hours(output) == ["2024-01-01T00"], what="hour 00 marked")
+        before = refresh_ops.status(app_env)
+        write_cities(Path(os.environ["CITY_INFO_PATH"]), [(c, r.upper()) for c, r in CITIES])  # the table changed
+        done = refresh_ops.refresh(app_env, timeout_s=120)
+        assert done["outcome"] == "running on the new snapshots" and done["snapshots"][0]["version"] == 2
+        after = refresh_ops.status(app_env)
+        assert before["snapshots"][0]["version"] == 1 and after["snapshots"][0]["version"] == 2
+        assert after["started_at"] >= before["started_at"] and after["pid"] == before["pid"]  # restarted in place
+        put_sales(sales, "01.json", [(3, "Oslo", 2, "2024-01-01 02:30:00")])
+        wait_for(lambda: len(complete_hours(output)) == 2, what="hour 01 marked")
+        Control(app_env.checkpoint).request("stop")
+        wait_for(lambda: process.poll() is not None, what="the graceful stop")
+        assert process.poll() == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+    # hour 00 closed before the refresh (old regions); hour 01 after it (new regions)
+    assert hour_rows(output, "2024-01-01T00") == [("Berlin", "north", 1), ("Lima", "south", None), ("Oslo", "north", None)]
+    assert hour_rows(output, "2024-01-01T01") == [("Berlin", "NORTH", None), ("Lima", "SOUTH", 1), ("Oslo", "NORTH", None)]
+    assert refresh_ops.status(app_env)["state"] == "stopped"
