@@ -221,3 +221,12 @@ def test_the_spark_source_reads_the_current_contents_on_every_execution(tables, 
         assert after[1]["price"] == Decimal("99.99")
     finally:
         pg_execute(f"UPDATE {keyed} SET price = 12.34 WHERE id = 1")
+
+
+def test_the_data_session_is_read_only_and_in_utc():
+    from streamjoin.io.postgres import _fetch_arrow
+
+    got = _fetch_arrow(URL, "SELECT '2024-01-01 10:00:00'::timestamp::timestamptz AS t", "probe", "here").to_pylist()
+    assert got == [{"t": dt.datetime(2024, 1, 1, 10, 0, tzinfo=UTC)}]
+    with pytest.raises(ValueError, match="read-only transaction"):
+        _fetch_arrow(URL, "CREATE TABLE streamjoin_read_only_probe (a int)", "probe", "here")

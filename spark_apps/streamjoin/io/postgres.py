@@ -1,14 +1,13 @@
 """PostgreSQL tables as Arrow (the Spark source over it is `streamjoin.io.pg_source`; names are
 resolved by `streamjoin.io.pg_names`).
 
-A table (or a query) is read with one `COPY (SELECT ...) TO STDOUT (FORMAT csv)` and parsed by
-`pyarrow.csv` into exactly the declared Arrow schema. Each column is cast in SQL to the declared
-type, so the text PostgreSQL writes is the one Arrow parses:
-
-* strings are `::text`, forced into quotes: an unquoted empty field is NULL, `""` is '';
-* timestamps are `::timestamptz` in a UTC session (a `timestamp without time zone` is taken as
-  UTC) written by `to_char` as `YYYY-MM-DDTHH:MI:SS.ffffffZ`, exact to the microsecond;
-* booleans are `t`/`f`, dates ISO, decimals `::numeric(p, s)`.
+A table (or a query) is read with one `SELECT` through ADBC's PostgreSQL driver, which fetches
+COPY's binary form straight into Arrow: every value arrives typed (an empty string is '', NULL is
+null, decimals and timestamps exact to their scale and microsecond). Each column is cast in SQL to
+the declared type (`::bigint`, `::numeric(p, s)`, `::timestamptz` in a UTC session, so a
+`timestamp without time zone` is taken as UTC), and the result is cast once to the declared Arrow
+schema. psycopg2 resolves the names against the catalog and composes the SQL (identifiers quoted
+by the driver, never spliced).
 
 >>> parse_url("postgresql://bob:secret@db.example:6543/shop")["port"]
 6543
@@ -16,7 +15,6 @@ type, so the text PostgreSQL writes is the one Arrow parses:
 
 from __future__ import annotations
 
-import io
 import os
 import re
 from urllib.parse import parse_qsl, unquote, urlsplit
@@ -33,7 +31,6 @@ _LIBPQ_PARAMS = {
     "user", "password", "sslmode", "sslrootcert", "sslcert", "sslkey", "connect_timeout",
     "application_name", "options", "target_session_attrs", "gssencmode", "channel_binding",
 }
-_TS_FORMAT = 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'
 
 
 # --------------------------------------------------------------------------- connection
@@ -131,42 +128,33 @@ def _connect(url: str):
 
 
 def _select_expr(col, dtype: pa.DataType):
-    """(SQL expression writing `col` as the text Arrow parses into `dtype`, the type Arrow parses
-    it as, whether to force quotes)."""
+    """The SQL expression casting `col` to the PostgreSQL type that reads back as `dtype`."""
     from psycopg2 import sql
 
     t = pa.types
-
-    def cast(pg_type: str):
-        return sql.SQL("({})::" + pg_type).format(col)
-
     if t.is_string(dtype) or t.is_large_string(dtype) or t.is_string_view(dtype):
-        return cast("text"), pa.string(), True
-    if t.is_boolean(dtype):
-        return cast("boolean"), pa.bool_(), False
-    if t.is_integer(dtype):
+        pg = "text"
+    elif t.is_boolean(dtype):
+        pg = "boolean"
+    elif t.is_integer(dtype):
         width = dtype.bit_width
         if t.is_signed_integer(dtype):
             pg = {8: "smallint", 16: "smallint", 32: "integer", 64: "bigint"}[width]
         else:
             pg = "bigint" if width < 64 else "numeric(20, 0)"
-        return cast(pg), dtype, False
-    if t.is_float32(dtype):
-        return cast("real"), dtype, False
-    if t.is_float64(dtype):
-        return cast("double precision"), dtype, False
-    if t.is_decimal(dtype):
-        return cast(f"numeric({dtype.precision}, {dtype.scale})"), dtype, False
-    if t.is_date(dtype):
-        return cast("date"), pa.date32(), False
-    if t.is_timestamp(dtype):
-        ts = cast("timestamptz")
-        # to_char gives NULL for +-infinity: write them as they are so that Arrow rejects them.
-        expr = sql.SQL("CASE WHEN isfinite({ts}) THEN to_char({ts}, {fmt}) ELSE ({ts})::text END").format(
-            ts=ts, fmt=sql.Literal(_TS_FORMAT)
-        )
-        return expr, pa.timestamp("us", tz="UTC"), False
-    raise ValueError(f"Arrow type {dtype} is not supported by the PostgreSQL reader")
+    elif t.is_float32(dtype):
+        pg = "real"
+    elif t.is_float64(dtype):
+        pg = "double precision"
+    elif t.is_decimal(dtype):
+        pg = f"numeric({dtype.precision}, {dtype.scale})"
+    elif t.is_date(dtype):
+        pg = "date"
+    elif t.is_timestamp(dtype):
+        pg = "timestamptz"
+    else:
+        raise ValueError(f"Arrow type {dtype} is not supported by the PostgreSQL reader")
+    return sql.SQL("({})::" + pg).format(col)
 
 
 def _arrow_to_spark(dtype: pa.DataType) -> str:
@@ -239,9 +227,11 @@ def read_table(
                 source = sql.SQL("({}) AS _q").format(sql.SQL(query.strip().rstrip(";")))
                 cur.execute(sql.SQL("SELECT * FROM {} LIMIT 0").format(source))
                 available = [d.name for d in cur.description]
-
-            exprs, wire_types, quoted = _select_list(fields, available, label)
-
+            exprs = [
+                sql.SQL("{} AS {}").format(_select_expr(sql.Identifier(match_column(f.name, available, label)), f.type),
+                                           sql.Identifier(f"c{i}"))
+                for i, f in enumerate(fields)
+            ]
             if not exprs:  # nothing to read but the number of rows
                 count = sql.SQL("SELECT count(*) FROM {}").format(source)
                 if where:
@@ -251,63 +241,42 @@ def read_table(
                 return pa.Table.from_struct_array(pa.array([{}] * n, type=pa.struct([]))).replace_schema_metadata(
                     out_schema.metadata
                 )
-
             select = sql.SQL("SELECT {} FROM {}").format(sql.SQL(", ").join(exprs), source)
             if where:
                 select = sql.SQL("{} WHERE ({})").format(select, sql.SQL(where))
-            options = sql.SQL("FORMAT csv, HEADER true")
-            if quoted:
-                options = sql.SQL("{}, FORCE_QUOTE ({})").format(options, sql.SQL(", ").join(quoted))
-            copy = sql.SQL("COPY ({}) TO STDOUT WITH ({})").format(select, options).as_string(conn)
-            buf = io.BytesIO()
-            cur.copy_expert(copy, buf)
+            text = select.as_string(conn)
     except psycopg2.Error as e:
         raise ValueError(f"cannot read {label}: {one_line(e)}") from None
     finally:
         conn.close()
 
-    return _parse_copy(buf, wire_types, out_schema, label)
-
-
-def _select_list(fields, available: list[str], label: str):
-    """(the SELECT list, each column's type on the wire, the columns COPY must quote)."""
-    from psycopg2 import sql
-
-    exprs, wire_types, quoted = [], {}, []
-    for i, f in enumerate(fields):
-        col = sql.Identifier(match_column(f.name, available, label))
-        expr, wire, force_quote = _select_expr(col, f.type)
-        alias = f"c{i}"
-        exprs.append(sql.SQL("{} AS {}").format(expr, sql.Identifier(alias)))
-        wire_types[alias] = wire
-        if force_quote:
-            quoted.append(sql.Identifier(alias))
-    return exprs, wire_types, quoted
-
-
-def _parse_copy(buf, wire_types: dict, out_schema: pa.Schema, label: str) -> pa.Table:
-    """COPY's CSV as the declared Arrow schema."""
-    import pyarrow.csv as pacsv
-
-    buf.seek(0)
+    fetched = _fetch_arrow(url, text, label, location)
     try:
-        parsed = pacsv.read_csv(
-            buf,
-            read_options=pacsv.ReadOptions(block_size=1 << 24),
-            parse_options=pacsv.ParseOptions(newlines_in_values=True),
-            convert_options=pacsv.ConvertOptions(
-                column_types=wire_types,
-                null_values=[""],
-                strings_can_be_null=True,
-                quoted_strings_can_be_null=False,
-                true_values=["t"],
-                false_values=["f"],
-            ),
-        )
-        parsed = parsed.rename_columns(out_schema.names)
-        return parsed.cast(out_schema)
+        return fetched.rename_columns(out_schema.names).cast(out_schema)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
         raise ValueError(f"cannot convert {label} to Arrow: {one_line(e)}") from None
+
+
+def _fetch_arrow(url: str, text: str, label: str, location: str) -> pa.Table:
+    """The result of one SELECT as Arrow, by ADBC (COPY's binary form), in a read-only UTC session."""
+    import adbc_driver_manager
+    import adbc_driver_postgresql.dbapi as adbc
+    from psycopg2.extensions import make_dsn
+
+    try:
+        conn = adbc.connect(make_dsn(**parse_url(url)))
+    except adbc_driver_manager.Error as e:
+        raise ValueError(f"cannot connect to PostgreSQL at {location}: {one_line(e)}") from None
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SET TRANSACTION READ ONLY")  # the first statement of the driver's transaction
+            cur.execute("SET LOCAL TimeZone = 'UTC'")
+            cur.execute(text)
+            return cur.fetch_arrow_table()
+    except adbc_driver_manager.Error as e:
+        raise ValueError(f"cannot read {label}: {one_line(e)}") from None
+    finally:
+        conn.close()
 
 
 def primary_key(url: str, table: str) -> tuple[str, ...]:
