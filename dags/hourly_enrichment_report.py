@@ -27,14 +27,9 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import sys
-from pathlib import Path
 
 from airflow.sdk import Param, PokeReturnValue, dag, task
 from airflow.sdk.exceptions import AirflowFailException
-
-ROOT = os.environ.get("STREAMJOIN_HOME") or str(Path(__file__).resolve().parents[1])
-sys.path[:0] = [] if ROOT in sys.path else [ROOT]  # the tasks import include.ops from the repository root
 
 POKE_SECONDS = float(os.environ.get("STREAMJOIN_MARKER_POKE_SECONDS", "120"))  # how often to look for the marker
 # how long to wait for it when no input for the hour has reached the app (default 10 min), and at most (2 h)

@@ -13,18 +13,13 @@ See docs/operations.md.
 
 from __future__ import annotations
 
-import os
-import sys
 from datetime import datetime, timedelta
-from pathlib import Path
-
-sys.path.insert(0, os.environ.get("STREAMJOIN_HOME") or str(Path(__file__).resolve().parents[1]))
 
 from airflow.sdk import Param, dag, task
 from streamjoin.runtime.app import app_names
 
-APPS = app_names(Path(sys.path[0]))  # a task each
-DEPLOYED = app_names(Path(sys.path[0]), deployed_only=True)  # the default selection ([deploy] enabled)
+APPS = app_names()  # a task each
+DEPLOYED = app_names(deployed_only=True)  # the default selection ([deploy] enabled)
 
 
 @dag(

@@ -14,12 +14,7 @@ See docs/operations.md.
 
 from __future__ import annotations
 
-import os
-import sys
 from datetime import datetime, timedelta
-from pathlib import Path
-
-sys.path.insert(0, os.environ.get("STREAMJOIN_HOME") or str(Path(__file__).resolve().parents[1]))
 
 from airflow.sdk import Param, dag, task
 from streamjoin.runtime.app import App, app_names
@@ -27,8 +22,8 @@ from streamjoin.runtime.app import App, app_names
 from include.ops.spark_submit import SupervisedSparkSubmitOperator
 
 MAX_RUN_SECONDS = 3 * 3600  # the run_seconds param's ceiling (the task's timeout leaves room for it)
-APPS = app_names(Path(sys.path[0]))  # a task each
-DEPLOYED = app_names(Path(sys.path[0]), deployed_only=True)  # the default selection ([deploy] enabled)
+APPS = app_names()  # a task each
+DEPLOYED = app_names(deployed_only=True)  # the default selection ([deploy] enabled)
 
 
 def _alert_app_down(context) -> None:

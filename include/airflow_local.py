@@ -148,5 +148,4 @@ def _password(home: Path) -> str:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(ROOT))
     sys.exit(main())

@@ -28,8 +28,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "include" / "apps" / "hourly_city_sales"))
+sys.path.insert(0, str(ROOT / "include" / "apps" / "hourly_city_sales"))  # its generate.py
 PREFIX = "s3://streamjoin"
 OUTPUT = f"{PREFIX}/apps/hourly_city_sales/output"
 

@@ -208,3 +208,26 @@ def test_an_s3_table_without_a_path_is_rejected_before_spark_starts(tmp_path):
     script = compile_sql(STREAM_SQL.format(dir=tmp_path, root="x").replace(", path = 'x'", ""))
     with pytest.raises(Unsupported, match="needs WITH \\(path"):
         check_runnable(script, script.final)
+
+
+def test_a_snapshot_store_that_cannot_be_reached_at_start_fails_the_start_naming_it_never_an_empty_table(
+        spark, s3_prefix, tmp_path, monkeypatch):
+    import socket
+    import time
+
+    from streamjoin.errors import one_line_reason
+
+    root = f"{s3_prefix}/snapshots/down"
+    snapshots.export(animals("cow", "fugu"), root, "test")
+    write_jsonl(tmp_path / "events" / "1.json", [{"row_id": 1, "animal_id": 1, "rowtime": ts(0)}])
+    with socket.socket() as probe:  # a port nothing listens on: the store is down
+        probe.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    monkeypatch.setenv("AWS_ENDPOINT_URL", dead)
+    began = time.monotonic()
+    with pytest.raises(Exception) as caught:
+        start(spark, STREAM_SQL.format(dir=tmp_path, root=root), tmp_path)
+    reason = one_line_reason(caught.value)
+    assert reason.startswith(f"StorageUnavailableError: snapshot {root}: the storage ({dead}) could not be reached"), reason
+    assert time.monotonic() - began < 120
+    assert not list((tmp_path / "out").glob("part-*"))  # nothing ran on an empty table

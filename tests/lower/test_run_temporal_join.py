@@ -3,6 +3,7 @@ real PostgreSQL table: every micro-batch reads the table's current contents (no 
 
 from __future__ import annotations
 
+import json
 import uuid
 
 import pytest
@@ -90,3 +91,64 @@ def test_a_temporal_join_must_cover_the_catalogs_primary_key(spark, tmp_path):
             start(spark, sql(tmp_path, name), tmp_path)
     finally:
         pg_execute(f"DROP TABLE {name}")
+
+
+@pytest.fixture
+def pg_proxy():
+    from pg_helpers import PgProxy
+
+    proxy = PgProxy()
+    yield proxy
+    proxy.down()
+
+
+def test_postgresql_down_at_start_fails_the_start_naming_the_server_and_a_later_start_runs(spark, tmp_path, products, pg_proxy):
+    from streamjoin.errors import one_line_reason
+
+    write_jsonl(tmp_path / "sales" / "1.json", [sale(1, 1), sale(2, 2)])
+    query = sql(tmp_path, products, "LEFT JOIN").replace(URL, pg_proxy.url)
+    with pytest.raises(Exception) as caught:  # the catalog read for the primary key, before any query starts
+        start(spark, query, tmp_path)
+    assert f"cannot connect to PostgreSQL at 127.0.0.1:{pg_proxy.port}/test" in one_line_reason(caught.value)
+    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").glob("part-*"))
+
+    pg_proxy.up()
+    runner = start(spark, query, tmp_path)
+    try:
+        runner.process_available()
+        runner.end_of_input()
+    finally:
+        runner.stop("finished")
+    assert [(r["transaction_id"], r["price"]) for r in read_output(tmp_path / "out")] == [(1, 10), (2, 20)]
+
+
+def test_postgresql_down_during_a_temporal_join_fails_the_query_clearly_and_a_restart_resumes_losing_nothing(
+        spark, tmp_path, products, pg_proxy):
+    from streamjoin.errors import one_line_reason
+
+    pg_proxy.up()
+    query = sql(tmp_path, products, "LEFT JOIN").replace(URL, pg_proxy.url)
+    write_jsonl(tmp_path / "sales" / "1.json", [sale(1, 1), sale(2, 2)])
+    runner = start(spark, query, tmp_path)
+    try:
+        runner.process_available()
+        pg_proxy.down()
+        write_jsonl(tmp_path / "sales" / "2.json", [sale(3, 1), sale(4, 3)])
+        with pytest.raises(Exception) as caught:
+            runner.process_available()
+    finally:
+        runner.fail(caught.value) if "caught" in locals() else runner.stop("stopped")
+    reason = one_line_reason(caught.value)
+    assert f"at 127.0.0.1:{pg_proxy.port}/test" in reason and "PostgreSQL" in reason, reason
+    status = json.loads((tmp_path / "checkpoint" / "status.json").read_text())
+    assert status["state"] == "failed" and status["error"] == reason
+
+    pg_proxy.up()  # PostgreSQL is back: the same checkpoint resumes with the batch that failed
+    runner = start(spark, query, tmp_path)
+    try:
+        runner.process_available()
+        runner.end_of_input()
+    finally:
+        runner.stop("finished")
+    rows = [(r["transaction_id"], r["product_name"], r["price"]) for r in read_output(tmp_path / "out")]
+    assert rows == [(1, "widget", 10), (2, "gadget", 20), (3, "widget", 10), (4, None, None)]

@@ -80,9 +80,9 @@ def retrying(what: str, action: Callable[[], T], limit: float | None = None, sle
             first = now if first is None else first
             if now - first >= limit:
                 raise StorageUnavailableError(f"{what}: the storage was unreachable for {now - first:.0f} s "
-                                         f"(STREAMJOIN_STORAGE_RETRY_S={limit:g}): {_first_line(error)}") from error
+                                         f"(STREAMJOIN_STORAGE_RETRY_S={limit:g}): {first_line(error)}") from error
             log.warning("%s: storage unreachable, retrying in %.1f s (%.0f s of %g s): %s", what, delay, now - first, limit,
-                        _first_line(error))
+                        first_line(error))
             sleep(delay)
             delay = min(delay * 2, 10.0)
             continue
@@ -91,6 +91,6 @@ def retrying(what: str, action: Callable[[], T], limit: float | None = None, sle
         return result
 
 
-def _first_line(error: BaseException) -> str:
+def first_line(error: BaseException) -> str:
     text = str(error).strip().splitlines()
     return f"{type(error).__name__}: {text[0][:300] if text else ''}"

@@ -28,6 +28,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from streamjoin.io import s3
+from streamjoin.io.retry import StorageUnavailableError, first_line, transient
 from streamjoin.io.staging import BOUND, conform
 
 POINTER = "_latest.json"
@@ -108,14 +109,24 @@ def export(table: pa.Table, root: str, source: str) -> dict:
 
 def read_latest(root: str, schema: pa.Schema) -> tuple[pa.Table, dict]:
     """The latest version's rows conformed to `schema` (declared names, case-insensitive; missing
-    columns are NULL), and its identity (version, path, source, taken_at, rows, sha256)."""
+    columns are NULL), and its identity (version, path, source, taken_at, rows, sha256).
+
+    Read once, when the query starts: a store that cannot be reached fails the start with
+    `StorageUnavailableError` naming the root (a query never runs on an empty table)."""
     root = root_path(root)
-    meta = latest(root)
-    if meta is None:
-        raise ValueError(f"no snapshot under {root}: create one with `streamjoin snapshot`")
-    data = s3.join(meta["path"], DATA)
-    filesystem, inner = s3.resolve(data)
-    raw = pq.read_table(inner, filesystem=filesystem)
+    try:
+        meta = latest(root)
+        if meta is None:
+            raise ValueError(f"no snapshot under {root}: create one with `streamjoin snapshot`")
+        data = s3.join(meta["path"], DATA)
+        filesystem, inner = s3.resolve(data)
+        raw = pq.read_table(inner, filesystem=filesystem)
+    except Exception as error:
+        if not transient(error):
+            raise
+        where = (s3.S3Settings.from_env().endpoint_url or "AWS") if s3.is_s3(root) else "the file system"
+        raise StorageUnavailableError(f"snapshot {root}: the storage ({where}) could not be reached, so the table was not "
+                                      f"loaded and the query did not start: {first_line(error)}") from error
     table = conform(raw, schema, None, data).drop_columns([BOUND])
     identity = {k: meta[k] for k in ("version", "path", "source", "taken_at", "rows", "sha256")}
     return table, identity
