@@ -121,3 +121,42 @@ def test_the_refresh_moves_a_running_app_to_the_new_snapshot_with_a_graceful_res
     assert hour_rows(output, "2024-01-01T00") == [("Berlin", "north", 1), ("Lima", "south", None), ("Oslo", "north", None)]
     assert hour_rows(output, "2024-01-01T01") == [("Berlin", "NORTH", None), ("Lima", "SOUTH", 1), ("Oslo", "NORTH", None)]
     assert refresh_ops.status(app_env)["state"] == "stopped"
+
+
+@pytest.mark.long  # two app starts (~2 min)
+@pytest.mark.spark
+def test_an_app_killed_while_restarting_for_a_refresh_comes_back_on_the_new_snapshot_losing_no_row(app_env, monkeypatch):
+    """The `app.restarting` crash point (issue 20): the app has stopped its query for the refresh
+    and dies before starting the new one; started again (as the supervisor does), it runs on the
+    new snapshot from its checkpoint and the refresh completes."""
+    import threading
+
+    sales = Path(os.environ["SALES_PATH"])
+    output = os.environ["OUTPUT_PATH"]
+    put_sales(sales, "00.json", [(1, "Berlin", 5, "2024-01-01 00:10:00"), (2, "Lima", 7, "2024-01-01 01:20:00")])
+    monkeypatch.setenv("STREAMJOIN_CRASH_AT", "app.restarting:1")
+    first = SubprocessLaunch(app_env, 170)
+    monkeypatch.delenv("STREAMJOIN_CRASH_AT")
+    second = None
+    try:
+        wait_for(lambda: complete_hours(output) == ["2024-01-01T00"], what="hour 00 marked")
+        write_cities(Path(os.environ["CITY_INFO_PATH"]), [(c, r.upper()) for c, r in CITIES])
+        done = {}
+        refreshing = threading.Thread(target=lambda: done.update(refresh_ops.refresh(app_env, timeout_s=240)))
+        refreshing.start()
+        wait_for(lambda: first.poll() is not None, what="the kill at app.restarting")
+        assert first.poll() in (-signal.SIGKILL, 128 + signal.SIGKILL), first.poll()
+        second = SubprocessLaunch(app_env, 170)  # what the supervisor does when the app died
+        refreshing.join(timeout=300)
+        assert done.get("outcome") == "running on the new snapshots" and done["snapshots"][0]["version"] == 2, done
+        put_sales(sales, "01.json", [(3, "Oslo", 2, "2024-01-01 02:30:00")])
+        wait_for(lambda: len(complete_hours(output)) == 2, what="hour 01 marked")
+        Control(app_env.checkpoint).request("stop")
+        wait_for(lambda: second.poll() is not None, what="the graceful stop")
+        assert second.poll() == 0
+    finally:
+        for process in (first, second):
+            if process is not None and process.poll() is None:
+                process.kill()
+    assert hour_rows(output, "2024-01-01T00") == [("Berlin", "north", 1), ("Lima", "south", None), ("Oslo", "north", None)]
+    assert hour_rows(output, "2024-01-01T01") == [("Berlin", "NORTH", None), ("Lima", "SOUTH", 1), ("Oslo", "NORTH", None)]
