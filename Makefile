@@ -1,5 +1,6 @@
 # streamjoin: two commands do everything, on a fresh machine.
-#   make test   set up .venv, lint, run the tests (make test-quick: the pure-Python ones, make test-long: long variants)
+#   make test   set up .venv, lint, run the tests (make test-quick: the pure-Python ones, make test-long: long variants,
+#               make test-ui: the Airflow UI in a real browser)
 #   make demo   set up .venv, run the demo
 #   make bench  streamjoin vs PyFlink on the same data (docs/benchmarks.md)
 #   make airflow   Airflow standalone on this repo's DAGs (Ctrl-C stops it)
@@ -8,7 +9,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt constraints.txt pyproject.toml | sha1sum | cut -c1-12)
 
-.PHONY: test test-long test-quick demo lint setup check-java clean airflow bench
+.PHONY: test test-long test-quick test-ui browser demo lint setup check-java clean airflow bench
 
 setup: $(STAMP)
 
@@ -33,7 +34,7 @@ lint: $(STAMP)
 	$(VENV)/bin/lint-imports
 
 test: $(STAMP) check-java lint
-	$(VENV)/bin/pytest -m "not long" --durations=25
+	$(VENV)/bin/pytest -m "not long and not ui" --durations=25
 
 # the pure-Python tests alone (dialect, plan, operator engine, reference, CLI check/explain, docs):
 # no Spark, Airflow, S3 or PostgreSQL; about half a minute (markers in pyproject.toml, tests/conftest.py)
@@ -43,6 +44,20 @@ test-quick: $(STAMP)
 # the long variants (tests marked `long`: wide differential sweeps, slow end-to-end runs)
 test-long: $(STAMP) check-java lint
 	$(VENV)/bin/pytest -m long --durations=25
+
+# the operator's first hour in a real browser (tests/ui/): `make airflow`, log in, trigger the report, open it.
+# Playwright (pinned in requirements.txt) drives Debian's chromium, installed here when missing (browser
+# downloads are not reachable); about 3 minutes. .ci/run runs it after `make test`.
+test-ui: $(STAMP) check-java browser
+	$(VENV)/bin/pytest -m ui --durations=5
+
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" != 0 ]; then echo "make test-ui needs Debian's chromium: sudo apt-get install chromium" >&2; exit 1; fi; \
+	  echo "installing Debian's chromium (apt-get install chromium)"; \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null \
+	    || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null; }; }
+	@chromium --version
 
 # streamjoin vs PyFlink (and hand-written PySpark) on the same data: writes docs/benchmarks.md;
 # then the Kinesis input's read rate and latency on the embedded server: docs/benchmarks-kinesis.md.

@@ -8,7 +8,7 @@ endpoint with its credentials, and stops both cleanly on Ctrl-C (standalone shut
 only on SIGINT). The API server listens on 127.0.0.1 only, unless `AIRFLOW__API__HOST` says
 otherwise (`AIRFLOW__API__HOST=0.0.0.0 make airflow` for every interface).
 
-    .venv/bin/python include/airflow_local.py [--port 8080] [--s3-port 9000]
+    .venv/bin/python include/airflow_local.py [--port 8080] [--s3-port 9000] [--home .airflow] [--data data/s3]
 """
 
 from __future__ import annotations
@@ -62,10 +62,11 @@ def api_host() -> str:
     return os.environ.get("AIRFLOW__API__HOST") or "127.0.0.1"
 
 
-def banner(url: str, password: str, s3_env: dict[str, str]) -> list[str]:
+def banner(url: str, password: str, s3_env: dict[str, str], store: Path = STORE) -> list[str]:
     """What `make airflow` prints once Airflow is up: the UI and its login, the DAGs, and how to
     reach the embedded S3 (endpoint and credentials, as exports for another shell)."""
     host = api_host()
+    reports = os.environ.get("REPORTS_PATH", "s3://streamjoin/reports")
     where = ("this machine only (AIRFLOW__API__HOST=0.0.0.0 make airflow to listen on every interface)"
              if host in ("127.0.0.1", "localhost", "::1") else host)
     return [
@@ -73,7 +74,7 @@ def banner(url: str, password: str, s3_env: dict[str, str]) -> list[str]:
         "DAGs: streaming_join_apps, lookup_snapshot_refresh, hourly_enrichment_report",
         f"embedded S3: {s3_env['AWS_ENDPOINT_URL']}, bucket s3://streamjoin/ "
         f"(access key {s3_env['AWS_ACCESS_KEY_ID']}, secret key {s3_env['AWS_SECRET_ACCESS_KEY']}), its objects kept as "
-        f"files under {_shown(STORE)}/ (reports: {_shown(STORE)}/streamjoin/reports/); from another shell:",
+        f"files under {_shown(store)}/ (reports: {_shown(_local(store, reports))}/); from another shell:",
         *(f"  export {name}={value}" for name, value in s3_env.items()),
     ]
 
@@ -82,12 +83,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=8080)
     parser.add_argument("--s3-port", type=int, default=9000)
+    parser.add_argument("--home", type=Path, default=ROOT / ".airflow", help="AIRFLOW_HOME (default: .airflow)")
+    parser.add_argument("--data", type=Path, default=STORE, help="the embedded S3's folder (default: data/s3, the demo's)")
     args = parser.parse_args()
     from streamjoin.io.embedded_s3 import EmbeddedS3
 
-    home = ROOT / ".airflow"
-    home.mkdir(exist_ok=True)
-    s3 = EmbeddedS3(port=args.s3_port, data_dir=STORE)
+    home = args.home.resolve()
+    home.mkdir(parents=True, exist_ok=True)
+    s3 = EmbeddedS3(port=args.s3_port, data_dir=args.data.resolve())
     s3.start()
     env = airflow_env(home, s3.env(), args.port)
     stop = {"asked": False}
@@ -110,7 +113,7 @@ def main() -> int:
         while not stop["asked"] and standalone.poll() is None and not _up(f"{url}/api/v2/monitor/health"):
             time.sleep(1)
         if standalone.poll() is None and not stop["asked"]:
-            print("\n".join(banner(url, _password(home), s3.env())), flush=True)
+            print("\n".join(banner(url, _password(home), s3.env(), args.data.resolve())), flush=True)
             print("stop with Ctrl-C", flush=True)
         while not stop["asked"] and standalone.poll() is None:
             time.sleep(0.5)
@@ -126,8 +129,13 @@ def main() -> int:
     return 0
 
 
-def _shown(path: Path) -> str:
-    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+def _shown(path: Path | str) -> str:
+    return str(path.relative_to(ROOT)) if isinstance(path, Path) and path.is_relative_to(ROOT) else str(path)
+
+
+def _local(store: Path, path: str) -> Path | str:
+    """Where the embedded S3 keeps `s3://bucket/key` (store/bucket/key); other paths as they are."""
+    return store / path.removeprefix("s3://").strip("/") if path.startswith("s3://") else path
 
 
 def _up(url: str) -> bool:

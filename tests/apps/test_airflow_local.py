@@ -32,8 +32,16 @@ def test_the_api_server_listens_on_127_0_0_1_unless_airflow_api_host_says_otherw
 
 def test_make_airflow_prints_the_ui_login_and_the_embedded_s3_endpoint_and_credentials(monkeypatch):
     monkeypatch.delenv("AIRFLOW__API__HOST", raising=False)
+    monkeypatch.delenv("REPORTS_PATH", raising=False)
     text = "\n".join(airflow_local.banner("http://127.0.0.1:8080", "secret-pw", S3_ENV))
     assert "http://127.0.0.1:8080" in text and "admin / secret-pw" in text and "this machine only" in text
     assert "objects kept as files under data/s3/" in text  # what `make demo` wrote, kept across restarts
+    assert "(reports: data/s3/streamjoin/reports/)" in text
     for name, value in S3_ENV.items():
         assert f"export {name}={value}" in text
+
+
+def test_the_banner_points_at_the_reports_folder_reports_path_names(monkeypatch, tmp_path):
+    monkeypatch.setenv("REPORTS_PATH", "s3://streamjoin/team/reports")
+    text = "\n".join(airflow_local.banner("http://127.0.0.1:8080", "pw", S3_ENV, tmp_path / "s3"))
+    assert f"(reports: {tmp_path}/s3/streamjoin/team/reports/)" in text
