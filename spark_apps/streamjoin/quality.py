@@ -27,6 +27,7 @@ import tomllib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from streamjoin import data_docs
 from streamjoin.io import hours, s3
 from streamjoin.io.table_sink import HOUR
 
@@ -122,6 +123,9 @@ def check_hour(app: str | Path, hour: str, output: str | None = None, alert: boo
     docs_dir = Path(tempfile.mkdtemp(prefix="streamjoin-quality-docs-"))
     try:
         result = validate(table, config, suite_module, expected_rows, hour, docs_dir, reference)
+        still_remote = data_docs.localize(docs_dir)  # pages that open offline: their assets beside them
+        if still_remote:
+            log.warning("Data Docs pages still load from the network (GX's templates changed?): %s", ", ".join(still_remote))
         verdict = _verdict(config["name"], hour, output, table, expected_rows, result, docs_dir,
                            int(config["quality"].get("sample_rows", 5)))
         verdict.notes = [note] if note else []

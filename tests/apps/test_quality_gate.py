@@ -191,6 +191,30 @@ def test_the_data_docs_page_of_a_failed_hour_renders_the_failed_expectation(outp
     assert "Must have exactly 10 rows. 9" in text  # the failed expectation, then the observed value
 
 
+def test_the_published_data_docs_load_every_script_style_and_font_from_their_own_folder(output):
+    """Data Docs that open offline (issue 21): no page loads a CDN; each local asset it names exists."""
+    import posixpath
+    import re
+
+    from streamjoin.data_docs import remote_assets
+
+    write_hour(output, good_rows())
+    verdict = check_hour(APP, HOUR, output)
+    site = verdict.docs.rsplit("/", 1)[0]
+    files = set(s3.list_files(site, recursive=True))
+    pages = sorted(f for f in files if f.endswith(".html"))
+    assert len(pages) >= 3  # the index, the suite's page, the validation's page
+    for page in pages:
+        html = s3.read_bytes(page).decode()
+        assert remote_assets(html) == [], page
+        local = re.findall(r"""(?:src|href)=["']([^"'#?]*static/vendor/[^"'#?]+)["']""", html)
+        assert any(name.endswith("bootstrap.min.css") for name in local) and any(name.endswith("jquery.min.js") for name in local), page
+        for name in local:
+            folder = page.rsplit("/", 1)[0].removeprefix("s3://")
+            assert "s3://" + posixpath.normpath(posixpath.join(folder, name)) in files, (page, name)
+    assert any(f.endswith("webfonts/fa-solid-900.woff2") for f in files)  # what Font Awesome's CSS loads next
+
+
 def visible_text(html: str) -> str:
     import html as entities
     import re

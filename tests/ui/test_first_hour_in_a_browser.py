@@ -1,6 +1,6 @@
 """The operator's first hour, in a real browser (issue 21): `make airflow`, log in, see the three
 DAGs, trigger the hourly report for a complete hour, see the run succeed, open the report and see
-its chart.
+its chart, and open the hour's Data Docs offline.
 
 Playwright for Python drives Debian's `chromium` (browser downloads are not reachable here);
 `make test-ui` installs it when it is missing and runs this file (`.ci/run` runs it after
@@ -153,3 +153,14 @@ def test_an_operator_logs_in_triggers_the_report_for_a_complete_hour_and_opens_i
     chart.wait_for()
     assert chart.evaluate("img => img.complete && img.naturalWidth > 0"), "the report's chart did not load"
     assert "city-3" in body
+
+    # the hour's Data Docs, opened from the folder with the network cut off: styled and working
+    page.route(re.compile(r"^https?://"), lambda route: route.abort())
+    docs = data / "streamjoin" / "ui" / "output" / "_quality" / f"hour={HOUR}" / "docs"
+    (validation,) = docs.glob("validations/**/*.html")
+    page.goto(validation.as_uri())
+    assert page.evaluate("typeof jQuery === 'function' && typeof jQuery.fn.bootstrapTable === 'function' && typeof jQuery.fn.tooltip === 'function'")
+    assert page.evaluate("typeof vegaEmbed === 'function'")
+    # Bootstrap's stylesheet applied (an unstyled page keeps the browser's 8 px body margin)
+    assert page.evaluate("getComputedStyle(document.body).margin") == "0px"
+    assert "Status: Succeeded" in " ".join(page.locator("body").inner_text().split())
