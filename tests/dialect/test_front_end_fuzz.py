@@ -60,6 +60,7 @@ def test_a_mutated_seed_query_compiles_or_is_rejected_with_a_position_never_a_cr
 
 @pytest.mark.parametrize("text", [
     "CREATE STREAM orders (k INTEGER);\nINSERT INTO \nSELECT STREAM * FROM orders;\n",  # found by the fuzzer
+    "SET a.b=\nWITH v AS (SELECT TABLE * FROM s);\n",  # found by the fuzzer: a SET whose value is the next statement
     "", ";;;", "\x00", "SELECT", "'", "CREATE STREAM s (", "SELECT STREAM * FROM s OVER (RANGE INTERVAL '1e308' SECOND PRECEDING)",
 ])
 def test_texts_that_once_crashed_the_front_end_are_rejected_with_a_position(text):

@@ -74,8 +74,11 @@ class Analyzer:
             for item in st.expressions:
                 eq = item.this
                 key = eq.this.sql() if isinstance(eq, exp.EQ) else eq.sql()
-                value = eq.expression.sql() if isinstance(eq, exp.EQ) else ""
-                self.settings.append((key, value))
+                value = eq.expression if isinstance(eq, exp.EQ) else None
+                if value is not None and value.find(exp.Query, exp.With):  # `SET a = <a statement>`: a lost `;` or value
+                    self.where.fail(f"SET {key} needs a value before the next statement", value,
+                                    "end the SET with its value and a `;`: SET name = value;")
+                self.settings.append((key, value.sql() if value is not None else ""))
         elif isinstance(st, exp.Insert):
             target = st.this.this if isinstance(st.this, exp.Schema) else st.this
             if st.expression is None:
