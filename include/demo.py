@@ -13,10 +13,13 @@
 7. prints what happened and where to look.
 
 Everything stays where `make airflow` looks: the same S3 folder, the app's inputs and checkpoint.
+
+    .venv/bin/python include/demo.py [--data DIR]   (default: data/, where `make airflow` looks)
 """
 
 from __future__ import annotations
 
+import argparse
 import csv
 import json
 import os
@@ -37,7 +40,11 @@ def say(text: str) -> None:
     print(text, flush=True)
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=ROOT / "data",
+                        help="the demo's folder: S3 objects, the app's folders, scratch (default: data/)")
+    top = parser.parse_args(argv).data.resolve()
     from app import _by_hour
     from generate import generate
     from streamjoin.io import s3
@@ -51,9 +58,9 @@ def main() -> int:
     from include.ops.supervise import SubprocessLaunch
 
     started = time.time()
-    work = ROOT / "data" / "demo"  # the demo's scratch: generated files, its Airflow home, logs
-    data = ROOT / "data" / "hourly_city_sales"  # the app's own folders ([paths] of its app.toml)
-    store = ROOT / "data" / "s3"  # the embedded S3's objects, kept for `make airflow`
+    work = top / "demo"  # the demo's scratch: generated files, its Airflow home, logs
+    data = top / "hourly_city_sales"  # the app's own folders ([paths] of its app.toml)
+    store = top / "s3"  # the embedded S3's objects, kept for `make airflow`
     # a fresh start: the app's own folders (inputs, checkpoint) and the bucket, where `make airflow` finds them
     for folder in (work, data, store / "streamjoin"):
         shutil.rmtree(folder, ignore_errors=True)
@@ -69,14 +76,14 @@ def main() -> int:
     app = App.load(ROOT / "include" / "apps" / "hourly_city_sales")
     process = None
     try:
-        say(f"1. embedded S3 on {settings.endpoint_url}: bucket streamjoin, objects kept in {store.relative_to(ROOT)}/")
+        say(f"1. embedded S3 on {settings.endpoint_url}: bucket streamjoin, objects kept in {_shown_path(store)}/")
         g = generate(work / "incoming", write_late=True)
         data.mkdir(parents=True)
         shutil.move(work / "incoming" / "city_info", data / "city_info")
         (data / "sales").mkdir()
         hours = _by_hour(g.files)
         say(f"2. generated {len(g.cities)} cities and {len(g.sales)} sales over {len(g.silent)} hours "
-            f"(+{len(g.late)} late) into {(data / 'sales').relative_to(ROOT)}, hour by hour")
+            f"(+{len(g.late)} late) into {_shown_path(data / 'sales')}, hour by hour")
         process = SubprocessLaunch(app, 3600)
         say(f"3. started the app with spark-submit (log {app.checkpoint / 'app.log'}); feeding sales an hour at a time")
         for i, files in enumerate(hours):
@@ -109,14 +116,14 @@ def main() -> int:
         say(f"5. the app stopped gracefully (exit {process.poll()}): {final['rows_emitted']} rows emitted, "
             f"{final['late_rows']} late rows (in {app.checkpoint / 'late'})")
         say("6. airflow dags test hourly_enrichment_report, one run per hour (quality check + report):")
-        verdicts = _reports(env, complete_hours(OUTPUT, settings), airflow_env, server)
+        verdicts = _reports(env, complete_hours(OUTPUT, settings), airflow_env, server, work / "airflow")
         say("7. where to look:")
         bucket = store / "streamjoin"
         for hour, (state, seconds) in verdicts.items():
             verdict = read_verdict(OUTPUT, hour, settings) or {}
             say(f"   {hour}: DAG run {state} in {seconds:.0f} s, quality {verdict.get('status', '?').upper()}; "
                 f"report {PREFIX}/reports/hourly_city_sales/hour={hour}/index.html "
-                f"(file: {(bucket / 'reports' / 'hourly_city_sales' / f'hour={hour}' / 'index.html').relative_to(ROOT)})")
+                f"(file: {_shown_path(bucket / 'reports' / 'hourly_city_sales' / f'hour={hour}' / 'index.html')})")
         objects = s3.list_files(PREFIX, settings, recursive=True)
         for hour in complete_hours(OUTPUT, settings):
             files = [o for o in objects if f"/output/hour={hour}/" in o]
@@ -126,9 +133,9 @@ def main() -> int:
             f"{OUTPUT}/_complete/, quality results {OUTPUT}/_quality/, reports {PREFIX}/reports/, snapshots "
             f"{PREFIX}/snapshots/city_info/")
         ok = all(state == "success" for state, _ in verdicts.values()) and len(verdicts) == len(g.silent)
-        say(f"   every object is a file under {bucket.relative_to(ROOT)}/ (open a report there in a browser)")
+        say(f"   every object is a file under {_shown_path(bucket)}/ (open a report there in a browser)")
         say(f"demo {'passed' if ok else 'FAILED'} in {time.time() - started:.0f} s. `make airflow` next finds all of it "
-            f"(the same S3 folder, the app's checkpoint in {app.checkpoint.relative_to(ROOT)}): trigger "
+            f"(the same S3 folder, the app's checkpoint in {_shown_path(app.checkpoint)}): trigger "
             f"hourly_enrichment_report with hour 2024-01-01T02 (README: the first hour) to see a run succeed at once")
         return 0 if ok else 1
     finally:
@@ -138,6 +145,11 @@ def main() -> int:
 
 
 _shown: list[str] = []
+
+
+def _shown_path(path: Path) -> str:
+    path = Path(path).resolve()
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
 def _wait(condition, process, what: str, timeout: float = 300, allow_exit: bool = False) -> None:
@@ -160,8 +172,7 @@ def _rename_a_store(folder: Path) -> None:
         writer.writerows(rows)
 
 
-def _reports(env: dict, hours: list[str], airflow_env, server) -> dict[str, tuple[str, float]]:
-    home = ROOT / "data" / "demo" / "airflow"
+def _reports(env: dict, hours: list[str], airflow_env, server, home: Path) -> dict[str, tuple[str, float]]:
     home.mkdir(parents=True, exist_ok=True)
     aenv = {**airflow_env(home, server.env(), 8080), **env, "STREAMJOIN_MARKER_POKE_SECONDS": "5"}
     airflow = str(Path(sys.executable).with_name("airflow"))

@@ -31,6 +31,8 @@ SCANNED_FOLDERS = ("spark_apps", "include", "dags")
 NOT_SET_BY_THE_STACK = {
     "PYSPARK_GATEWAY_PORT": "set by spark-submit for the Python driver it starts; tells the code it runs under spark-submit",
     "PATH": "the system's search path (include/airflow_local.py, the laptop launcher, prepends .venv/bin to it)",
+    "STREAMJOIN_S3_ACCESS_KEY": "read by the embedded S3 (make demo, make airflow, tests) only; the stack runs MinIO",
+    "STREAMJOIN_S3_SECRET_KEY": "read by the embedded S3 (make demo, make airflow, tests) only; the stack runs MinIO",
     "AIRFLOW__API__HOST": "read by include/airflow_local.py (the laptop launcher) only, to listen beyond 127.0.0.1 when "
                           "asked; the stack's api-server keeps Airflow's default (0.0.0.0 inside its container)",
     "CHECKPOINT_PATH": "a one-run override of an app's [paths] checkpoint: one value for the whole stack would make "

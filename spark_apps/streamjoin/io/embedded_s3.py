@@ -22,8 +22,9 @@ from streamjoin.io.s3_folder import FolderMirror
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 9000
 DEFAULT_BUCKETS = ("streamjoin",)
-# moto accepts any credentials; these match docker-compose.yml's MinIO, so one set of
-# variables works against both.
+# moto accepts any credentials; these, what env() hands to clients, match docker-compose.yml's
+# MinIO defaults, so one set of variables works against both. They guard nothing (a local test
+# server); STREAMJOIN_S3_ACCESS_KEY / STREAMJOIN_S3_SECRET_KEY choose others.
 ACCESS_KEY, SECRET_KEY, REGION = "streamjoin", "streamjoin-secret", "us-east-1"
 
 
@@ -40,20 +41,22 @@ class EmbeddedS3:
         self.host, self.port, self.buckets = host, port or free_port(host), tuple(buckets)
         self.in_process = in_process
         self.data_dir = Path(data_dir).resolve() if data_dir else None
+        self.access_key = os.environ.get("STREAMJOIN_S3_ACCESS_KEY") or ACCESS_KEY
+        self.secret_key = os.environ.get("STREAMJOIN_S3_SECRET_KEY") or SECRET_KEY
         self.loaded = 0  # objects loaded from data_dir (in-process servers)
         self._server = None
         self._process = None
 
     @property
     def settings(self) -> S3Settings:
-        return S3Settings(f"http://{self.host}:{self.port}", ACCESS_KEY, SECRET_KEY, REGION)
+        return S3Settings(f"http://{self.host}:{self.port}", self.access_key, self.secret_key, REGION)
 
     def env(self) -> dict[str, str]:
         """The standard variables that point S3 clients (boto3, pyarrow, deltalake) here."""
         return {
             "AWS_ENDPOINT_URL": self.settings.endpoint_url,
-            "AWS_ACCESS_KEY_ID": ACCESS_KEY,
-            "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
+            "AWS_ACCESS_KEY_ID": self.access_key,
+            "AWS_SECRET_ACCESS_KEY": self.secret_key,
             "AWS_REGION": REGION,
             "AWS_ALLOW_HTTP": "true",
         }
