@@ -74,7 +74,7 @@ def banner(url: str, password: str, s3_env: dict[str, str], store: Path = STORE)
         "DAGs: streaming_join_apps, lookup_snapshot_refresh, hourly_enrichment_report",
         f"embedded S3: {s3_env['AWS_ENDPOINT_URL']}, bucket s3://streamjoin/ "
         f"(access key {s3_env['AWS_ACCESS_KEY_ID']}, secret key {s3_env['AWS_SECRET_ACCESS_KEY']}), its objects kept as "
-        f"files under {_shown(store)}/ (reports: {_shown(_local(store, reports))}/); from another shell:",
+        f"files under {shown(store)}/ (reports: {shown(_local(store, reports))}/); from another shell:",
         *(f"  export {name}={value}" for name, value in s3_env.items()),
     ]
 
@@ -129,7 +129,8 @@ def main() -> int:
     return 0
 
 
-def _shown(path: Path | str) -> str:
+def shown(path: Path | str) -> str:
+    """A path as the user should read it: relative to the repository when inside it."""
     return str(path.relative_to(ROOT)) if isinstance(path, Path) and path.is_relative_to(ROOT) else str(path)
 
 

@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     from streamjoin.quality import read_verdict
     from streamjoin.runtime.app import App, Control
 
-    from include.airflow_local import airflow_env
+    from include.airflow_local import airflow_env, shown
     from include.ops.refresh import refresh, status
     from include.ops.supervise import SubprocessLaunch
 
@@ -76,14 +76,14 @@ def main(argv: list[str] | None = None) -> int:
     app = App.load(ROOT / "include" / "apps" / "hourly_city_sales")
     process = None
     try:
-        say(f"1. embedded S3 on {settings.endpoint_url}: bucket streamjoin, objects kept in {_shown_path(store)}/")
+        say(f"1. embedded S3 on {settings.endpoint_url}: bucket streamjoin, objects kept in {shown(store)}/")
         g = generate(work / "incoming", write_late=True)
         data.mkdir(parents=True)
         shutil.move(work / "incoming" / "city_info", data / "city_info")
         (data / "sales").mkdir()
         hours = _by_hour(g.files)
         say(f"2. generated {len(g.cities)} cities and {len(g.sales)} sales over {len(g.silent)} hours "
-            f"(+{len(g.late)} late) into {_shown_path(data / 'sales')}, hour by hour")
+            f"(+{len(g.late)} late) into {shown(data / 'sales')}, hour by hour")
         process = SubprocessLaunch(app, 3600)
         say(f"3. started the app with spark-submit (log {app.checkpoint / 'app.log'}); feeding sales an hour at a time")
         for i, files in enumerate(hours):
@@ -123,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
             verdict = read_verdict(OUTPUT, hour, settings) or {}
             say(f"   {hour}: DAG run {state} in {seconds:.0f} s, quality {verdict.get('status', '?').upper()}; "
                 f"report {PREFIX}/reports/hourly_city_sales/hour={hour}/index.html "
-                f"(file: {_shown_path(bucket / 'reports' / 'hourly_city_sales' / f'hour={hour}' / 'index.html')})")
+                f"(file: {shown(bucket / 'reports' / 'hourly_city_sales' / f'hour={hour}' / 'index.html')})")
         objects = s3.list_files(PREFIX, settings, recursive=True)
         for hour in complete_hours(OUTPUT, settings):
             files = [o for o in objects if f"/output/hour={hour}/" in o]
@@ -133,9 +133,9 @@ def main(argv: list[str] | None = None) -> int:
             f"{OUTPUT}/_complete/, quality results {OUTPUT}/_quality/, reports {PREFIX}/reports/, snapshots "
             f"{PREFIX}/snapshots/city_info/")
         ok = all(state == "success" for state, _ in verdicts.values()) and len(verdicts) == len(g.silent)
-        say(f"   every object is a file under {_shown_path(bucket)}/ (open a report there in a browser)")
+        say(f"   every object is a file under {shown(bucket)}/ (open a report there in a browser)")
         say(f"demo {'passed' if ok else 'FAILED'} in {time.time() - started:.0f} s. `make airflow` next finds all of it "
-            f"(the same S3 folder, the app's checkpoint in {_shown_path(app.checkpoint)}): trigger "
+            f"(the same S3 folder, the app's checkpoint in {shown(app.checkpoint)}): trigger "
             f"hourly_enrichment_report with hour 2024-01-01T02 (README: the first hour) to see a run succeed at once")
         return 0 if ok else 1
     finally:
@@ -145,11 +145,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 _shown: list[str] = []
-
-
-def _shown_path(path: Path) -> str:
-    path = Path(path).resolve()
-    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
 def _wait(condition, process, what: str, timeout: float = 300, allow_exit: bool = False) -> None:

@@ -72,9 +72,8 @@ def localize(site: Path) -> list[str]:
     to `site/static/vendor/`). Returns the remote URLs pages still load (links excluded), which
     should be none."""
     site = Path(site)
-    pages = sorted(site.rglob("*.html"))
-    used = set()
-    for page in pages:
+    used, remote = set(), set()
+    for page in sorted(site.rglob("*.html")):
         text = page.read_text(encoding="utf-8")
         up = "../" * (len(page.relative_to(site).parts) - 1)
         for url, (package, version, path) in CDN.items():
@@ -84,9 +83,10 @@ def localize(site: Path) -> list[str]:
         text = LOGOS.sub(f"{up}static/images/logo-long.png", text)
         text = TAG.sub(_without_cors, text)
         page.write_text(text, encoding="utf-8")
+        remote.update(remote_assets(text))
     if used:
         shutil.copytree(ASSETS, site / VENDOR, dirs_exist_ok=True, ignore=shutil.ignore_patterns("NOTICE.md"))
-    return sorted({url for page in pages for url in remote_assets(page.read_text(encoding="utf-8"))})
+    return sorted(remote)
 
 
 def remote_assets(html: str) -> list[str]:
