@@ -37,6 +37,8 @@ class BatchJoinSink(OrderedSink):
         self._stats_cache: dict[tuple[int, int], list] = {}
         self._stats_lock = threading.Lock()
         self.joining = threading.Lock()  # one join at a time; `lock` guards the state and the carry
+        self._joiner: threading.Thread | None = None  # a join the feeder started (`staged`)
+        self._join_error: Exception | None = None
 
     def __call__(self, frame, batch_id: int) -> None:
         self.advance()
@@ -55,36 +57,69 @@ class BatchJoinSink(OrderedSink):
 
     def staged(self) -> None:
         """After the feeder staged new steps: release what they make final, without waiting for
-        the join that is running (`final_below`: the rows they can still pair hold their rowtimes)."""
-        self.release_final()
+        the join that is running (`final_below`: the rows they can still pair hold their rowtimes).
+        A join that has become due starts at once, in a thread beside the feeder (not at the next
+        micro-batch); its failure is raised here, on the feeder's next pass (the query fails)."""
+        if self._join_error is not None:
+            error, self._join_error = self._join_error, None
+            raise error
+        if self.release_final() and (self._joiner is None or not self._joiner.is_alive()):
+            self._joiner = threading.Thread(target=self._join_beside, name="streamjoin-batch-join", daemon=True)
+            self._joiner.start()
+
+    def _join_beside(self) -> None:
+        try:
+            self.advance()
+        except Exception as error:  # raised by the feeder's next `staged` call
+            log.debug("batch join failed", exc_info=True)
+            self._join_error = error
+
+    def close(self) -> None:
+        """The runner stops: a join the feeder started ends first (no join after the query stops)."""
+        if self._joiner is not None:
+            self._joiner.join()
 
     def advance(self) -> None:
-        """Join the steps staged since the last call, a slice of at most GROUP_ROWS rows at a
-        time in rowtime order, releasing what is final before and after each: a large arrival (a
-        bounded run's whole input) is joined, held and written a bounded part at a time. One
-        join at a time (`joining`); the Spark job runs outside `lock`, so releases go on beside it."""
+        """Join the staged steps once the output waits for them (`release_final`), a slice of at most
+        GROUP_ROWS rows at a time in rowtime order, releasing what is final before and after
+        each: a large arrival (a bounded run's whole input) is joined, held and written a bounded
+        part at a time. One join at a time (`joining`); the Spark job runs outside `lock`, so
+        releases go on beside it."""
         while True:
-            self.release_final()  # after a restart too: what a crash kept from being written
+            due = self.release_final()  # after a restart too: what a crash kept from being written
+            if not due:
+                return
             with self.joining:
                 joined = self._join_new_steps()
             if not joined:
                 return
 
-    def release_final(self) -> None:
-        """Write the carried rows that are final (`BatchJoin.final_below`)."""
-        join = self.state().join
-        if join is None:
-            return
+    def release_final(self) -> bool:
+        """Write the carried rows that are final (`BatchJoin.final_below`). True: a join is due.
+
+        Each join reads the retained rows of the whole window again, so joins are put off until
+        the output waits for one: until joining the staged steps would make more rows final than
+        the joined ones do (the clocks have passed rows not joined yet, or preserved rows that
+        have not been checked for leaving), or the steps not joined hold GROUP_ROWS rows. A
+        steady stream is then joined about once per lateness instead of once per file, and no
+        row is written later for it than the clocks allow (docs/runtime.md)."""
+        join = self.state().join or {"done": [0, 0], "clocks": [None, None]}
         clocks, done = Clocks(*join["clocks"]), join["done"]
-        staged, lowest = list(join["clocks"]), None
+        staged, lowest, waiting = list(join["clocks"]), None, 0
         for n, stager in enumerate(self.stagers):
             pending = [self._stats(n, k) for k in range(done[n], _present(stager, done[n]))]
             staged[n] = _clock_after(staged[n], pending, stager.spec.lateness_ms)
+            waiting += sum(st[2] for st in pending)
             lows = [st[0] for st in pending if st[2]]
             if lows:
                 lowest = min(lows) if lowest is None else min(lowest, *lows)
-        below = self.batch.final_below(clocks, Clocks(*staged), lowest)
-        self._release(None if below >= INF else below - 1)
+        now = Clocks(*staged)
+        below = self.batch.final_below(clocks, now, lowest)
+        if self.state().join is not None:
+            self._release(None if below >= INF else below - 1)
+        if Clocks(*staged) == clocks and lowest is None:
+            return False  # nothing staged since the last join
+        return waiting >= GROUP_ROWS or self.batch.final_below(now, now, None) > below
 
     def _group(self, done: list[int]) -> list[int]:
         """How far to join this time: each input's steps from `done`, taking next the step (of

@@ -67,6 +67,9 @@ class OrderedSink:
     def staged(self) -> None:
         """The feeder staged new input (a sink that can release on that alone does: BatchJoinSink)."""
 
+    def close(self) -> None:
+        """The runner stops, its feeder has stopped: end what the sink runs by itself (BatchJoinSink)."""
+
     def check_resumable(self) -> None:
         """Before a query starts on this checkpoint: raise if it cannot resume (CommittedSink)."""
 

@@ -234,6 +234,7 @@ class Runner:
         self._stopping.set()
         if self._feeder is not None:
             self._feeder.join()  # a staging pass in progress ends first: a restart must not stage beside it
+        self.sink.close()
         if self.query is None:  # never started
             return self.status.write(None, final=final)
         # the last batch's progress event may still be releasing output: let it finish, so that
