@@ -29,26 +29,18 @@ from streamjoin.runtime.writer import RowWriter
 
 log = logging.getLogger("streamjoin.run")
 
-TRIGGER_MS = 500  # how often Spark looks for newly staged steps (a micro-batch when there are)
-# A continuous batch interval join (`run` without --until-idle): its feeder starts the joins and
-# releases (BatchJoinSink.staged), so Spark's micro-batches only record progress; each costs about
-# as much CPU as a quarter of the join work at 10K rows/s (docs/runtime.md), so they run seldom.
-BATCH_TRIGGER_MS = 5_000
-
 
 class Runner:
     """One running query: start it, feed it, end its input, stop it. `run_query` drives it for
     the CLI; tests drive it step by step."""
 
     def __init__(self, spark, lowered: Lowered, checkpoint: Path, output: str, query_file: str = "<sql>", quiet: bool = False,
-                 until_idle: bool = False, suffix: str = "", trigger_ms: int = TRIGGER_MS):
+                 until_idle: bool = False, suffix: str = ""):
         """Builds the parts; `start()` starts them. `until_idle`: what the inputs hold now is all
         there is; `end_of_input` then flushes it. The end is staged with those rows, so Spark
         reads, joins and flushes them in two batches (the second one Spark runs by itself, its
-        watermark having moved to +infinity). `suffix`: of the output's file names (RowWriter).
-        `trigger_ms`: Spark's trigger interval (`trigger_for`)."""
+        watermark having moved to +infinity). `suffix`: of the output's file names (RowWriter)."""
         self.spark, self.lowered, self.checkpoint, self.until_idle = spark, lowered, checkpoint, until_idle
-        self.trigger_ms = trigger_ms
         # the earlier parts (a chain cut after its outer joins, lower.cut_chain; aggregating views,
         # lower.staged_views): one query each, feeding later ones; this Runner is the last part
         # and drives them all. A part that reads only the user's inputs can end before it starts.
@@ -104,7 +96,7 @@ class Runner:
             self.lowered.frame.writeStream.foreachBatch(self.sink)
             .queryName(self.name)
             .option("checkpointLocation", str(self.checkpoint / "spark"))
-            .trigger(processingTime=f"{self.trigger_ms} milliseconds")
+            .trigger(processingTime="500 milliseconds")
             .start()
         )
         self.listener.query = self.query
@@ -267,8 +259,7 @@ class Runner:
 
 def run_query(spark, lowered: Lowered, checkpoint: Path, output: str, until_idle: bool, query_file: str) -> dict:
     """Run until idle (then flush and return) or until SIGTERM/SIGINT; returns the last status."""
-    runner = Runner(spark, lowered, checkpoint, output, query_file, until_idle=until_idle,
-                    trigger_ms=trigger_for(lowered, until_idle))
+    runner = Runner(spark, lowered, checkpoint, output, query_file, until_idle=until_idle)
     try:
         runner.start()
         if until_idle:
@@ -285,8 +276,7 @@ def run_outputs(spark, outputs: list[tuple[str, Lowered, Path]], output: str, un
     """An application's several outputs (name, lowered query, its checkpoint), run side by side in
     one Spark application, each writing its rows (led by their `stream` key) to `output`; a
     directory gets `part-N-NAME.jsonl` files. Returns {name: last status}."""
-    runners = [Runner(spark, lowered, checkpoint, output, f"{query_file} ({name})", until_idle=until_idle, suffix=f"-{name}",
-                      trigger_ms=trigger_for(lowered, until_idle))
+    runners = [Runner(spark, lowered, checkpoint, output, f"{query_file} ({name})", until_idle=until_idle, suffix=f"-{name}")
                for name, lowered, checkpoint in outputs]
     try:
         for runner in runners:
@@ -302,13 +292,6 @@ def run_outputs(spark, outputs: list[tuple[str, Lowered, Path]], output: str, un
         raise
     final = "finished" if until_idle else "stopped"
     return {name: runner.stop(final) for (name, _, _), runner in zip(outputs, runners, strict=True)}
-
-
-def trigger_for(lowered: Lowered, until_idle: bool) -> int:
-    """Spark's trigger interval for `run`: BATCH_TRIGGER_MS for a continuous batch interval join
-    with no earlier parts (its feeder drives it), TRIGGER_MS otherwise (a bounded run's end is
-    processed by micro-batches, and so are the other queries' rows)."""
-    return BATCH_TRIGGER_MS if lowered.batch is not None and not lowered.upstream and not until_idle else TRIGGER_MS
 
 
 def _raise_if_query_failed(query) -> None:
