@@ -197,10 +197,7 @@ def test_rows_are_final_once_the_staged_clocks_pass_them_before_the_join_that_mo
 
 
 
-def test_a_staged_step_releases_the_rows_it_makes_final_before_it_is_joined(spark, tmp_path, monkeypatch):
-    """A join reads the whole window again, so it waits until the output waits for it: a step
-    whose rows the clocks have not passed moves the clocks (rows below them are written) and is
-    joined later, with the steps that make its own rows final."""
+def test_a_staged_step_releases_the_rows_it_makes_final_while_the_join_of_it_is_still_running(spark, tmp_path, monkeypatch):
     import threading
     import time
 
@@ -226,16 +223,16 @@ def test_a_staged_step_releases_the_rows_it_makes_final_before_it_is_joined(spar
         chunk = max(len(r) for r in streams) // 8 + 1
         _deliver(runner, streams, dirs, chunk, 0, 4)
         done, emitted = runner.sink.state().join["done"], runner.sink.state().rows_emitted
-        hold.append(True)  # a join started from here on waits (and would show as `joining`)
-        for rows, d in zip(streams, dirs, strict=True):  # the feeder stages it
+        hold.append(True)
+        for rows, d in zip(streams, dirs, strict=True):  # the feeder stages it; the join of it waits
             write_jsonl(d / "004.json", [{**r, "rowtime": ts(r["rowtime"])} for r in rows[4 * chunk:5 * chunk]])
+        assert joining.wait(30), "the step's join started"
         deadline = time.time() + 20
         while runner.sink.state().rows_emitted == emitted and time.time() < deadline:
             time.sleep(0.1)
         released = runner.sink.state()
-        assert released.rows_emitted > emitted, "rows below the staged clocks were written"
-        assert released.join["done"] == done, "the new step is not joined: the clocks have not passed its rows"
-        assert not joining.is_set(), "no join started for it"
+        assert released.join["done"] == done, "the join of the new step has not committed"
+        assert released.rows_emitted > emitted, "rows below the staged clocks were written before that join ended"
         hold.clear()
         go.set()
         _deliver(runner, streams, dirs, chunk, 5, 9)
@@ -251,7 +248,7 @@ def test_a_staged_step_releases_the_rows_it_makes_final_before_it_is_joined(spar
 
 
 def test_a_join_that_fails_fails_the_query_with_its_reason_whichever_thread_started_it(spark, tmp_path, monkeypatch):
-    """A due join starts beside the feeder (BatchJoinSink.staged) or in a micro-batch: either way
+    """A join starts beside the feeder (BatchJoinSink.staged) or in a micro-batch: either way
     its error stops the query, and the runner says why (no rows lost silently)."""
     import time
 
