@@ -301,7 +301,6 @@ def report(results: list[Result], path: Path, meta: dict, steady: list[dict] | N
     ]
     for workload, size in keys:
         flink = groups.get((workload, size, "flink")) or groups.get((COMPARED.get(workload), size, "flink"))
-        flink = [r for r in flink or [] if r.ok] or None
         flink_rate = median(flink, "rows_per_s") if flink and all(r.ok for r in flink) else None
         for engine in engines:
             runs = groups.get((workload, size, engine))

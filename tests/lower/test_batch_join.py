@@ -44,12 +44,16 @@ def _got(rows) -> dict:
     return got
 
 
+def _write(streams, dirs, n: int, first_row: int, last_row: int) -> None:
+    """File `n` of each input: its rows `first_row` .. `last_row - 1`."""
+    for rows, d in zip(streams, dirs, strict=True):
+        write_jsonl(d / f"{n:03d}.json", [{**r, "rowtime": ts(r["rowtime"])} for r in rows[first_row:last_row]])
+
+
 def _deliver(runner, streams, dirs, chunk: int, first: int, last: int) -> None:
     """Files `first` .. `last - 1` of each input (each `chunk` rows), one micro-batch each."""
     for n in range(first, last):
-        for rows, d in zip(streams, dirs, strict=True):
-            part = rows[n * chunk:(n + 1) * chunk]
-            write_jsonl(d / f"{n:03d}.json", [{**r, "rowtime": ts(r["rowtime"])} for r in part])
+        _write(streams, dirs, n, n * chunk, (n + 1) * chunk)
         runner.process_available()
 
 
@@ -224,8 +228,7 @@ def test_a_staged_step_releases_the_rows_it_makes_final_while_the_join_of_it_is_
         _deliver(runner, streams, dirs, chunk, 0, 4)
         done, emitted = runner.sink.state().join["done"], runner.sink.state().rows_emitted
         hold.append(True)
-        for rows, d in zip(streams, dirs, strict=True):  # the feeder stages it; the join of it waits
-            write_jsonl(d / "004.json", [{**r, "rowtime": ts(r["rowtime"])} for r in rows[4 * chunk:5 * chunk]])
+        _write(streams, dirs, 4, 4 * chunk, 5 * chunk)  # the feeder stages it; the join of it waits
         assert joining.wait(30), "the step's join started"
         deadline = time.time() + 20
         while runner.sink.state().rows_emitted == emitted and time.time() < deadline:
@@ -272,9 +275,8 @@ def test_a_join_that_fails_fails_the_query_with_its_reason_whichever_thread_star
         chunk = max(len(r) for r in streams) // 8 + 1
         _deliver(runner, streams, dirs, chunk, 0, 3)
         broken.append(True)
-        for rows, d in zip(streams, dirs, strict=True):  # the clocks pass the rows of steps 3 and 4
-            write_jsonl(d / "003.json", [{**r, "rowtime": ts(r["rowtime"])} for r in rows[3 * chunk:5 * chunk]])
-            write_jsonl(d / "004.json", [{**r, "rowtime": ts(r["rowtime"])} for r in rows[6 * chunk:7 * chunk]])
+        _write(streams, dirs, 3, 3 * chunk, 5 * chunk)  # the clocks pass the rows of file 3
+        _write(streams, dirs, 4, 6 * chunk, 7 * chunk)
         deadline = time.time() + 30
         while runner.feed_error is None and runner.query.exception() is None and time.time() < deadline:
             time.sleep(0.2)

@@ -100,7 +100,8 @@ class BatchJoinSink(OrderedSink):
         them off (fewer joins, each re-reading the window once for more new rows) saved 3% of
         the CPU at 10K rows/s and 21% at 2K, but at 2K the rows a join held back made p99 3.8 s
         against 2.4 s (docs/runtime.md)."""
-        join = self.state().join or {"done": [0, 0], "clocks": [None, None]}
+        joined = self.state().join
+        join = joined or {"done": [0, 0], "clocks": [None, None]}
         clocks, done = Clocks(*join["clocks"]), join["done"]
         staged, lowest, waiting = list(join["clocks"]), None, False
         for n, stager in enumerate(self.stagers):
@@ -111,7 +112,7 @@ class BatchJoinSink(OrderedSink):
             if lows:
                 lowest = min(lows) if lowest is None else min(lowest, *lows)
         below = self.batch.final_below(clocks, Clocks(*staged), lowest)
-        if self.state().join is not None:
+        if joined is not None:
             self._release(None if below >= INF else below - 1)
         return waiting
 
