@@ -25,6 +25,7 @@ class Settings:
     # batch (streamjoin's batch interval join wherever it runs the query, lower.batch_join)
     join_operator: str = "auto"
     operator_groups: int = 32  # hash buckets of the join keys on streamjoin's operator
+    operator_columnar: bool = True  # ASOF <= / < joins by column on the operator (off: row by row, to compare)
     home: str | None = None  # the repository root apps live under (STREAMJOIN_HOME)
     storage_retry_s: float = 300.0  # how long an unreachable S3 is retried before the query fails (io.retry)
     crash_at: str | None = None  # STREAMJOIN_CRASH_AT=NAME[:N]: the crash harness's kill point (streamjoin.faults)
@@ -42,6 +43,7 @@ class Settings:
             spark_log_level=env.get("STREAMJOIN_SPARK_LOG_LEVEL", "ERROR"),
             join_operator=operator,
             operator_groups=int(env.get("STREAMJOIN_OPERATOR_GROUPS", "32")),
+            operator_columnar=env.get("STREAMJOIN_OPERATOR_COLUMNAR", "1").strip().lower() not in ("0", "false", "no", "off"),
             home=env.get("STREAMJOIN_HOME") or None,
             storage_retry_s=float(env.get("STREAMJOIN_STORAGE_RETRY_S", "300")),
             crash_at=env.get("STREAMJOIN_CRASH_AT") or None,

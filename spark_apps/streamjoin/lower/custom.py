@@ -80,7 +80,7 @@ def lower_custom(spark, query: Query, specs: dict[str, InputSpec], options: Lowe
     from pyspark.sql import functions as F
     from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType, TimestampType
 
-    from streamjoin.operator.processor import JoinProcessor
+    from streamjoin.operator.processor import ColumnarAsofProcessor, JoinProcessor
 
     join = query.joins[0]
     aliases = [join.left_inputs[0], join.right]
@@ -90,7 +90,7 @@ def lower_custom(spark, query: Query, specs: dict[str, InputSpec], options: Lowe
     # handed (a user's column may hold a backtick or a dot); they get their flat names back after it
     flat_names = [name for _, name, _, _ in fields]
     fields = [(side, f"sj_c{i}", column, dtype) for i, (side, _, column, dtype) in enumerate(fields)]
-    types = _key_types(keys, frames, aliases)
+    types, same_types = _key_types(keys, frames, aliases)
     union = None
     for side, (alias, spec, df) in enumerate(frames):
         part = df.select(*_union_columns(side, alias, spec, df, keys, types, fields))
@@ -109,9 +109,12 @@ def lower_custom(spark, query: Query, specs: dict[str, InputSpec], options: Lowe
     ]
     end_ms = END_US // 1000 - max(spec.lateness_ms for _, spec, _ in frames) - 1
     columns = [(side, name, column, dtype.simpleString()) for side, name, column, dtype in fields]
-    joined = union.groupBy("sj_g").transformWithStateInPandas(
-        JoinProcessor(spec_for(query), columns, end_ms), StructType(out_fields), "Append", "EventTime"
-    )
+    spec = spec_for(query)
+    if options.columnar and same_types and keyed and columnar_asof(spec, columns):
+        processor = ColumnarAsofProcessor(spec, columns, end_ms, keyed)
+    else:
+        processor = JoinProcessor(spec, columns, end_ms)
+    joined = union.groupBy("sj_g").transformWithStateInPandas(processor, StructType(out_fields), "Append", "EventTime")
     joined = joined.select(*[  # microseconds back to timestamps, flat names back
         (F.timestamp_micros(F.col(f.name)) if f.name == "__rowtime" or isinstance(dtype, TimestampType) else F.col(f.name)).alias(name)
         for f, dtype, name in zip(out_fields, [d for *_, d in fields] + [None] * 5, [*flat_names, *(f.name for f in out_fields[-5:])],
@@ -150,14 +153,26 @@ def _side_frames(spark, query: Query, specs: list[InputSpec], aliases: list[str]
 _NUMBERS = ("integer", "long", "short", "byte", "float", "double", "decimal")
 
 
-def _key_types(keys, frames, aliases) -> list[str]:
-    """One type per group key both sides cast to: theirs when equal, else double or string."""
-    types = []
+# the column types the column-wise ASOF engine passes through as pandas hands them over
+_COLUMNAR_TYPES = ("bigint", "int", "smallint", "tinyint", "double", "float", "string", "boolean", "timestamp", "timestamp_ntz")
+
+
+def columnar_asof(spec: Spec, columns: list[tuple[int, str, str, str]]) -> bool:
+    """Whether an ASOF join runs on the column-wise engine (`operator.asof_columns`): `<=` / `<`
+    (a left row is decided when its instant completes) over plain column types."""
+    return spec.kind == JoinKind.ASOF and spec.asof_op in ("<=", "<") and all(c[3] in _COLUMNAR_TYPES for c in columns)
+
+
+def _key_types(keys, frames, aliases) -> tuple[list[str], bool]:
+    """One type per group key both sides cast to: theirs when equal, else double or string; and
+    whether both sides' types were equal for every key."""
+    types, same = [], True
     for pair in keys:
         both = [frames[side][2].selectExpr(local_sql(pair[side], aliases[side])).schema[0].dataType for side in (0, 1)]
         types.append(both[0].simpleString() if both[0] == both[1] else
                      "double" if all(t.typeName() in _NUMBERS for t in both) else "string")
-    return types
+        same = same and both[0] == both[1]
+    return types, same
 
 
 def _union_columns(side: int, alias: str, spec: InputSpec, df, keys, types: list[str], fields) -> list:

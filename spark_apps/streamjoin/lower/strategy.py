@@ -32,10 +32,11 @@ class LoweringOptions:
     join_operator: str = "auto"
     operator_groups: int = 32
     bounded: bool = False  # `run --until-idle`: what the inputs hold now is all there is
+    columnar: bool = True  # ASOF <= / < joins by column on the operator (operator.asof_columns)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> LoweringOptions:
-        return cls(settings.join_operator, settings.operator_groups)
+        return cls(settings.join_operator, settings.operator_groups, columnar=settings.operator_columnar)
 
 
 def custom_reason(query: Query, join: Join, options: LoweringOptions = LoweringOptions()) -> str | None:
@@ -160,7 +161,11 @@ def describe(script: Script, query: Query, join: Join, options: LoweringOptions 
         groups = "groups: ONE group: a table row keyed by _key may change its join key, so it runs on one task"
     else:
         groups = "groups: ONE group: the join is one ordered sequence (no key partitions every window), so it runs on one task"
-    return [f"operator: {CUSTOM}", f"    why: {reason}", f"    {groups}"]
+    lines = [f"operator: {CUSTOM}", f"    why: {reason}", f"    {groups}"]
+    if join.kind == JoinKind.ASOF and join.condition.asof.op in (">=", ">") and keys and options.columnar:
+        lines.append("    rows: by column (pandas merge_asof over each group's complete rows), where both sides' keys have "
+                     "one type and every column is a number, string, boolean or timestamp; else row by row")
+    return lines
 
 
 def _column(expression: exp.Expression) -> str | None:

@@ -26,6 +26,7 @@ import pickle
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 
 from streamjoin.io.instants import SHIFT_MS
+from streamjoin.operator.asof_columns import AsofColumns
 from streamjoin.operator.engine import new_group
 from streamjoin.operator.group import INF, Condition, Spec
 
@@ -81,12 +82,10 @@ class JoinProcessor(StatefulProcessor):
         return group
 
     def _step(self, key, group, timerValues):
-        import pandas as pd
-
         engine_ms = timerValues.getCurrentWatermarkInMs()  # Spark's: engine time (io.instants)
         watermark = engine_ms - SHIFT_MS
         limit = INF if watermark >= self.end_ms else (watermark * 1000 + 999 if engine_ms > 0 else -INF)
-        out = group.advance(limit, self.cond) if limit != -INF else []
+        out = self._advance(group, limit) if limit != -INF else None
         wake = group.wakeup()
         if wake == INF and group.size():
             wake = self.end_ms * 1000  # rows that leave only at end of input (ROWS windows)
@@ -102,19 +101,32 @@ class JoinProcessor(StatefulProcessor):
         if group.size() == 0 and not group.buffer and wake == INF:
             self.state.clear()
         else:
-            self.state.update((pickle.dumps(group, protocol=pickle.HIGHEST_PROTOCOL),))
-        if not out and not changed:
+            self.state.update((self._dump(group),))
+        if out is None and not changed:
             return
+        yield self._frame(key, out, report)
+
+    def _advance(self, group, limit):
+        """The group's output rows up to instant `limit` (None: none)."""
+        return group.advance(limit, self.cond) or None
+
+    def _dump(self, group) -> bytes:
+        return pickle.dumps(group, protocol=pickle.HIGHEST_PROTOCOL)
+
+    def _frame(self, key, out, report):
+        """The output rows and, last, the meta row: hold and held rows of this group (the sink
+        keeps the latest per group)."""
+        import pandas as pd
+
         data = {c[1]: [] for c in self.columns}
         rowtimes, ops, meta = [], [], []
-        for o in out:
+        for o in out or ():
             for side, values in ((0, o.left), (1, o.right)):
                 for c in self.by_side[side]:
                     data[c[1]].append(None if values is None else values.get(c[2]))
             rowtimes.append(o.rowtime_us)
             ops.append(o.op)
             meta.append(False)
-        # the meta row: hold and held rows of this group (the sink keeps the latest per group)
         for c in self.columns:
             data[c[1]].append(None)
         rowtimes.append(report[0])
@@ -126,10 +138,94 @@ class JoinProcessor(StatefulProcessor):
             frame[c[1]] = pd.Series([_micros(v) for v in values] if c[1] in self.timestamps else values, dtype=object)
         frame["__rowtime"] = pd.Series([None if v is None else int(v) for v in rowtimes], dtype=object)
         frame["__op"] = pd.Series(ops, dtype=object)
-        frame[META] = pd.Series(meta, dtype=bool)
-        frame["__group"] = pd.Series([repr(tuple(key))] * len(meta), dtype=object)
-        frame["__state"] = pd.Series([report[1]] * len(meta), dtype="int64")
-        yield pd.DataFrame(frame)
+        return _with_meta(frame, meta, key, report)
+
+
+class ColumnarAsofProcessor(JoinProcessor):
+    """An ASOF join with `right.rowtime <= / < left.rowtime` whose rows go through pandas by column
+    (`operator.asof_columns`): the same answer as the row engine, without Python per row."""
+
+    def __init__(self, spec: Spec, columns: list[tuple[int, str, str, str]], end_ms: int, keys: list[str]):
+        super().__init__(spec, columns, end_ms)
+        self.keys = keys
+
+    def handleInputRows(self, key, rows, timerValues):
+        group = self._load()
+        for pdf in rows:
+            pdf = pdf[~pdf["sj_bound"].fillna(False).astype(bool).to_numpy()]
+            if len(pdf):
+                group.add(pdf)
+        yield from self._step(key, group, timerValues)
+
+    def _new(self) -> AsofColumns:
+        return AsofColumns.for_spec(self.spec, self.keys, tuple([c[1] for c in self.by_side[side]] for side in (0, 1)))
+
+    def _load(self):
+        group = self._new()
+        stored = self.state.get()
+        if stored is not None:
+            state = pickle.loads(stored[0])
+            if isinstance(state, dict):
+                group.load_state(state)
+            else:  # a checkpoint the row engine wrote (asof_join.AsofJoin): its rows become columns
+                self._from_rows(group, state)
+        return group
+
+    def _from_rows(self, group: AsofColumns, old) -> None:
+        import pandas as pd
+
+        def frame(rows, side):  # rows: (t, seq, key, values)
+            data = {"sj_t": [r[0] for r in rows], "sj_seq": [r[1] for r in rows]}
+            for n, k in enumerate(self.keys):
+                data[k] = [None if r[2] is None else r[2][n] for r in rows]
+            for c in self.by_side[side]:
+                data[c[1]] = [_micros(r[3].get(c[2])) if c[1] in self.timestamps else r[3].get(c[2]) for r in rows]
+            return pd.DataFrame(data)
+
+        buffered = [(t, seq, self.cond.key_of(side, values), values, side) for t, side, seq, values in old.buffer]
+        for side in (0, 1):
+            rows = [r[:4] for r in buffered if r[4] == side]
+            if rows:
+                group.pending[side] = frame(rows, side)
+        if old.last:
+            group.last = frame([(e.t, e.seq, e.key, e.values) for e in old.last.values()], 1)
+        group.timer_ms, group.reported = old.timer_ms, old.reported
+
+    def _advance(self, group, limit):
+        return group.advance(limit)
+
+    def _dump(self, group) -> bytes:
+        return pickle.dumps(group.to_state(), protocol=pickle.HIGHEST_PROTOCOL)
+
+    def _frame(self, key, out, report):
+        import numpy as np
+        import pandas as pd
+
+        n = 0 if out is None else len(out)
+        frame = {}
+        for c in self.columns:
+            name = c[1]
+            values = np.append(out[name].to_numpy(dtype=object), None) if n else np.array([None], dtype=object)
+            if name in self.timestamps or name in self.integral:
+                series = pd.Series(values)
+                if name in self.timestamps:
+                    series = series.where(series != NULL_US)
+                frame[name] = pd.Series(pd.array(series.to_numpy(dtype=object), dtype="Int64"))
+            else:
+                frame[name] = pd.Series(values, dtype=object).where(pd.notna(values), None)
+        rowtimes = np.append(out["sj_t"].to_numpy(dtype=object), report[0]) if n else np.array([report[0]], dtype=object)
+        frame["__rowtime"] = pd.Series(pd.array(rowtimes, dtype="Int64"))
+        frame["__op"] = pd.Series(["+I"] * n + [None], dtype=object)
+        return _with_meta(frame, [False] * n + [True], key, report)
+
+
+def _with_meta(frame: dict, meta: list, key, report):
+    import pandas as pd
+
+    frame[META] = pd.Series(meta, dtype=bool)
+    frame["__group"] = pd.Series([repr(tuple(key))] * len(meta), dtype=object)
+    frame["__state"] = pd.Series([report[1]] * len(meta), dtype="int64")
+    return pd.DataFrame(frame)
 
 
 def _micros(value) -> int | None:
