@@ -8,6 +8,11 @@ row has about `matches` partners with the same key within +-`window_ms` on the o
 `exact_counts` counts the interval join exactly (numpy, sorted composite keys): the pairs, and
 the rows of each side with no partner (so INNER = pairs, FULL = pairs + unmatched l + unmatched
 r). Every benchmark run is checked against it.
+
+The three-stream workload adds a stream `m` (`generate_three`), written into the same folder the
+first time it is asked for (the files of `l` and `r` and `counts.json` stay as they are), with the
+exact count of the three-way INNER interval join `l JOIN m JOIN r`, both windows around `l`'s
+rowtime (`three_way_count`: per l row, its m partners times its r partners).
 """
 
 from __future__ import annotations
@@ -75,6 +80,25 @@ def exact_counts(spec: Spec) -> dict:
             "FULL": pairs + unmatched_l + unmatched_r}
 
 
+def _partners(lc: np.ndarray, other: np.ndarray, w: int) -> np.ndarray:
+    """Per composite (key, rowtime) of `lc`: the rows of sorted `other` with that key and a rowtime within +-w."""
+    return np.searchsorted(other, lc + w, side="right") - np.searchsorted(other, lc - w, side="left")
+
+
+def three_way_count(spec: Spec) -> int:
+    """`l JOIN m ON l.k = m.k AND m.rowtime BETWEEN l.rowtime - w AND l.rowtime + w JOIN r ON l.k =
+    r.k AND r.rowtime BETWEEN l.rowtime - w AND l.rowtime + w`: the sum over l rows of (m
+    partners) x (r partners)."""
+    lt, lk, _ = _stream(spec, 0)
+    rt, rk, _ = _stream(spec, 1)
+    mt, mk, _ = _stream(spec, 2)
+    lc = lk * KEY_SHIFT + lt
+    w = spec.window_ms
+    per_m = _partners(lc, np.sort(mk * KEY_SHIFT + mt), w)
+    per_r = _partners(lc, np.sort(rk * KEY_SHIFT + rt), w)
+    return int((per_m * per_r).sum())
+
+
 def generate(root: Path, spec: Spec) -> tuple[Path, Path, dict]:
     """(folder of l, folder of r, exact counts): written once per spec, reused after."""
     folder = root / spec.name
@@ -86,3 +110,16 @@ def generate(root: Path, spec: Spec) -> tuple[Path, Path, dict]:
         done.write_text(json.dumps({"spec": asdict(spec), **exact_counts(spec)}, indent=1))
     counts = json.loads(done.read_text())
     return folder / "l", folder / "r", counts
+
+
+def generate_three(root: Path, spec: Spec) -> tuple[Path, Path, Path, dict]:
+    """(folder of l, of m, of r, exact counts with "INNER3"): `generate`'s l and r plus a stream
+    m, written beside them once (the first three-stream run), reused after."""
+    l_dir, r_dir, counts = generate(root, spec)
+    folder = l_dir.parent
+    done = folder / "counts-three.json"
+    if not done.exists():
+        (folder / "m").mkdir(exist_ok=True)
+        _write(folder / "m" / "part-0.json", *_stream(spec, 2))
+        done.write_text(json.dumps({"spec": asdict(spec), "INNER3": three_way_count(spec)}, indent=1))
+    return l_dir, folder / "m", r_dir, {**counts, **json.loads(done.read_text())}

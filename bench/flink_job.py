@@ -3,6 +3,11 @@ stdout by Flink's `print` connector. Runs in bench/.venv-flink (bench/requiremen
 never in the project's environment.
 
     bench/.venv-flink/bin/python bench/flink_job.py L_DIR R_DIR INNER|FULL WINDOW_MS
+    bench/.venv-flink/bin/python bench/flink_job.py L_DIR R_DIR INNER3 WINDOW_MS M_DIR
+
+INNER3 is the three-stream workload: `l JOIN m ... JOIN r ...`, both interval conditions on l's
+rowtime. An interval join keeps its inputs' time attributes, so the second join is an interval
+join too (state dropped by the watermark), not a regular join.
 """
 
 from __future__ import annotations
@@ -12,18 +17,30 @@ import sys
 from pyflink.table import EnvironmentSettings, TableEnvironment
 
 
-def main(left: str, right: str, join: str, window_ms: int) -> None:
+def main(left: str, right: str, join: str, window_ms: int, middle: str | None = None) -> None:
     env = TableEnvironment.create(EnvironmentSettings.in_streaming_mode())
     conf = env.get_config()
     conf.set("parallelism.default", "2")
     conf.set("table.exec.source.idle-timeout", "1 s")  # one file per stream: one reading subtask
-    for name, path in (("l", left), ("r", right)):
+    inputs = [("l", left), ("r", right)] + ([("m", middle)] if join == "INNER3" else [])
+    for name, path in inputs:
         env.execute_sql(f"""
             CREATE TABLE {name} (rowtime TIMESTAMP(3), k INT, v INT,
                                  WATERMARK FOR rowtime AS rowtime)
             WITH ('connector' = 'filesystem', 'path' = '{path}', 'format' = 'json')""")
-    env.execute_sql("CREATE TABLE sink (rowtime TIMESTAMP(3), k INT, lv INT, rv INT) WITH ('connector' = 'print')")
     seconds = window_ms / 1000
+    if join == "INNER3":
+        env.execute_sql("CREATE TABLE sink (rowtime TIMESTAMP(3), k INT, lv INT, mv INT, rv INT) WITH ('connector' = 'print')")
+        env.execute_sql(f"""
+            INSERT INTO sink
+            SELECT CAST(l.rowtime AS TIMESTAMP(3)), l.k, l.v, m.v, r.v
+            FROM l JOIN m ON l.k = m.k
+             AND m.rowtime BETWEEN l.rowtime - INTERVAL '{seconds:g}' SECOND AND l.rowtime + INTERVAL '{seconds:g}' SECOND
+            JOIN r ON l.k = r.k
+             AND r.rowtime BETWEEN l.rowtime - INTERVAL '{seconds:g}' SECOND AND l.rowtime + INTERVAL '{seconds:g}' SECOND
+        """).wait()
+        return
+    env.execute_sql("CREATE TABLE sink (rowtime TIMESTAMP(3), k INT, lv INT, rv INT) WITH ('connector' = 'print')")
     rowtime = "l.rowtime" if join == "INNER" else "COALESCE(l.rowtime, r.rowtime)"
     key = "l.k" if join == "INNER" else "COALESCE(l.k, r.k)"
     env.execute_sql(f"""
@@ -35,4 +52,4 @@ def main(left: str, right: str, join: str, window_ms: int) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]))
+    main(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), *sys.argv[5:6])

@@ -21,6 +21,11 @@ input rate, 1-minute windows against Flink, 1-hour windows batch against native)
 1x = 1M rows per stream. Sparse: 50k keys, about 1 partner per row; dense: 10k keys, about
 10. The window is +-1 minute (`r.rowtime BETWEEN l.rowtime - 1 minute AND l.rowtime + 1
 minute`); sizes grow the time span (keys fixed), so the rows inside a window stay the same.
+`three-inner` joins a third stream `m` the same way (`l JOIN m ... JOIN r ...`, both windows
+around l's rowtime) on the sparse data: about 1M rows out at 1x.
+
+For streamjoin runs the highest `state_rows` of the run's `<checkpoint>/status.json` (sampled
+while it runs) is kept as the peak state rows; the other engines' state is not measured.
 """
 
 from __future__ import annotations
@@ -45,7 +50,7 @@ import psutil
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
-from datagen import Spec, generate  # noqa: E402
+from datagen import Spec, generate, generate_three  # noqa: E402
 
 MILLION = 1_000_000
 WORKLOADS = {  # name: (join, keys, partners per row)
@@ -56,6 +61,9 @@ WORKLOADS = {  # name: (join, keys, partners per row)
     # streamjoin's own operator (Python per key group): one output row per l row; Flink SQL has
     # no streaming ASOF join, so the figure is compared with Flink's interval join on the same data
     "asof-sparse": ("ASOF LEFT", 50_000, 1),
+    # three streams, l JOIN m JOIN r, both interval conditions on l's rowtime (INNER); the l and r
+    # files of inner-sparse plus a stream m
+    "three-inner": ("INNER3", 50_000, 1),
 }
 COMPARED = {"asof-sparse": "inner-sparse"}  # the Flink run a workload without its own is compared with
 ENGINES = ("streamjoin", "flink", "pyspark")
@@ -64,6 +72,13 @@ FLINK_VENV = HERE / ".venv-flink"
 ASOF_SQL = """CREATE STREAM l (k INT, v INT) WITH (connector = 'files', format = 'json', path = '{l}');
 CREATE STREAM r (k INT, v INT) WITH (connector = 'files', format = 'json', path = '{r}');
 SELECT STREAM ROWTIME, l.k AS k, l.v AS lv, r.v AS rv FROM l ASOF LEFT JOIN r ON l.k = r.k AND r.ROWTIME <= l.ROWTIME;
+"""
+THREE_SQL = """CREATE STREAM l (k INT, v INT) WITH (connector = 'files', format = 'json', path = '{l}');
+CREATE STREAM m (k INT, v INT) WITH (connector = 'files', format = 'json', path = '{m}');
+CREATE STREAM r (k INT, v INT) WITH (connector = 'files', format = 'json', path = '{r}');
+SELECT STREAM ROWTIME, l.k AS k, l.v AS lv, m.v AS mv, r.v AS rv FROM l
+  JOIN m ON l.k = m.k AND m.ROWTIME BETWEEN l.ROWTIME - INTERVAL '{s}' SECOND AND l.ROWTIME + INTERVAL '{s}' SECOND
+  JOIN r ON l.k = r.k AND r.ROWTIME BETWEEN l.ROWTIME - INTERVAL '{s}' SECOND AND l.ROWTIME + INTERVAL '{s}' SECOND;
 """
 SQL = """CREATE STREAM l (k INT, v INT) WITH (connector = 'files', format = 'json', path = '{l}');
 CREATE STREAM r (k INT, v INT) WITH (connector = 'files', format = 'json', path = '{r}');
@@ -85,6 +100,9 @@ class Result:
     peak_rss_mb: float = 0.0
     error: str = ""
     extra: dict = field(default_factory=dict)
+    # the highest `state_rows` seen in streamjoin's <checkpoint>/status.json; None: not measured
+    # (other engines, results saved before the field existed)
+    peak_state_rows: int | None = None
 
     @property
     def ok(self) -> bool:
@@ -133,8 +151,22 @@ class Counter(threading.Thread):
                 carry = data[-(len(self.marker) - 1):]
 
 
-def timed(cmd: list[str], marker: bytes | None, env: dict, result: Result, log_path: Path) -> None:
+def _state_rows(status: Path | None) -> int | None:
+    """`state_rows` of streamjoin's status file, or None when there is none yet (it is replaced
+    atomically, so a read sees a whole file)."""
+    if status is None:
+        return None
+    try:
+        return int(json.loads(status.read_text())["state_rows"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def timed(cmd: list[str], marker: bytes | None, env: dict, result: Result, log_path: Path, status: Path | None = None) -> None:
+    """Runs `cmd`, counting its stdout rows, its process tree's CPU and peak RSS; with `status`
+    (streamjoin's status.json) also the highest `state_rows` it shows, read at every sample."""
     started = time.perf_counter()
+    peak: list[int] = []
     with log_path.open("wb") as err:
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, env=env, cwd=ROOT)
         counter = Counter(proc.stdout, marker)
@@ -152,8 +184,13 @@ def timed(cmd: list[str], marker: bytes | None, env: dict, result: Result, log_p
                 except psutil.Error:
                     pass
             result.peak_rss_mb = max(result.peak_rss_mb, rss / 2**20)
+            if (rows := _state_rows(status)) is not None:
+                peak.append(rows)
             time.sleep(0.2)
         counter.join()
+    if (rows := _state_rows(status)) is not None:  # the last write, after the last sample
+        peak.append(rows)
+    result.peak_state_rows = max(peak) if peak else None
     result.seconds = time.perf_counter() - started
     result.cpu_seconds = sum(cpu.values())
     result.rows_out = counter.rows
@@ -162,39 +199,65 @@ def timed(cmd: list[str], marker: bytes | None, env: dict, result: Result, log_p
             if log_path.read_text(errors="replace").strip() else f"exit {proc.returncode}"
 
 
-def run_one(engine: str, workload: str, size: int, data: Path, work: Path) -> Result:
+def workload_data(data: Path, workload: str, size: float) -> tuple[Spec, dict[str, Path], int]:
+    """The workload's spec, its input folders by stream name (l, r and for three-inner m: generated
+    once) and the exact row count its runs must give."""
     join, keys, matches = WORKLOADS[workload]
     spec = Spec(rows=int(size * MILLION), keys=keys, matches=matches)
+    if join == "INNER3":
+        l_dir, m_dir, r_dir, counts = generate_three(data, spec)
+        return spec, {"l": l_dir, "m": m_dir, "r": r_dir}, counts[join]
     l_dir, r_dir, counts = generate(data, spec)
-    result = Result(engine, workload, size, 2 * spec.rows, spec.rows if join == "ASOF LEFT" else counts[join])
+    return spec, {"l": l_dir, "r": r_dir}, spec.rows if join == "ASOF LEFT" else counts[join]
+
+
+def not_applicable(engine: str, workload: str) -> str:
+    """Why `engine` does not run `workload` ("n/a: ..."), or "" when it does."""
+    join = WORKLOADS[workload][0]
     if join == "ASOF LEFT" and engine != "streamjoin":
-        result.error = f"n/a: no streaming ASOF join in {engine}; compared with its {COMPARED[workload]} run"
+        return f"n/a: no streaming ASOF join in {engine}; compared with its {COMPARED[workload]} run"
+    if engine == "pyspark" and join == "INNER3":
+        return "n/a: the hand-written PySpark job (bench/pyspark_job.py) is two-stream only"
+    if engine == "pyspark" and join != "INNER":
+        return "n/a: a Spark streaming outer join has no end of input (bench/pyspark_job.py)"
+    return ""
+
+
+def command(engine: str, join: str, spec: Spec, dirs: dict[str, Path], run_dir: Path) -> tuple[list[str], bytes | None]:
+    """The engine's command line for the join, and the marker of a result row on its stdout
+    (None: a line is a row)."""
+    l_dir, r_dir = str(dirs["l"]), str(dirs["r"])
+    if engine == "streamjoin":
+        query = run_dir / "q.sql"
+        key = "l.k" if join in ("INNER", "INNER3") else "COALESCE(l.k, r.k)"
+        text = {"ASOF LEFT": ASOF_SQL, "INNER3": THREE_SQL}.get(join, SQL)
+        query.write_text(text.format(l=l_dir, m=dirs.get("m"), r=r_dir, join=join, key=key, s=spec.window_ms // 1000))
+        return [str(ROOT / ".venv" / "bin" / "streamjoin"), "run", str(query), "--until-idle",
+                "--checkpoint", str(run_dir / "checkpoint")], None
+    if engine == "flink":
+        more = [str(dirs["m"])] if join == "INNER3" else []
+        return [str(flink_python()), str(HERE / "flink_job.py"), l_dir, r_dir, join, str(spec.window_ms), *more], b"+I["
+    return [str(ROOT / ".venv" / "bin" / "python"), str(HERE / "pyspark_job.py"), l_dir, r_dir, join,
+            str(spec.window_ms), str(run_dir / "checkpoint")], None
+
+
+def run_one(engine: str, workload: str, size: float, data: Path, work: Path) -> Result:
+    join = WORKLOADS[workload][0]
+    spec, dirs, expected = workload_data(data, workload, size)
+    result = Result(engine, workload, size, len(dirs) * spec.rows, expected)
+    if why := not_applicable(engine, workload):
+        result.error = why
         return result
     env = {**os.environ, "PYSPARK_PYTHON": str(ROOT / ".venv" / "bin" / "python")}
     run_dir = Path(tempfile.mkdtemp(prefix=f"{engine}-{workload}-", dir=work))
-    seconds = spec.window_ms // 1000
-    if engine == "streamjoin":
-        query = run_dir / "q.sql"
-        key = "l.k" if join == "INNER" else "COALESCE(l.k, r.k)"
-        text = ASOF_SQL if join == "ASOF LEFT" else SQL
-        query.write_text(text.format(l=l_dir, r=r_dir, join=join, key=key, s=seconds))
-        cmd = [str(ROOT / ".venv" / "bin" / "streamjoin"), "run", str(query), "--until-idle",
-               "--checkpoint", str(run_dir / "checkpoint")]
-        timed(cmd, None, env, result, run_dir / "stderr.log")
-    elif engine == "flink":
-        cmd = [str(flink_python()), str(HERE / "flink_job.py"), str(l_dir), str(r_dir), join, str(spec.window_ms)]
-        timed(cmd, b"+I[", env, result, run_dir / "stderr.log")
-    elif engine == "pyspark":
-        if join != "INNER":
-            result.error = "n/a: a Spark streaming outer join has no end of input (bench/pyspark_job.py)"
-            return result
-        cmd = [str(ROOT / ".venv" / "bin" / "python"), str(HERE / "pyspark_job.py"), str(l_dir), str(r_dir), join,
-               str(spec.window_ms), str(run_dir / "checkpoint")]
-        timed(cmd, None, env, result, run_dir / "stderr.log")
+    cmd, marker = command(engine, join, spec, dirs, run_dir)
+    status = run_dir / "checkpoint" / "status.json" if engine == "streamjoin" else None
+    timed(cmd, marker, env, result, run_dir / "stderr.log", status)
     shutil.rmtree(run_dir / "checkpoint", ignore_errors=True)
     verdict = "ok" if result.ok else f"WRONG ({result.rows_out} rows, expected {result.expected}) {result.error}"
+    state = f" state {result.peak_state_rows:,}" if result.peak_state_rows is not None else ""
     log(f"{engine:10s} {workload:12s} {size:g}x {result.seconds:7.1f} s {result.rows_per_s:10,.0f} rows/s "
-        f"cpu {result.cpu_us_per_row:6.1f} us/row rss {result.peak_rss_mb:6.0f} MB  {verdict}")
+        f"cpu {result.cpu_us_per_row:6.1f} us/row rss {result.peak_rss_mb:6.0f} MB{state}  {verdict}")
     return result
 
 
@@ -213,6 +276,16 @@ def machine() -> dict:
 
 def median(results: list[Result], attr: str) -> float:
     return statistics.median(getattr(r, attr) for r in results)
+
+
+def peak_state_cell(results: list[Result]) -> str:
+    """The median peak state rows of the runs that measured it, or "-" (Flink, PySpark, old results)."""
+    known = [r.peak_state_rows for r in results if r.peak_state_rows is not None]
+    return f"{statistics.median(known):,.0f}" if known else "-"
+
+
+def streams(workload: str) -> int:
+    return 3 if WORKLOADS[workload][0] == "INNER3" else 2
 
 
 def run_steady(rates: list[int], seconds: int) -> list[dict]:
@@ -271,6 +344,25 @@ def steady_lines(steady: list[dict], meta: dict) -> list[str]:
     return lines + [""]
 
 
+def workload_notes(workloads: set[str]) -> list[str]:
+    """What the report says, above its table, about the workloads that are not a plain two-stream
+    interval join, for those it holds."""
+    notes = []
+    if any(w in COMPARED for w in workloads):
+        notes += [
+            "", "`asof-sparse`: `l ASOF LEFT JOIN r ON l.k = r.k AND r.ROWTIME <= l.ROWTIME` on the inner-sparse",
+            "data (one row out per l row), run by streamjoin's own operator; Flink SQL has no streaming ASOF",
+            "join, so its \"vs Flink\" is against Flink's inner-sparse interval join of the same files",
+            "(the target: at least 0.5x)."]
+    if any(streams(w) == 3 for w in workloads):
+        notes += [
+            "", "`three-inner`: three streams, `l JOIN m ON l.k = m.k AND m.ROWTIME BETWEEN l.ROWTIME - 1 minute AND",
+            "l.ROWTIME + 1 minute JOIN r ON` the same with r, on the inner-sparse files of l and r plus a stream m",
+            "generated the same way; its input rows/s counts the rows of all three streams. Flink runs the same",
+            "SQL (two chained interval joins); the hand-written PySpark job is two-stream only."]
+    return notes
+
+
 def report(results: list[Result], path: Path, meta: dict, steady: list[dict] | None = None) -> None:
     """docs/benchmarks.md (and its plots, and the results as JSON beside it, which `--render` reads
     back) from one run's results; `meta`: its arguments, start time and machine."""
@@ -291,13 +383,22 @@ def report(results: list[Result], path: Path, meta: dict, steady: list[dict] | N
            "that run's of the same workload, size and engine" if "merge_argv" in meta else "")
         + ". Every figure here",
         f"is from {'these runs' if 'merge_argv' in meta else 'that run'}; rerun it to refresh them. Each job is its own process, timed from start to",
-        "exit; rows/s counts input rows (both streams); CPU is the user+system time of the process",
+        "exit; rows/s counts input rows (of every stream: two, three for three-inner); CPU is the user+system time of the process",
         "and its children; RSS is the peak resident memory of the process tree. Figures are medians",
         "over the rounds; the engine order alternates by round.", "",
+        "Peak state rows (streamjoin only; \"-\" where not measured: Flink, PySpark, runs saved before it was):",
+        "the highest `state_rows` in the run's `<checkpoint>/status.json`, read every 0.2 s while it runs",
+        "and once after it exits. That file is written after each micro-batch, so a peak inside a batch is",
+        "not seen. What it counts depends on the operator the query runs on (`streamjoin explain`): for",
+        "Spark's native stream-stream joins, the rows of Spark's state stores (`numRowsTotal`, every join",
+        "of a chain); for the batch interval join, the rows of the retained staged steps (written after a",
+        "slice is joined: an `--until-idle` run whose input is joined in one slice retains none, so 0); for streamjoin's",
+        "own operator, the rows it holds. Rows waiting in the ordered output (released in rowtime order)",
+        "are not counted. It is not comparable between operators, nor with Flink's state.", "",
         "## Machine", "", *(f"- {k}: {v}" for k, v in meta["machine"].items()), "",
-        "## Two-stream interval join, every row to stdout", "",
-        "| workload | size | engine | seconds | input rows/s | vs Flink | CPU us/row | peak RSS MB | rows out | exact |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "## Interval joins, every row to stdout", "",
+        "| workload | size | engine | seconds | input rows/s | vs Flink | CPU us/row | peak RSS MB | peak state rows | rows out | exact |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for workload, size in keys:
         flink = groups.get((workload, size, "flink")) or groups.get((COMPARED.get(workload), size, "flink"))
@@ -308,13 +409,14 @@ def report(results: list[Result], path: Path, meta: dict, steady: list[dict] | N
                 continue
             if not all(r.ok for r in runs):
                 bad = next(r for r in runs if not r.ok)
-                lines.append(f"| {workload} | {size:g}x | {engine} | - | - | - | - | - | {bad.rows_out:,} | {bad.expected:,}: "
+                lines.append(f"| {workload} | {size:g}x | {engine} | - | - | - | - | - | - | {bad.rows_out:,} | {bad.expected:,}: "
                              f"{bad.error or 'WRONG COUNT'} |")
                 continue
             rate = median(runs, "rows_per_s")
             ratio = f"{rate / flink_rate:.2f}x" if flink_rate else "-"
             lines.append(f"| {workload} | {size:g}x | {engine} | {median(runs, 'seconds'):.1f} | {rate:,.0f} | {ratio} | "
-                         f"{median(runs, 'cpu_us_per_row'):.1f} | {median(runs, 'peak_rss_mb'):,.0f} | {runs[0].rows_out:,} | "
+                         f"{median(runs, 'cpu_us_per_row'):.1f} | {median(runs, 'peak_rss_mb'):,.0f} | {peak_state_cell(runs)} | "
+                         f"{runs[0].rows_out:,} | "
                          f"{runs[0].expected:,} |")
     path.parent.mkdir(parents=True, exist_ok=True)
     figure = path.with_name("benchmarks-throughput.png")
@@ -353,7 +455,7 @@ def report(results: list[Result], path: Path, meta: dict, steady: list[dict] | N
                 known = [v for v in rates if v]
                 seconds = [median(groups[(workload, s, engine)], "seconds") if v else None for s, v in zip(sizes, rates, strict=True)]
                 pairs = list(zip(sizes, seconds, strict=True))
-                added = [(b_t - a_t) / ((b - a) * 2) if a_t is not None and b_t is not None else None  # 2 streams of 1M x size
+                added = [(b_t - a_t) / ((b - a) * streams(workload)) if a_t is not None and b_t is not None else None  # streams of 1M x size
                          for (a, a_t), (b, b_t) in zip(pairs, pairs[1:], strict=False)]
                 steps_text = " | ".join(f"{v:.2f}" if v is not None else "-" for v in added)
                 given = [v for v in added if v is not None]
@@ -368,17 +470,12 @@ def report(results: list[Result], path: Path, meta: dict, steady: list[dict] | N
         fig.savefig(growth, dpi=100)
         lines += ["", f"![growth]({growth.name})", ""]
     lines += steady_lines(steady or [], meta)
-    if any(w in COMPARED for w, _ in keys):
-        at = lines.index("## Two-stream interval join, every row to stdout") + 1
-        lines[at:at] = [
-            "", "`asof-sparse`: `l ASOF LEFT JOIN r ON l.k = r.k AND r.ROWTIME <= l.ROWTIME` on the inner-sparse",
-            "data (one row out per l row), run by streamjoin's own operator; Flink SQL has no streaming ASOF",
-            "join, so its \"vs Flink\" is against Flink's inner-sparse interval join of the same files",
-            "(the target: at least 0.5x)."]
+    at = lines.index("## Interval joins, every row to stdout") + 1
+    lines[at:at] = workload_notes({w for w, _ in keys})
     lines += ["## Not measured by this command yet", "",
-              "- a three-stream join, ROWS-window joins, the stream-table snapshot join and the hourly",
-              "  enrichment app (older, narrower scripts: `bench/README.md`);",
-              "- peak state rows per engine.", ""]
+              "- ROWS-window joins, the stream-table snapshot join and the hourly enrichment app (older,",
+              "  narrower scripts: `bench/README.md`);",
+              "- peak state rows of Flink and of the hand-written PySpark job.", ""]
     lines += ["## Every run", "", "| round | engine | workload | size | seconds | rows out | ok |", "|---|---|---|---|---|---|---|"]
     lines += [f"| {r.extra.get('round', '')} | {r.engine} | {r.workload} | {r.size:g}x | {r.seconds:.1f} | {r.rows_out:,} | "
               f"{'yes' if r.ok else 'no: ' + (r.error or 'count')} |" for r in results]
@@ -453,9 +550,7 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     with tempfile.TemporaryDirectory(prefix="streamjoin-bench-") as work:
         for i, (size, workload, names) in enumerate(plan):
-            join, keys, matches = WORKLOADS[workload]
-            counts = generate(data, Spec(int(size * MILLION), keys, matches))[2]
-            log(f"data {workload} {size:g}x: {counts.get(join, int(size * MILLION)):,} rows expected")
+            log(f"data {workload} {size:g}x: {workload_data(data, workload, size)[2]:,} rows expected")
             for rnd in range(args.rounds):
                 for engine in names if (rnd + i) % 2 == 0 else names[::-1]:
                     result = run_one(engine, workload, size, data, Path(work))
