@@ -104,3 +104,18 @@ def test_a_left_row_takes_the_latest_arrival_among_right_rows_of_one_rowtime():
     frame = group.advance(INF)
     assert frame["r_id"].tolist() == [1, None]
     assert group.size() == 1  # the latest right row of key (1, a)
+
+
+def test_packing_turns_a_partition_into_one_row_per_group_that_unpacks_to_its_rows():
+    import pyarrow as pa
+
+    from streamjoin.operator.asof_columns import pack, unpack
+
+    batches = [pa.RecordBatch.from_pydict({"sj_g": [3, 1, 3], "sj_t": [1, 2, 3], "v": ["a", None, "c"]}),
+               pa.RecordBatch.from_pydict({"sj_g": [1], "sj_t": [4], "v": ["d"]})]
+    packed = pa.Table.from_batches(list(pack(iter(batches))))
+    assert packed["sj_g"].to_pylist() == [1, 3]
+    chunks = {g: unpack([blob]) for g, blob in zip(packed["sj_g"].to_pylist(), packed["sj_blob"].to_pylist(), strict=True)}
+    assert chunks[1]["sj_t"].tolist() == [2, 4] and chunks[1]["v"].tolist() == [None, "d"]
+    assert chunks[3]["sj_t"].tolist() == [1, 3] and chunks[3]["v"].tolist() == ["a", "c"]
+    assert list(pack(iter([]))) == []

@@ -78,8 +78,9 @@ def _table_key(query: Query, join: Join) -> tuple[str, ...]:
 def lower_custom(spark, query: Query, specs: dict[str, InputSpec], options: LoweringOptions):
     """The streaming frame: output columns, __rowtime, __op and the operator's meta columns."""
     from pyspark.sql import functions as F
-    from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType, TimestampType
+    from pyspark.sql.types import BinaryType, BooleanType, IntegerType, LongType, StringType, StructField, StructType, TimestampType
 
+    from streamjoin.operator.asof_columns import BLOB, GROUP, pack
     from streamjoin.operator.processor import ColumnarAsofProcessor, JoinProcessor
 
     join = query.joins[0]
@@ -112,6 +113,7 @@ def lower_custom(spark, query: Query, specs: dict[str, InputSpec], options: Lowe
     spec = spec_for(query)
     if options.columnar and same_types and keyed and columnar_asof(spec, columns):
         processor = ColumnarAsofProcessor(spec, columns, end_ms, keyed)
+        union = union.mapInArrow(pack, StructType([StructField(GROUP, IntegerType()), StructField(BLOB, BinaryType())]))
     else:
         processor = JoinProcessor(spec, columns, end_ms)
     joined = union.groupBy("sj_g").transformWithStateInPandas(processor, StructType(out_fields), "Append", "EventTime")

@@ -17,12 +17,45 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from streamjoin.operator.group import INF
 from streamjoin.plan.model import JoinType
 
 T, SEQ = "sj_t", "sj_seq"
 _MATCH = "__match"
+GROUP, BLOB = "sj_g", "sj_blob"  # a packed chunk: its group, and its rows as an Arrow IPC stream
+
+
+def pack(batches):
+    """`mapInArrow` before the operator: one partition's rows of the union become one row per
+    group, its rows as an Arrow IPC stream (`unpack`). Spark hands `transformWithStateInPandas`
+    its input row by row (a Python tuple per row, then a pandas frame built from them); packed, it
+    hands over a few rows per group and the rows stay columns all the way."""
+    import pyarrow.compute as pc
+
+    batches = [b for b in batches if b.num_rows]
+    if not batches:
+        return
+    table = pa.Table.from_batches(batches)
+    table = table.take(pc.sort_indices(table[GROUP]))
+    groups = table[GROUP].to_numpy()
+    starts = np.flatnonzero(np.r_[True, groups[1:] != groups[:-1]])
+    ends = np.r_[starts[1:], len(groups)]
+    blobs = []
+    for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
+        sink = pa.BufferOutputStream()
+        part = table.slice(start, end - start)
+        with pa.ipc.new_stream(sink, part.schema) as writer:
+            writer.write_table(part)
+        blobs.append(sink.getvalue().to_pybytes())
+    yield pa.RecordBatch.from_arrays([pa.array(groups[starts], pa.int32()), pa.array(blobs, pa.binary())], [GROUP, BLOB])
+
+
+def unpack(blobs) -> pd.DataFrame:
+    """The rows of packed chunks (`pack`), as pandas frames them (integers with NULLs as floats)."""
+    tables = [pa.ipc.open_stream(pa.py_buffer(blob)).read_all() for blob in blobs]
+    return pa.concat_tables(tables).to_pandas()
 
 
 class AsofColumns:

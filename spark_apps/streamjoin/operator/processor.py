@@ -26,7 +26,7 @@ import pickle
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 
 from streamjoin.io.instants import SHIFT_MS
-from streamjoin.operator.asof_columns import AsofColumns
+from streamjoin.operator.asof_columns import BLOB, AsofColumns, unpack
 from streamjoin.operator.engine import new_group
 from streamjoin.operator.group import INF, Condition, Spec
 
@@ -143,7 +143,8 @@ class JoinProcessor(StatefulProcessor):
 
 class ColumnarAsofProcessor(JoinProcessor):
     """An ASOF join with `right.rowtime <= / < left.rowtime` whose rows go through pandas by column
-    (`operator.asof_columns`): the same answer as the row engine, without Python per row."""
+    (`operator.asof_columns`): the same answer as the row engine, without Python per row. Its
+    input is packed (`asof_columns.pack`): a few rows per group, each holding many rows."""
 
     def __init__(self, spec: Spec, columns: list[tuple[int, str, str, str]], end_ms: int, keys: list[str]):
         super().__init__(spec, columns, end_ms)
@@ -151,10 +152,10 @@ class ColumnarAsofProcessor(JoinProcessor):
 
     def handleInputRows(self, key, rows, timerValues):
         group = self._load()
-        for pdf in rows:
-            pdf = pdf[~pdf["sj_bound"].fillna(False).astype(bool).to_numpy()]
-            if len(pdf):
-                group.add(pdf)
+        pdf = unpack([blob for chunk in rows for blob in chunk[BLOB]])
+        pdf = pdf[~pdf["sj_bound"].fillna(False).astype(bool).to_numpy()]
+        if len(pdf):
+            group.add(pdf)
         yield from self._step(key, group, timerValues)
 
     def _new(self) -> AsofColumns:
