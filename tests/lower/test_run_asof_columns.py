@@ -85,3 +85,16 @@ def test_a_query_the_row_engine_checkpointed_resumes_on_the_column_engine(spark,
     whole, _ = run_until_idle(spark, sql, tmp_path / "whole", settings=ROWS)
     assert len(resumed) == 80
     assert canonical(resumed) == canonical(whole)
+
+
+def test_a_column_only_the_where_clause_reads_still_reaches_the_column_engine(spark, tmp_path):
+    rng = random.Random("asof-columns-where")
+    write_jsonl(tmp_path / "l" / "a.json", rows(rng, 60))
+    write_jsonl(tmp_path / "r" / "a.json", rows(rng, 60))
+    sql = ddl(tmp_path / "l", tmp_path / "r") + (
+        "SELECT STREAM ROWTIME, l.id AS lid, r.id AS rid FROM l ASOF LEFT JOIN r ON l.k = r.k AND r.ROWTIME <= l.ROWTIME "
+        "WHERE r.ok IS NOT TRUE AND l.x IS NOT NULL;")
+    by_rows, _ = run_until_idle(spark, sql, tmp_path / "rows", settings=ROWS)
+    by_columns, _ = run_until_idle(spark, sql, tmp_path / "columns", settings=COLUMNS)
+    assert 0 < len(by_columns) < 60
+    assert canonical(by_columns) == canonical(by_rows)

@@ -92,13 +92,21 @@ def lower_custom(spark, query: Query, specs: dict[str, InputSpec], options: Lowe
     flat_names = [name for _, name, _, _ in fields]
     fields = [(side, f"sj_c{i}", column, dtype) for i, (side, _, column, dtype) in enumerate(fields)]
     types, same_types = _key_types(keys, frames, aliases)
+    keyed = [f"sj_k{n}" for n in range(len(keys))]
+    end_ms = END_US // 1000 - max(spec.lateness_ms for _, spec, _ in frames) - 1
+    columns = [(side, name, column, dtype.simpleString()) for side, name, column, dtype in fields]
+    spec = spec_for(query)
+    columnar = options.columnar and same_types and keyed and columnar_asof(spec, columns)
+    carried = fields
+    if columnar:  # the column engine needs only the columns the query reads after the join
+        used = _used_after_join(query)
+        carried = fields if used is None else [f for f, name in zip(fields, flat_names, strict=True) if name in used]
     union = None
-    for side, (alias, spec, df) in enumerate(frames):
-        part = df.select(*_union_columns(side, alias, spec, df, keys, types, fields))
+    for side, (alias, input_spec, df) in enumerate(frames):
+        part = df.select(*_union_columns(side, alias, input_spec, df, keys, types, carried))
         union = part if union is None else union.unionByName(part)
     # groups are hash buckets of the keys: a group holds many keys (the engine indexes them), so
     # the per-group cost of the state store calls is paid per bucket, not per key
-    keyed = [f"sj_k{n}" for n in range(len(keys))]
     union = union.withColumn("sj_g", F.pmod(F.hash(*keyed), F.lit(options.operator_groups)) if keyed else F.lit(0))
     out_fields = [StructField(name, LongType() if isinstance(dtype, TimestampType) else dtype, True) for _, name, _, dtype in fields]
     out_fields += [
@@ -108,11 +116,8 @@ def lower_custom(spark, query: Query, specs: dict[str, InputSpec], options: Lowe
         StructField("__group", StringType(), True),
         StructField("__state", LongType(), True),
     ]
-    end_ms = END_US // 1000 - max(spec.lateness_ms for _, spec, _ in frames) - 1
-    columns = [(side, name, column, dtype.simpleString()) for side, name, column, dtype in fields]
-    spec = spec_for(query)
-    if options.columnar and same_types and keyed and columnar_asof(spec, columns):
-        processor = ColumnarAsofProcessor(spec, columns, end_ms, keyed)
+    if columnar:
+        processor = ColumnarAsofProcessor(spec, columns, end_ms, keyed, {name for _, name, _, _ in carried})
         union = union.mapInArrow(pack, StructType([StructField(GROUP, IntegerType()), StructField(BLOB, BinaryType())]))
     else:
         processor = JoinProcessor(spec, columns, end_ms)
@@ -163,6 +168,19 @@ def columnar_asof(spec: Spec, columns: list[tuple[int, str, str, str]]) -> bool:
     """Whether an ASOF join runs on the column-wise engine (`operator.asof_columns`): `<=` / `<`
     (a left row is decided when its instant completes) over plain column types."""
     return spec.kind == JoinKind.ASOF and spec.asof_op in ("<=", "<") and all(c[3] in _COLUMNAR_TYPES for c in columns)
+
+
+def _used_after_join(query: Query) -> set[str] | None:
+    """The flat names of the input columns the query's output and WHERE read (None: a column
+    without its input's alias, so all of them)."""
+    used = set()
+    for expression in [c.expression for c in query.output] + ([query.where] if query.where is not None else []):
+        for column in expression.find_all(exp.Column):
+            if column.table:
+                used.add(flat(column.table, column.name))
+            elif column.name != "ROWTIME" or column.this.quoted:
+                return None
+    return used
 
 
 def _key_types(keys, frames, aliases) -> tuple[list[str], bool]:

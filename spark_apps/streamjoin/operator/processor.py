@@ -146,9 +146,15 @@ class ColumnarAsofProcessor(JoinProcessor):
     (`operator.asof_columns`): the same answer as the row engine, without Python per row. Its
     input is packed (`asof_columns.pack`): a few rows per group, each holding many rows."""
 
-    def __init__(self, spec: Spec, columns: list[tuple[int, str, str, str]], end_ms: int, keys: list[str]):
+    def __init__(self, spec: Spec, columns: list[tuple[int, str, str, str]], end_ms: int, keys: list[str], carried: set[str]):
+        """carried: the columns in the input (the others, which the query does not read after the
+        join, leave as NULL)."""
         super().__init__(spec, columns, end_ms)
-        self.keys = keys
+        self.keys, self.carried = keys, carried
+
+    def init(self, handle) -> None:
+        super().init(handle)
+        self.by_side = [[c for c in side if c[1] in self.carried] for side in self.by_side]
 
     def handleInputRows(self, key, rows, timerValues):
         group = self._load()
@@ -206,7 +212,7 @@ class ColumnarAsofProcessor(JoinProcessor):
         frame = {}
         for c in self.columns:
             name = c[1]
-            values = np.append(out[name].to_numpy(dtype=object), None) if n else np.array([None], dtype=object)
+            values = np.append(out[name].to_numpy(dtype=object), None) if n and name in self.carried else np.full(n + 1, None, dtype=object)
             if name in self.timestamps or name in self.integral:
                 series = pd.Series(values)
                 if name in self.timestamps:
