@@ -108,7 +108,6 @@ def test_a_left_row_takes_the_latest_arrival_among_right_rows_of_one_rowtime():
 
 def test_packing_turns_a_partition_into_one_row_per_group_that_unpacks_to_its_rows():
     import pyarrow as pa
-
     from streamjoin.operator.asof_columns import pack, unpack
 
     batches = [pa.RecordBatch.from_pydict({"sj_g": [3, 1, 3], "sj_t": [1, 2, 3], "v": ["a", None, "c"]}),

@@ -78,7 +78,16 @@ def _table_key(query: Query, join: Join) -> tuple[str, ...]:
 def lower_custom(spark, query: Query, specs: dict[str, InputSpec], options: LoweringOptions):
     """The streaming frame: output columns, __rowtime, __op and the operator's meta columns."""
     from pyspark.sql import functions as F
-    from pyspark.sql.types import BinaryType, BooleanType, IntegerType, LongType, StringType, StructField, StructType, TimestampType
+    from pyspark.sql.types import (
+        BinaryType,
+        BooleanType,
+        IntegerType,
+        LongType,
+        StringType,
+        StructField,
+        StructType,
+        TimestampType,
+    )
 
     from streamjoin.operator.asof_columns import BLOB, GROUP, pack
     from streamjoin.operator.processor import ColumnarAsofProcessor, JoinProcessor
