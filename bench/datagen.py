@@ -99,6 +99,29 @@ def three_way_count(spec: Spec) -> int:
     return int((per_m * per_r).sum())
 
 
+def rows_window_count(spec: Spec, preceding: int = 0) -> int:
+    """`l OVER (PARTITION BY k ROWS n PRECEDING) JOIN r OVER (PARTITION BY k ROWS n PRECEDING) ON
+    l.k = r.k`: in SEMANTICS.md §2 order (rowtime, l before r, position in the file), each row
+    pairs with the other stream's rows present when it arrives, the last n+1 of its key; so the
+    count is, per row, min(n+1, the other stream's earlier rows of its key)."""
+    lt, lk, _ = _stream(spec, 0)
+    rt, rk, _ = _stream(spec, 1)
+    key, time = np.r_[lk, rk], np.r_[lt, rt]
+    side = np.r_[np.zeros(len(lt), np.int64), np.ones(len(rt), np.int64)]
+    position = np.r_[np.arange(len(lt)), np.arange(len(rt))]
+    order = np.lexsort((position, side, time, key))
+    key, side = key[order], side[order]
+    start = np.r_[True, key[1:] != key[:-1]]  # the first event of each key
+    total = 0
+    first = np.maximum.accumulate(np.where(start, np.arange(len(side)), 0))  # each event's key's first event
+    for mine in (0, 1):  # rows of `mine`: the other side's rows before them, within their key
+        other = (side != mine).astype(np.int64)
+        earlier = np.cumsum(other) - other  # other-side events before each event, overall
+        before = earlier - earlier[first]
+        total += int(np.minimum(preceding + 1, before[side == mine]).sum())
+    return total
+
+
 def generate(root: Path, spec: Spec) -> tuple[Path, Path, dict]:
     """(folder of l, folder of r, exact counts): written once per spec, reused after."""
     folder = root / spec.name
