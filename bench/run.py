@@ -400,10 +400,10 @@ def report(results: list[Result], path: Path, meta: dict, steady: list[dict] | N
     lines = [
         "# Benchmarks", "",
         f"Written by `make bench` (`bench/run.py {' '.join(meta['argv'])}`), started {meta['started']}"
-        + (f"; the runs of `bench/run.py {' '.join(meta['merge_argv'])}`, started {meta['merge_started']}, replace "
-           "that run's of the same workload, size and engine" if "merge_argv" in meta else "")
+        + "".join(f"; then the runs of `bench/run.py {' '.join(m['argv'])}`, started {m['started']}, replaced "
+                  "the earlier ones of the same workload, size and engine" for m in merges(meta))
         + ". Every figure here",
-        f"is from {'these runs' if 'merge_argv' in meta else 'that run'}; rerun it to refresh them. Each job is its own process, timed from start to",
+        f"is from {'these runs' if merges(meta) else 'that run'}; rerun it to refresh them. Each job is its own process, timed from start to",
         "exit; rows/s counts input rows (of every stream: two, three for three-inner); CPU is the user+system time of the process",
         "and its children; RSS is the peak resident memory of the process tree. Figures are medians",
         "over the rounds; the engine order alternates by round.", "",
@@ -495,8 +495,8 @@ def report(results: list[Result], path: Path, meta: dict, steady: list[dict] | N
     at = lines.index("## Interval joins, every row to stdout") + 1
     lines[at:at] = workload_notes({w for w, _ in keys})
     lines += ["## Not measured by this command yet", "",
-              "- ROWS-window joins, the stream-table snapshot join and the hourly enrichment app (older,",
-              "  narrower scripts: `bench/README.md`);",
+              "- the stream-table snapshot join and the hourly enrichment app (older, narrower scripts:",
+              "  `bench/README.md`);",
               "- peak state rows of Flink and of the hand-written PySpark job.", ""]
     lines += ["## Every run", "", "| round | engine | workload | size | seconds | rows out | ok |", "|---|---|---|---|---|---|---|"]
     lines += [f"| {r.extra.get('round', '')} | {r.engine} | {r.workload} | {r.size:g}x | {r.seconds:.1f} | {r.rows_out:,} | "
@@ -517,12 +517,21 @@ def _unknown(plan: list[tuple[float, str, list[str]]]) -> str | None:
     return None
 
 
+def merges(meta: dict) -> list[dict]:
+    """The `--merge` runs a report holds, in order ({"argv", "started"}); older reports kept one."""
+    if "merge_argv" in meta:
+        return [{"argv": meta["merge_argv"], "started": meta["merge_started"]}]
+    return meta.get("merges", [])
+
+
 def merge(saved: dict, results: list[Result], meta: dict, steady: list[dict], argv: list[str]):
     """`--merge`: this run's results replace the saved run's of the same engine, workload and size."""
     ran = {(r.engine, r.workload, r.size) for r in results}
     kept = [Result(**r) for r in saved["results"] if (r["engine"], r["workload"], r["size"]) not in ran]
-    meta = {**saved["meta"], "merge_argv": argv, "merge_started": meta["started"]}
-    return kept + results, meta, steady or saved.get("steady", [])
+    saved_meta = saved["meta"]
+    kept_meta = {k: v for k, v in saved_meta.items() if k not in ("merge_argv", "merge_started")}
+    return kept + results, {**kept_meta, "merges": [*merges(saved_meta), {"argv": argv, "started": meta["started"]}]}, \
+        steady or saved.get("steady", [])
 
 
 def main(argv: list[str] | None = None) -> int:
