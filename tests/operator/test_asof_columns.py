@@ -7,50 +7,18 @@ from __future__ import annotations
 import pickle
 import random
 
-import pandas as pd
 import pytest
+from operator_helpers import COLUMNS, KEYS, batch, events, steps_of
 from streamjoin.operator.asof_columns import AsofColumns
 from streamjoin.operator.engine import new_group
 from streamjoin.operator.group import INF, Condition, Side, Spec
 from streamjoin.plan.model import Emit, JoinKind, JoinType
 from streamjoin.plan.windows import CURRENT_ROW
 
-KEYS = ["sj_k0", "sj_k1"]
-COLUMNS = (["l_id", "l_k", "l_c"], ["r_id", "r_k", "r_c"])
-
 
 def spec(op: str, join_type: JoinType) -> Spec:
     keys = (('scope["l"]["k"]', 'scope["r"]["k"]'), ('scope["l"]["c"]', 'scope["r"]["c"]'))
     return Spec(JoinKind.ASOF, join_type, Emit.FINAL, Side("l", CURRENT_ROW), Side("r", CURRENT_ROW), keys=keys, asof_op=op)
-
-
-def events(rng: random.Random, n: int) -> list[tuple]:
-    """(t, side, seq, k, c): rowtimes on a coarse grid (ties within and across sides), NULL keys."""
-    out = []
-    for seq in range(n):
-        k = rng.choice([1, 2, 3, None])
-        out.append((rng.randrange(0, 12) * 1000, rng.randrange(2), seq, k, rng.choice(["a", "b"])))
-    return out
-
-
-def batch(rows: list[tuple]) -> pd.DataFrame:
-    """The union as pandas hands it over: the other side's columns NULL, so integers with NULLs as floats."""
-    data = {"sj_side": [], "sj_t": [], "sj_seq": [], **{k: [] for k in KEYS}, **{c: [] for side in COLUMNS for c in side}}
-    for t, side, seq, k, c in rows:
-        data["sj_side"].append(side)
-        data["sj_t"].append(t)
-        data["sj_seq"].append(seq)
-        data["sj_k0"].append(k)
-        data["sj_k1"].append(c)
-        for n, names in enumerate(COLUMNS):
-            mine = n == side
-            data[names[0]].append(seq if mine else None)
-            data[names[1]].append(k if mine else None)
-            data[names[2]].append(c if mine else None)
-    frame = pd.DataFrame(data)
-    for name in ("sj_k0", "l_id", "l_k", "r_id", "r_k"):
-        frame[name] = frame[name].astype("float64")
-    return frame
 
 
 def by_rows(the_spec: Spec, steps: list[tuple[list[tuple], float]]) -> list[tuple]:
@@ -86,14 +54,7 @@ def by_columns(the_spec: Spec, steps: list[tuple[list[tuple], float]]) -> list[t
 @pytest.mark.parametrize("seed", range(12))
 def test_the_column_engine_answers_as_the_row_engine_for_random_steps(op, join_type, seed):
     rng = random.Random(f"asof-columns-{seed}")
-    rows = events(rng, rng.randrange(0, 60))
-    steps, clock = [], -1
-    while rows:  # rows arrive in random batches; the clock never passes a row not yet arrived
-        n = rng.randrange(1, 12)
-        now, rows = rows[:n], rows[n:]
-        clock = max(clock, min((r[0] for r in now + rows), default=clock) - rng.choice([0, 1000, 2000]) - 1)
-        steps.append((now, clock))
-    steps.append(([], INF))
+    steps = steps_of(rng, events(rng, rng.randrange(0, 60)))
     the_spec = spec(op, join_type)
     assert by_columns(the_spec, steps) == by_rows(the_spec, steps)
 
@@ -108,7 +69,7 @@ def test_a_left_row_takes_the_latest_arrival_among_right_rows_of_one_rowtime():
 
 def test_packing_turns_a_partition_into_one_row_per_group_that_unpacks_to_its_rows():
     import pyarrow as pa
-    from streamjoin.operator.asof_columns import pack, unpack
+    from streamjoin.operator.columns import pack, unpack
 
     batches = [pa.RecordBatch.from_pydict({"sj_g": [3, 1, 3], "sj_t": [1, 2, 3], "v": ["a", None, "c"]}),
                pa.RecordBatch.from_pydict({"sj_g": [1], "sj_t": [4], "v": ["d"]})]

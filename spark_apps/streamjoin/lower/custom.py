@@ -19,7 +19,7 @@ from streamjoin.io.staging import BOUND, END_US, InputSpec
 from streamjoin.lower.columns import ET_COLUMN, engine_time, flat, q
 from streamjoin.lower.expressions import local_sql, python_code, spark_sql
 from streamjoin.lower.lowered import OP
-from streamjoin.lower.strategy import LoweringOptions, group_keys
+from streamjoin.lower.strategy import LoweringOptions, by_column, group_keys
 from streamjoin.operator.group import Side, Spec
 from streamjoin.plan.model import Emit, Join, JoinKind, Query
 from streamjoin.plan.windows import RangeWindow, RowsWindow
@@ -89,8 +89,8 @@ def lower_custom(spark, query: Query, specs: dict[str, InputSpec], options: Lowe
         TimestampType,
     )
 
-    from streamjoin.operator.asof_columns import BLOB, GROUP, pack
-    from streamjoin.operator.processor import ColumnarAsofProcessor, JoinProcessor
+    from streamjoin.operator.columns import BLOB, GROUP, pack
+    from streamjoin.operator.processor import ColumnarProcessor, JoinProcessor
 
     join = query.joins[0]
     aliases = [join.left_inputs[0], join.right]
@@ -105,7 +105,7 @@ def lower_custom(spark, query: Query, specs: dict[str, InputSpec], options: Lowe
     end_ms = END_US // 1000 - max(spec.lateness_ms for _, spec, _ in frames) - 1
     columns = [(side, name, column, dtype.simpleString()) for side, name, column, dtype in fields]
     spec = spec_for(query)
-    columnar = options.columnar and same_types and keyed and columnar_asof(spec, columns)
+    columnar = same_types and by_column(query, join, options) is not None and plain_columns(columns)
     carried = fields
     if columnar:  # the column engine needs only the columns the query reads after the join
         used = _used_after_join(query)
@@ -126,7 +126,7 @@ def lower_custom(spark, query: Query, specs: dict[str, InputSpec], options: Lowe
         StructField("__state", LongType(), True),
     ]
     if columnar:
-        processor = ColumnarAsofProcessor(spec, columns, end_ms, keyed, {name for _, name, _, _ in carried})
+        processor = ColumnarProcessor(spec, columns, end_ms, keyed, {name for _, name, _, _ in carried})
         union = union.mapInArrow(pack, StructType([StructField(GROUP, IntegerType()), StructField(BLOB, BinaryType())]))
     else:
         processor = JoinProcessor(spec, columns, end_ms)
@@ -169,14 +169,14 @@ def _side_frames(spark, query: Query, specs: list[InputSpec], aliases: list[str]
 _NUMBERS = ("integer", "long", "short", "byte", "float", "double", "decimal")
 
 
-# the column types the column-wise ASOF engine passes through as pandas hands them over
+# the column types the column-wise engines pass through as pandas hands them over
 _COLUMNAR_TYPES = ("bigint", "int", "smallint", "tinyint", "double", "float", "string", "boolean", "timestamp", "timestamp_ntz")
 
 
-def columnar_asof(spec: Spec, columns: list[tuple[int, str, str, str]]) -> bool:
-    """Whether an ASOF join runs on the column-wise engine (`operator.asof_columns`): `<=` / `<`
-    (a left row is decided when its instant completes) over plain column types."""
-    return spec.kind == JoinKind.ASOF and spec.asof_op in ("<=", "<") and all(c[3] in _COLUMNAR_TYPES for c in columns)
+def plain_columns(columns: list[tuple[int, str, str, str]]) -> bool:
+    """Whether every input column has a type the column-wise engines (`lower.strategy.by_column`)
+    carry as it is."""
+    return all(c[3] in _COLUMNAR_TYPES for c in columns)
 
 
 def _used_after_join(query: Query) -> set[str] | None:

@@ -32,7 +32,7 @@ class LoweringOptions:
     join_operator: str = "auto"
     operator_groups: int = 32
     bounded: bool = False  # `run --until-idle`: what the inputs hold now is all there is
-    columnar: bool = True  # ASOF <= / < joins by column on the operator (operator.asof_columns)
+    columnar: bool = True  # the operator's column-wise engines where they apply (`by_column`)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> LoweringOptions:
@@ -162,10 +162,29 @@ def describe(script: Script, query: Query, join: Join, options: LoweringOptions 
     else:
         groups = "groups: ONE group: the join is one ordered sequence (no key partitions every window), so it runs on one task"
     lines = [f"operator: {CUSTOM}", f"    why: {reason}", f"    {groups}"]
-    if join.kind == JoinKind.ASOF and join.condition.asof.op in (">=", ">") and keys and options.columnar:
-        lines.append("    rows: by column (pandas merge_asof over each group's complete rows), where both sides' keys have "
-                     "one type and every column is a number, string, boolean or timestamp; else row by row")
+    how = {"asof": "pandas merge_asof over each group's complete rows",
+           "rows": "each row pairs with the latest rows of its key on the other side, counted per key with numpy"}.get(by_column(query, join, options))
+    if how:
+        lines.append(f"    rows: by column ({how}), where both sides' keys have one type and every column is a number, string, "
+                     "boolean or timestamp; else row by row")
     return lines
+
+
+def by_column(query: Query, join: Join, options: LoweringOptions) -> str | None:
+    """The operator's column-wise engine that runs the join where its columns allow it (`lower.custom`
+    checks their types): "asof" for ASOF `right.rowtime <= / < left.rowtime`, "rows" for an inner
+    join of ROWS windows each partitioned by exactly its join-key columns; None: row by row."""
+    keys = group_keys(query, join)
+    if not (options.columnar and keys):
+        return None
+    if join.kind == JoinKind.ASOF and join.condition.asof.op in (">=", ">"):
+        return "asof"
+    windows = [query.input(alias).window for alias in (join.left_inputs[-1], join.right)]
+    if join.kind == JoinKind.STREAM_STREAM_WINDOW and join.join_type == JoinType.INNER and not join.condition.residual \
+            and all(isinstance(w, RowsWindow) and set(w.partition_by) == {_column(pair[n]) for pair in keys}
+                    for n, w in enumerate(windows)):
+        return "rows"
+    return None
 
 
 def _column(expression: exp.Expression) -> str | None:

@@ -26,9 +26,12 @@ import pickle
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 
 from streamjoin.io.instants import SHIFT_MS
-from streamjoin.operator.asof_columns import BLOB, AsofColumns, unpack
+from streamjoin.operator.asof_columns import AsofColumns
+from streamjoin.operator.columns import BLOB, ColumnGroup, unpack
 from streamjoin.operator.engine import new_group
 from streamjoin.operator.group import INF, Condition, Spec
+from streamjoin.operator.rows_columns import RowsColumns
+from streamjoin.plan.model import JoinKind
 
 META = "__meta"
 OUT_META = ("__rowtime", "__op", META, "__group", "__state")
@@ -141,10 +144,11 @@ class JoinProcessor(StatefulProcessor):
         return _with_meta(frame, meta, key, report)
 
 
-class ColumnarAsofProcessor(JoinProcessor):
-    """An ASOF join with `right.rowtime <= / < left.rowtime` whose rows go through pandas by column
-    (`operator.asof_columns`): the same answer as the row engine, without Python per row. Its
-    input is packed (`asof_columns.pack`): a few rows per group, each holding many rows."""
+class ColumnarProcessor(JoinProcessor):
+    """A join whose rows go through pandas by column: an ASOF join with `right.rowtime <= / <
+    left.rowtime` (`operator.asof_columns`) or an inner join of ROWS windows partitioned by their
+    keys (`operator.rows_columns`); the same answer as the row engine, without Python per row. Its
+    input is packed (`columns.pack`): a few rows per group, each holding many rows."""
 
     def __init__(self, spec: Spec, columns: list[tuple[int, str, str, str]], end_ms: int, keys: list[str], carried: set[str]):
         """carried: the columns in the input (the others, which the query does not read after the
@@ -164,8 +168,9 @@ class ColumnarAsofProcessor(JoinProcessor):
             group.add(pdf)
         yield from self._step(key, group, timerValues)
 
-    def _new(self) -> AsofColumns:
-        return AsofColumns.for_spec(self.spec, self.keys, tuple([c[1] for c in self.by_side[side]] for side in (0, 1)))
+    def _new(self) -> ColumnGroup:
+        engine = AsofColumns if self.spec.kind == JoinKind.ASOF else RowsColumns
+        return engine.for_spec(self.spec, self.keys, tuple([c[1] for c in self.by_side[side]] for side in (0, 1)))
 
     def _load(self):
         group = self._new()
@@ -174,11 +179,11 @@ class ColumnarAsofProcessor(JoinProcessor):
             state = pickle.loads(stored[0])
             if isinstance(state, dict):
                 group.load_state(state)
-            else:  # a checkpoint the row engine wrote (asof_join.AsofJoin): its rows become columns
+            else:  # a checkpoint the row engine wrote (asof_join.AsofJoin, window_join.WindowJoin): its rows become columns
                 self._from_rows(group, state)
         return group
 
-    def _from_rows(self, group: AsofColumns, old) -> None:
+    def _from_rows(self, group: ColumnGroup, old) -> None:
         import pandas as pd
 
         def frame(rows, side):  # rows: (t, seq, key, values)
@@ -187,15 +192,21 @@ class ColumnarAsofProcessor(JoinProcessor):
                 data[k] = [None if r[2] is None else r[2][n] for r in rows]
             for c in self.by_side[side]:
                 data[c[1]] = [_micros(r[3].get(c[2])) if c[1] in self.timestamps else r[3].get(c[2]) for r in rows]
-            return pd.DataFrame(data)
+            return pd.DataFrame(data) if rows else group.empty(side)
 
         buffered = [(t, seq, self.cond.key_of(side, values), values, side) for t, side, seq, values in old.buffer]
         for side in (0, 1):
             rows = [r[:4] for r in buffered if r[4] == side]
             if rows:
                 group.pending[side] = frame(rows, side)
-        if old.last:
-            group.last = frame([(e.t, e.seq, e.key, e.values) for e in old.last.values()], 1)
+        if isinstance(group, AsofColumns):
+            if old.last:
+                group.last = frame([(e.t, e.seq, e.key, e.values) for e in old.last.values()], 1)
+        else:  # each side's present rows, in arrival order (ROWS windows: evicted rows are gone)
+            for side, name in ((0, "kept_l"), (1, "kept_r")):
+                present = sorted((e for members in old.rows[side].values() for e in members if e.key is not None),
+                                 key=lambda e: (e.t, e.seq))
+                setattr(group, name, frame([(e.t, e.seq, e.key, e.values) for e in present], side))
         group.timer_ms, group.reported = old.timer_ms, old.reported
 
     def _advance(self, group, limit):
