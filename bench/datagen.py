@@ -13,6 +13,11 @@ The three-stream workload adds a stream `m` (`generate_three`), written into the
 first time it is asked for (the files of `l` and `r` and `counts.json` stay as they are), with the
 exact count of the three-way INNER interval join `l JOIN m JOIN r`, both windows around `l`'s
 rowtime (`three_way_count`: per l row, its m partners times its r partners).
+
+The snapshot workload joins `l` with a table of `TABLE_ROWS` rows (`generate_table`: one JSON
+Lines file, `{"id": 0, "name": "product 0", "price": 12.34}`, written once): its ids skip every
+number that is 10 mod 11, so about 9% of stream rows find no table row; the exact count is the
+stream rows whose key is an id.
 """
 
 from __future__ import annotations
@@ -146,3 +151,33 @@ def generate_three(root: Path, spec: Spec) -> tuple[Path, Path, Path, dict]:
         _write(folder / "m" / "part-0.json", *_stream(spec, 2))
         done.write_text(json.dumps({"spec": asdict(spec), "INNER3": three_way_count(spec)}, indent=1))
     return l_dir, folder / "m", r_dir, {**counts, **json.loads(done.read_text())}
+
+
+TABLE_ROWS = 1_000_000
+
+
+def table_ids(rows: int = TABLE_ROWS) -> np.ndarray:
+    """The snapshot table's ids: the first `rows` non-negative integers that are not 10 mod 11."""
+    ids = np.arange(rows * 11 // 10 + 11, dtype=np.int64)
+    return ids[ids % 11 != 10][:rows]
+
+
+def generate_table(root: Path, spec: Spec) -> tuple[Path, Path, dict]:
+    """(folder of l, folder of the table, exact counts with "SNAPSHOT": `l JOIN t ON l.k = t.id`):
+    the table is written once (it does not depend on the spec), the count once per spec."""
+    l_dir, _, counts = generate(root, spec)
+    table = root / f"table-{TABLE_ROWS}"
+    if not (table / "part-0.json").exists():
+        table.mkdir(parents=True, exist_ok=True)
+        ids = table_ids()
+        cents = np.random.default_rng(spec.seed).integers(100, 100_000, len(ids))
+        tmp = table / "part-0.tmp"
+        with tmp.open("w") as out:
+            for i, c in zip(ids.tolist(), cents.tolist(), strict=True):
+                out.write(f'{{"id":{i},"name":"product {i}","price":{c // 100}.{c % 100:02d}}}\n')
+        tmp.rename(table / "part-0.json")
+    done = l_dir.parent / "counts-snapshot.json"
+    if not done.exists():
+        _, lk, _ = _stream(spec, 0)
+        done.write_text(json.dumps({"spec": asdict(spec), "SNAPSHOT": int(np.isin(lk, table_ids()).sum())}, indent=1))
+    return l_dir, table, {**counts, **json.loads(done.read_text())}

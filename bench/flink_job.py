@@ -4,10 +4,15 @@ never in the project's environment.
 
     bench/.venv-flink/bin/python bench/flink_job.py L_DIR R_DIR INNER|FULL WINDOW_MS
     bench/.venv-flink/bin/python bench/flink_job.py L_DIR R_DIR INNER3 WINDOW_MS M_DIR
+    bench/.venv-flink/bin/python bench/flink_job.py L_DIR TABLE_DIR SNAPSHOT WINDOW_MS
 
 INNER3 is the three-stream workload: `l JOIN m ... JOIN r ...`, both interval conditions on l's
 rowtime. An interval join keeps its inputs' time attributes, so the second join is an interval
 join too (state dropped by the watermark), not a regular join.
+
+SNAPSHOT joins the stream with a table (`id`, `name`, `price`) read as a bounded filesystem
+source: a regular join, which keeps both inputs in state (Flink SQL's lookup join needs a lookup
+source such as JDBC; the files have none).
 """
 
 from __future__ import annotations
@@ -22,6 +27,19 @@ def main(left: str, right: str, join: str, window_ms: int, middle: str | None = 
     conf = env.get_config()
     conf.set("parallelism.default", "2")
     conf.set("table.exec.source.idle-timeout", "1 s")  # one file per stream: one reading subtask
+    if join == "SNAPSHOT":
+        env.execute_sql(f"""
+            CREATE TABLE l (rowtime TIMESTAMP(3), k INT, v INT, WATERMARK FOR rowtime AS rowtime)
+            WITH ('connector' = 'filesystem', 'path' = '{left}', 'format' = 'json')""")
+        env.execute_sql(f"""
+            CREATE TABLE t (id INT, name STRING, price DOUBLE)
+            WITH ('connector' = 'filesystem', 'path' = '{right}', 'format' = 'json')""")
+        env.execute_sql("CREATE TABLE sink (rowtime TIMESTAMP(3), k INT, lv INT, name STRING, price DOUBLE) WITH ('connector' = 'print')")
+        env.execute_sql("""
+            INSERT INTO sink
+            SELECT CAST(l.rowtime AS TIMESTAMP(3)), l.k, l.v, t.name, t.price FROM l JOIN t ON l.k = t.id
+        """).wait()
+        return
     inputs = [("l", left), ("r", right)] + ([("m", middle)] if join == "INNER3" else [])
     for name, path in inputs:
         env.execute_sql(f"""

@@ -50,7 +50,7 @@ import psutil
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
-from datagen import Spec, generate, generate_three, rows_window_count  # noqa: E402
+from datagen import Spec, generate, generate_table, generate_three, rows_window_count  # noqa: E402
 
 MILLION = 1_000_000
 WORKLOADS = {  # name: (join, keys, partners per row)
@@ -67,11 +67,18 @@ WORKLOADS = {  # name: (join, keys, partners per row)
     # three streams, l JOIN m JOIN r, both interval conditions on l's rowtime (INNER); the l and r
     # files of inner-sparse plus a stream m
     "three-inner": ("INNER3", 50_000, 1),
+    # the l stream of inner-sparse joined with a 1M-row table (a stream-table snapshot join): about
+    # 91% of rows find their table row; rows/s counts the stream's rows
+    "snapshot": ("SNAPSHOT", 50_000, 1),
 }
 COMPARED = {"asof-sparse": "inner-sparse", "rows-sparse": "inner-sparse"}  # the Flink run a workload without its own is compared with
 ENGINES = ("streamjoin", "flink", "pyspark")
 FLINK_VENV = HERE / ".venv-flink"
 
+SNAPSHOT_SQL = """CREATE STREAM l (k INT, v INT) WITH (connector = 'files', format = 'json', path = '{l}');
+CREATE TABLE t (id INT PRIMARY KEY, name VARCHAR(32), price DOUBLE) WITH (connector = 'files', format = 'json', path = '{r}');
+SELECT STREAM ROWTIME, l.k AS k, l.v AS lv, t.name AS name, t.price AS price FROM l JOIN t ON l.k = t.id;
+"""
 ASOF_SQL = """CREATE STREAM l (k INT, v INT) WITH (connector = 'files', format = 'json', path = '{l}');
 CREATE STREAM r (k INT, v INT) WITH (connector = 'files', format = 'json', path = '{r}');
 SELECT STREAM ROWTIME, l.k AS k, l.v AS lv, r.v AS rv FROM l ASOF LEFT JOIN r ON l.k = r.k AND r.ROWTIME <= l.ROWTIME;
@@ -215,6 +222,9 @@ def workload_data(data: Path, workload: str, size: float) -> tuple[Spec, dict[st
     if join == "INNER3":
         l_dir, m_dir, r_dir, counts = generate_three(data, spec)
         return spec, {"l": l_dir, "m": m_dir, "r": r_dir}, counts[join]
+    if join == "SNAPSHOT":
+        l_dir, t_dir, counts = generate_table(data, spec)
+        return spec, {"l": l_dir, "r": t_dir}, counts[join]
     l_dir, r_dir, counts = generate(data, spec)
     if join == "ASOF LEFT":  # one row per l row
         return spec, {"l": l_dir, "r": r_dir}, spec.rows
@@ -232,7 +242,7 @@ def not_applicable(engine: str, workload: str) -> str:
         return f"n/a: no ROWS-window join in {engine}; compared with its {COMPARED[workload]} run"
     if engine == "pyspark" and join == "INNER3":
         return "n/a: the hand-written PySpark job (bench/pyspark_job.py) is two-stream only"
-    if engine == "pyspark" and join != "INNER":
+    if engine == "pyspark" and join not in ("INNER", "SNAPSHOT"):
         return "n/a: a Spark streaming outer join has no end of input (bench/pyspark_job.py)"
     return ""
 
@@ -244,7 +254,7 @@ def command(engine: str, join: str, spec: Spec, dirs: dict[str, Path], run_dir: 
     if engine == "streamjoin":
         query = run_dir / "q.sql"
         key = "l.k" if join in ("INNER", "INNER3") else "COALESCE(l.k, r.k)"
-        text = {"ASOF LEFT": ASOF_SQL, "INNER3": THREE_SQL, "ROWS": ROWS_SQL}.get(join, SQL)
+        text = {"ASOF LEFT": ASOF_SQL, "INNER3": THREE_SQL, "ROWS": ROWS_SQL, "SNAPSHOT": SNAPSHOT_SQL}.get(join, SQL)
         query.write_text(text.format(l=l_dir, m=dirs.get("m"), r=r_dir, join=join, key=key, s=spec.window_ms // 1000))
         return [str(ROOT / ".venv" / "bin" / "streamjoin"), "run", str(query), "--until-idle",
                 "--checkpoint", str(run_dir / "checkpoint")], None
@@ -258,7 +268,7 @@ def command(engine: str, join: str, spec: Spec, dirs: dict[str, Path], run_dir: 
 def run_one(engine: str, workload: str, size: float, data: Path, work: Path) -> Result:
     join = WORKLOADS[workload][0]
     spec, dirs, expected = workload_data(data, workload, size)
-    result = Result(engine, workload, size, len(dirs) * spec.rows, expected)
+    result = Result(engine, workload, size, streams(workload) * spec.rows, expected)
     if why := not_applicable(engine, workload):
         result.error = why
         return result
@@ -299,7 +309,8 @@ def peak_state_cell(results: list[Result]) -> str:
 
 
 def streams(workload: str) -> int:
-    return 3 if WORKLOADS[workload][0] == "INNER3" else 2
+    """The streams whose rows a workload's rows/s counts (a table's rows are not counted)."""
+    return {"INNER3": 3, "SNAPSHOT": 1}.get(WORKLOADS[workload][0], 2)
 
 
 def run_steady(rates: list[int], seconds: int) -> list[dict]:
@@ -367,7 +378,7 @@ def workload_notes(workloads: set[str]) -> list[str]:
             "", "`rows-sparse`: `l OVER (PARTITION BY k ROWS CURRENT ROW) JOIN r OVER (PARTITION BY k ROWS CURRENT ROW)",
             "ON l.k = r.k` on the inner-sparse data: each row pairs with the other stream's latest row of its key",
             "(exact count in SEMANTICS.md §2 order: `datagen.rows_window_count`), run by streamjoin's own operator",
-            "row by row; Flink SQL has no ROWS-window join, so its \"vs Flink\" is against Flink's inner-sparse",
+            "(by column: docs/custom-operator.md); Flink SQL has no ROWS-window join, so its \"vs Flink\" is against Flink's inner-sparse",
             "interval join of the same files (the target: at least 0.5x)."]
     if "asof-sparse" in workloads:
         notes += [
@@ -381,6 +392,12 @@ def workload_notes(workloads: set[str]) -> list[str]:
             "l.ROWTIME + 1 minute JOIN r ON` the same with r, on the inner-sparse files of l and r plus a stream m",
             "generated the same way; its input rows/s counts the rows of all three streams. Flink runs the same",
             "SQL (two chained interval joins); the hand-written PySpark job is two-stream only."]
+    if "snapshot" in workloads:
+        notes += [
+            "", "`snapshot`: the inner-sparse l stream joined with a 1M-row table, `l JOIN t ON l.k = t.id`, about 91%",
+            "of l rows finding their table row (`datagen.generate_table`); rows/s counts the stream's rows, the table's",
+            "load is in the time. streamjoin runs it as a stream-table snapshot join, Flink as a regular join of the",
+            "stream and the table read as a bounded source (its state holds both), PySpark as a stream-static join."]
     return notes
 
 
@@ -404,7 +421,7 @@ def report(results: list[Result], path: Path, meta: dict, steady: list[dict] | N
                   "the earlier ones of the same workload, size and engine" for m in merges(meta))
         + ". Every figure here",
         f"is from {'these runs' if merges(meta) else 'that run'}; rerun it to refresh them. Each job is its own process, timed from start to",
-        "exit; rows/s counts input rows (of every stream: two, three for three-inner); CPU is the user+system time of the process",
+        "exit; rows/s counts input rows (of every stream: two, three for three-inner, the stream only for snapshot); CPU is the user+system time of the process",
         "and its children; RSS is the peak resident memory of the process tree. Figures are medians",
         "over the rounds; the engine order alternates by round.", "",
         "Peak state rows (streamjoin only; \"-\" where not measured: Flink, PySpark, runs saved before it was):",
