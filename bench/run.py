@@ -4,7 +4,8 @@ the job) on the same files, the same join, every result row written to stdout by
     .venv/bin/python bench/run.py [--sizes 1] [--workloads inner-sparse,full-dense]
                                   [--engines streamjoin,flink,pyspark] [--rounds 2]
                                   [--growth-sizes 4,16 --growth-workloads inner-sparse]
-                                  [--steady 2000,10000] [--report docs/benchmarks.md]
+                                  [--steady 2000,10000] [--hourly 1000,10000]
+                                  [--report docs/benchmarks.md]
 
 It builds what it needs: the data (bench/.data, generated once per size, fixed seed) with the
 exact join counts, and PyFlink in its own virtualenv (bench/.venv-flink, from
@@ -17,6 +18,9 @@ ratio) is written from this run's figures only.
 `--steady RATES` adds the steady-state runs (bench/steady.py: latency and CPU per row at a fixed
 input rate, 1-minute windows against Flink, 1-hour windows batch against native);
 `--steady-only docs/benchmarks.json` runs only those and keeps that file's throughput results.
+`--hourly RATES` adds the hourly enrichment app's hour-commit latency (bench/hourly.py: the app as
+deployed, an hour marked complete in S3 how long after the clock passes its end; the target is
+60 s); with `--merge JSON --workloads ""` only those run.
 
 1x = 1M rows per stream. Sparse: 50k keys, about 1 partner per row; dense: 10k keys, about
 10. The window is +-1 minute (`r.rowtime BETWEEN l.rowtime - 1 minute AND l.rowtime + 1
@@ -401,7 +405,7 @@ def workload_notes(workloads: set[str]) -> list[str]:
     return notes
 
 
-def report(results: list[Result], path: Path, meta: dict, steady: list[dict] | None = None) -> None:
+def report(results: list[Result], path: Path, meta: dict, steady: list[dict] | None = None, hourly: list[dict] | None = None) -> None:
     """docs/benchmarks.md (and its plots, and the results as JSON beside it, which `--render` reads
     back) from one run's results; `meta`: its arguments, start time and machine."""
     import matplotlib
@@ -509,19 +513,48 @@ def report(results: list[Result], path: Path, meta: dict, steady: list[dict] | N
         fig.savefig(growth, dpi=100)
         lines += ["", f"![growth]({growth.name})", ""]
     lines += steady_lines(steady or [], meta)
+    lines += hourly_lines(hourly or [])
     at = lines.index("## Interval joins, every row to stdout") + 1
     lines[at:at] = workload_notes({w for w, _ in keys})
     lines += ["## Not measured by this command yet", "",
-              "- the stream-table snapshot join and the hourly enrichment app (older, narrower scripts:",
-              "  `bench/README.md`);",
               "- peak state rows of Flink and of the hand-written PySpark job.", ""]
     lines += ["## Every run", "", "| round | engine | workload | size | seconds | rows out | ok |", "|---|---|---|---|---|---|---|"]
     lines += [f"| {r.extra.get('round', '')} | {r.engine} | {r.workload} | {r.size:g}x | {r.seconds:.1f} | {r.rows_out:,} | "
               f"{'yes' if r.ok else 'no: ' + (r.error or 'count')} |" for r in results]
     path.write_text("\n".join(lines) + "\n")
     (path.with_suffix(".json")).write_text(json.dumps({"meta": meta, "results": [r.__dict__ for r in results],
-                                                       "steady": steady or []}, indent=1))
+                                                       "steady": steady or [], "hourly": hourly or []}, indent=1))
     log(f"wrote {path}")
+
+
+def run_hourly(rates: list[int], hours: int, argv: list[str]) -> list[dict]:
+    """bench/hourly.py at each rate: per hour end, the seconds from the app's clock passing it to
+    its completeness marker in S3."""
+    from hourly import measure
+
+    started = f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC"
+    out = []
+    for rate in rates:
+        out += [{**r, "rate": rate, "argv": argv, "started": started} for r in measure(rate, hours, log=lambda text: log(f"hourly {text}"))]
+    return out
+
+
+def hourly_lines(hourly: list[dict]) -> list[str]:
+    if not hourly:
+        return []
+    first = hourly[0]
+    lines = ["## Hourly enrichment: an hour in S3 after the clock passes its end", "",
+             f"`bench/hourly.py` via `bench/run.py {' '.join(first['argv'])}`, started {first['started']}. The app as deployed",
+             "(include/apps/hourly_city_sales: spark-submit, its query with a 2-minute lateness, a Delta sink on the embedded",
+             "S3 server), fed one file of sales a second whose rowtimes run 6x the wall clock across an hour's end. The",
+             "latency runs from the file that moves the clock (latest rowtime - lateness) past the hour's end landing to",
+             "the hour's `_complete` marker in S3 (polled every 0.2 s); the marker's rows must be one per city (200).", "",
+             "| sales/s | hour | seconds after the clock passed its end | rows | target: <= 60 s |", "|---|---|---|---|---|"]
+    for r in hourly:
+        seconds = "no marker in 300 s" if r["latency_s"] is None else f"{r['latency_s']:.1f}"
+        met = r["ok"] and r["latency_s"] is not None and r["latency_s"] <= 60
+        lines.append(f"| {r['rate']:,} | {r['hour']} | {seconds} | {r['rows']} | {'met' if met else 'not met'} |")
+    return [*lines, ""]
 
 
 def _unknown(plan: list[tuple[float, str, list[str]]]) -> str | None:
@@ -569,21 +602,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steady-seconds", type=int, default=60, help="how long each steady run's input lasts")
     parser.add_argument("--merge", metavar="JSON",
                         help="run the workloads asked for and write the report with JSON's other results (and its steady runs)")
+    parser.add_argument("--hourly", default="", metavar="RATES",
+                        help="also the hourly enrichment app's hour-commit latency (bench/hourly.py) at these sales/s, e.g. 1000")
+    parser.add_argument("--hourly-hours", type=int, default=3, help="hour ends each hourly run measures")
     parser.add_argument("--steady-only", metavar="JSON",
                         help="run only the steady-state runs, and write the report with the throughput results of JSON")
     args = parser.parse_args(argv)
     if args.render:
         saved = json.loads(Path(args.render).read_text())
-        report([Result(**r) for r in saved["results"]], Path(args.report), saved["meta"], saved.get("steady"))
+        report([Result(**r) for r in saved["results"]], Path(args.report), saved["meta"], saved.get("steady"), saved.get("hourly"))
         return 0
     merged = json.loads(Path(args.merge).read_text()) if args.merge else None
     if args.steady_only:
         saved = json.loads(Path(args.steady_only).read_text())
         meta = {**saved["meta"], "steady_argv": argv, "steady_started": f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC"}
         steady = run_steady([int(r) for r in (args.steady or "2000,10000").split(",")], args.steady_seconds)
-        report([Result(**r) for r in saved["results"]], Path(args.report), meta, steady)
+        report([Result(**r) for r in saved["results"]], Path(args.report), meta, steady, saved.get("hourly"))
         return 0
-    workloads, engines = args.workloads.split(","), args.engines.split(",")
+    workloads, engines = [w for w in args.workloads.split(",") if w], args.engines.split(",")
     # (size, workload, engines) in the order they run
     plan = [(float(size), w, engines) for size in args.sizes.split(",") for w in workloads]
     if args.growth_sizes:
@@ -605,10 +641,13 @@ def main(argv: list[str] | None = None) -> int:
                     result.extra["round"] = rnd + 1
                     results.append(result)
     steady = run_steady([int(r) for r in args.steady.split(",")], args.steady_seconds) if args.steady else []
+    hourly = run_hourly([int(r) for r in args.hourly.split(",")], args.hourly_hours, argv) if args.hourly else []
     if merged is not None:
         results, meta, steady = merge(merged, results, meta, steady, argv)
-    report(results, Path(args.report), meta, steady)
+        hourly = hourly or merged.get("hourly", [])
     wrong = [r for r in results if not r.ok and not r.error.startswith("n/a")]
+    wrong += [r for r in hourly if not r["ok"]]
+    report(results, Path(args.report), meta, steady, hourly)
     return 1 if wrong else 0
 
 
