@@ -68,7 +68,7 @@ def read_files(path: str, fmt: str, schema: pa.Schema) -> pa.Table:
         if fmt not in ("csv", "json", "parquet"):
             raise ValueError(f"table {path}: unknown format '{fmt}' (use csv, json or parquet)")
         try:
-            raw = pq.read_table(p) if fmt == "parquet" else read_text(str(p), fmt)
+            raw = pq.read_table(p) if fmt == "parquet" else read_text(str(p), fmt, schema)
             parts.append(conform(raw, schema, None, str(p)).drop_columns([BOUND]))
         except (ValueError, pa.ArrowException) as error:
             # a table must be whole: fail, naming the first row that cannot be read (FILE:LINE[:COL])
