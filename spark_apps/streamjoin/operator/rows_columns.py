@@ -47,7 +47,8 @@ class RowsColumns(ColumnGroup):
     def _join(self, ready: list[pd.DataFrame]) -> pd.DataFrame | None:
         kept = [self.kept_l, self.kept_r]
         # each side's rows in arrival order: the present ones, then this step's
-        rows = [ready[n] if not len(kept[n]) else pd.concat([kept[n], ready[n]], ignore_index=True) for n in (0, 1)]
+        rows = [ready[n] if not len(kept[n]) else kept[n] if not len(ready[n]) else pd.concat([kept[n], ready[n]], ignore_index=True)
+                for n in (0, 1)]
         rows = [r.reset_index(drop=True) for r in rows]
         codes = _codes([typed(r[[T, *self.keys]], self.keys) for r in rows], self.keys)
         # every row as an event: the present rows first (they arrived earlier), then this step's in §2 order
@@ -116,7 +117,10 @@ class RowsColumns(ColumnGroup):
 
 def _codes(frames: list[pd.DataFrame], keys: list[str]) -> list[np.ndarray]:
     """One integer per distinct key across both sides' rows."""
-    both = pd.concat([f[keys] for f in frames], ignore_index=True)
+    parts = [f[keys] for f in frames if len(f)]  # (an empty frame's object columns would widen the others)
+    if not parts:
+        return [np.zeros(0, np.int64) for _ in frames]
+    both = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0].reset_index(drop=True)
     if len(keys) == 1:
         codes = pd.factorize(both[keys[0]])[0]
     else:
