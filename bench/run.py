@@ -39,6 +39,7 @@ import datetime as dt
 import json
 import os
 import platform
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -340,7 +341,7 @@ def steady_lines(steady: list[dict], meta: dict) -> list[str]:
     if not steady:
         return []
     lines = ["## Steady state: latency and CPU at a fixed input rate", "",
-             f"`bench/steady.py` via `bench/run.py {' '.join(meta.get('steady_argv', meta['argv']))}`, started "
+             f"`bench/steady.py` via `bench/run.py {shlex.join(meta.get('steady_argv', meta['argv']))}`, started "
              f"{meta.get('steady_started', meta['started'])}. One file per stream every second, `rate` rows each, rowtime =",
              "the wall clock, keys such that a row has about one partner in the window, a 2 s watermark lag",
              "(lateness) for both engines; latency = a join row read on stdout minus the landing of the later of its",
@@ -420,8 +421,8 @@ def report(results: list[Result], path: Path, meta: dict, steady: list[dict] | N
     engines = [e for e in ENGINES if any(g[2] == e for g in groups)]
     lines = [
         "# Benchmarks", "",
-        f"Written by `make bench` (`bench/run.py {' '.join(meta['argv'])}`), started {meta['started']}"
-        + "".join(f"; then the runs of `bench/run.py {' '.join(m['argv'])}`, started {m['started']}, replaced "
+        f"Written by `make bench` (`bench/run.py {shlex.join(meta['argv'])}`), started {meta['started']}"
+        + "".join(f"; then the runs of `bench/run.py {shlex.join(m['argv'])}`, started {m['started']}, replaced "
                   "the earlier ones of the same workload, size and engine" for m in merges(meta))
         + ". Every figure here",
         f"is from {'these runs' if merges(meta) else 'that run'}; rerun it to refresh them. Each job is its own process, timed from start to",
@@ -544,7 +545,7 @@ def hourly_lines(hourly: list[dict]) -> list[str]:
         return []
     first = hourly[0]
     lines = ["## Hourly enrichment: an hour in S3 after the clock passes its end", "",
-             f"`bench/hourly.py` via `bench/run.py {' '.join(first['argv'])}`, started {first['started']}. The app as deployed",
+             f"`bench/hourly.py` via `bench/run.py {shlex.join(first['argv'])}`, started {first['started']}. The app as deployed",
              "(include/apps/hourly_city_sales: spark-submit, its query with a 2-minute lateness, a Delta sink on the embedded",
              "S3 server), fed one file of sales a second whose rowtimes run 6x the wall clock across an hour's end. The",
              "latency runs from the file that moves the clock (latest rowtime - lateness) past the hour's end landing to",
