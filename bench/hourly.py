@@ -69,26 +69,28 @@ def measure(rate: int = 1000, hours: int = 3, speed: float = 6.0, log=print) -> 
     try:
         for _ in range(hours):
             start_wall, start_rowtime = time.time(), end - dt.timedelta(minutes=1)
-            passed_at = None
+            passed_at, last_file = None, 0.0
             log(f"hour ending {end:%H:%M}: feeding {rate} sales/s, rowtimes from {start_rowtime:%H:%M:%S} at {speed:g}x")
             while True:
                 if process.poll() is not None:
                     raise RuntimeError(f"the app exited (code {process.poll()}): {app.checkpoint / 'app.log'}")
                 now = time.time()
-                upto = start_rowtime + dt.timedelta(seconds=(now - start_wall) * speed)
-                span = dt.timedelta(seconds=speed)
-                rows = []
-                for i in range(rate):  # rowtimes spread over the last `speed` seconds of rowtime, in order
-                    sale_id += 1
-                    at = upto - span + span * (i + 1) / rate
-                    rows.append({"sale_id": sale_id, "city": rng.choice(names), "amount": f"{rng.randrange(100, 50_000) / 100:.2f}",
-                                 "sale_time": at.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]})
-                n += 1
-                tmp = work / "sales" / f".s-{n:06d}.jsonl"
-                tmp.write_text("".join(json.dumps(r) + "\n" for r in rows))
-                os.replace(tmp, work / "sales" / f"s-{n:06d}.jsonl")
-                if passed_at is None and upto > end + LATENESS:
-                    passed_at = time.time()  # the clock (latest rowtime - lateness) is past the hour's end now
+                if now - last_file >= 1.0:  # one file a second; the marker is polled in between
+                    last_file = now
+                    upto = start_rowtime + dt.timedelta(seconds=(now - start_wall) * speed)
+                    span = dt.timedelta(seconds=speed)
+                    rows = []
+                    for i in range(rate):  # rowtimes spread over the last `speed` seconds of rowtime, in order
+                        sale_id += 1
+                        at = upto - span + span * (i + 1) / rate
+                        rows.append({"sale_id": sale_id, "city": rng.choice(names), "amount": f"{rng.randrange(100, 50_000) / 100:.2f}",
+                                     "sale_time": at.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]})
+                    n += 1
+                    tmp = work / "sales" / f".s-{n:06d}.jsonl"
+                    tmp.write_text("".join(json.dumps(r) + "\n" for r in rows))
+                    os.replace(tmp, work / "sales" / f"s-{n:06d}.jsonl")
+                    if passed_at is None and upto > end + LATENESS:
+                        passed_at = time.time()  # the clock (latest rowtime - lateness) is past the hour's end now
                 hour = (end - dt.timedelta(hours=1)).strftime("%Y-%m-%dT%H")
                 if passed_at is not None and hour in complete_hours(output, settings):
                     seen = time.time()
@@ -100,7 +102,7 @@ def measure(rate: int = 1000, hours: int = 3, speed: float = 6.0, log=print) -> 
                     results.append({"hour": hour, "latency_s": None, "rows": 0, "ok": False})
                     log(f"hour {hour}: no marker 300 s after the clock passed its end")
                     break
-                time.sleep(max(0.0, 1.0 - (time.time() - now)) if passed_at is None else 0.2)
+                time.sleep(max(0.0, 1.0 - (time.time() - last_file)) if passed_at is None else 0.2)
             end += dt.timedelta(hours=1)
         Control(app.checkpoint).request("stop", "bench done")
         deadline = time.time() + 120
