@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 JOIN_OPERATORS = ("auto", "native", "custom", "batch")
+BATCH_PROBES = ("auto", "keyed", "scan")
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,9 @@ class Settings:
     # native (Spark's join wherever it gives the answer), custom (streamjoin's own operator),
     # batch (streamjoin's batch interval join wherever it runs the query, lower.batch_join)
     join_operator: str = "auto"
+    # how the batch interval join finds a micro-batch's pairs (lower.batch_join): auto (keyed on a
+    # live run where the keys allow it, else scan), keyed (wherever the keys allow it), scan
+    batch_probe: str = "auto"
     operator_groups: int = 32  # hash buckets of the join keys on streamjoin's operator
     operator_columnar: bool = True  # ASOF <= / < joins by column on the operator (off: row by row, to compare)
     home: str | None = None  # the repository root apps live under (STREAMJOIN_HOME)
@@ -37,11 +41,15 @@ class Settings:
         operator = env.get("STREAMJOIN_JOIN_OPERATOR", "auto").strip().lower() or "auto"
         if operator not in JOIN_OPERATORS:
             raise ValueError(f"STREAMJOIN_JOIN_OPERATOR={operator!r}: use one of {', '.join(JOIN_OPERATORS)}")
+        probe = env.get("STREAMJOIN_BATCH_PROBE", "auto").strip().lower() or "auto"
+        if probe not in BATCH_PROBES:
+            raise ValueError(f"STREAMJOIN_BATCH_PROBE={probe!r}: use one of {', '.join(BATCH_PROBES)}")
         return cls(
             spark_master=env.get("STREAMJOIN_SPARK_MASTER") or None,
             driver_memory=env.get("STREAMJOIN_DRIVER_MEMORY", "2g"),
             spark_log_level=env.get("STREAMJOIN_SPARK_LOG_LEVEL", "ERROR"),
             join_operator=operator,
+            batch_probe=probe,
             operator_groups=int(env.get("STREAMJOIN_OPERATOR_GROUPS", "32")),
             operator_columnar=env.get("STREAMJOIN_OPERATOR_COLUMNAR", "1").strip().lower() not in ("0", "false", "no", "off"),
             home=env.get("STREAMJOIN_HOME") or None,

@@ -15,6 +15,9 @@ from streamjoin.settings import Settings
 from test_differential import CASES_PER_SHAPE, expected, generate_rows, shape_sql
 
 BATCH = Settings(join_operator="batch")
+# the tests that hold or break `BatchJoin.step` find the pairs by scanning (a live run's keyed
+# probe is `BatchJoin.keyed_step`, tests/lower/test_batch_keyed_probe.py)
+SCAN = Settings(join_operator="batch", batch_probe="scan")
 
 
 def _shapes():
@@ -222,7 +225,7 @@ def test_a_staged_step_releases_the_rows_it_makes_final_while_the_join_of_it_is_
         return original(self, *args, **kwargs)
 
     monkeypatch.setattr(BatchJoin, "step", held_step)
-    runner = start(spark, shape_sql(windows, steps, dirs), tmp_path / "run", settings=BATCH)
+    runner = start(spark, shape_sql(windows, steps, dirs), tmp_path / "run", settings=SCAN)
     try:
         chunk = max(len(r) for r in streams) // 8 + 1
         _deliver(runner, streams, dirs, chunk, 0, 4)
@@ -270,7 +273,7 @@ def test_a_join_that_fails_fails_the_query_with_its_reason_whichever_thread_star
         return original(self, *args, **kwargs)
 
     monkeypatch.setattr(BatchJoin, "step", step)
-    runner = start(spark, shape_sql(windows, steps, dirs), tmp_path / "run", settings=BATCH)
+    runner = start(spark, shape_sql(windows, steps, dirs), tmp_path / "run", settings=SCAN)
     try:
         chunk = max(len(r) for r in streams) // 8 + 1
         _deliver(runner, streams, dirs, chunk, 0, 3)

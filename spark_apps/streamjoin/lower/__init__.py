@@ -42,7 +42,7 @@ def lower(spark, script: Script, query: Query, specs: list[InputSpec], checkpoin
     if not parts and batch_reason(script, query, options) is None:
         from streamjoin.lower.batch_join import lower_batch
 
-        return lower_batch(spark, query, specs)
+        return lower_batch(spark, query, specs, options)
     from streamjoin.lower.native import NativeLowering, order_delay
 
     lowering = NativeLowering(spark, script, {s.alias: s for s in specs}, checkpoint, staged)

@@ -30,6 +30,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import pyarrow as pa
+
 from streamjoin.io.formats import BOUND
 from streamjoin.io.instants import END_US
 from streamjoin.io.staging import InputSpec
@@ -77,6 +79,9 @@ class BatchJoin:
     right: InputSpec
     low_ms: int
     high_ms: int
+    # the key columns of each input when a micro-batch's pairs are found by the keyed probe
+    # (`keyed_step`, operator.interval_probe); None: by scanning the retained steps (`step`)
+    keyed: tuple[tuple[str, ...], tuple[str, ...]] | None = None
 
     @property
     def keeps_left(self) -> bool:
@@ -258,6 +263,40 @@ class BatchJoin:
             joined = joined.unionByName(part)
         return self._project(joined)
 
+    def keyed_step(self, spark, dirs: tuple[str, str], new: tuple[list[int], list[int]], old: tuple[list[int], list[int]],
+                   before: Clocks, after: Clocks):
+        """`step` by the keyed probe: one Spark task per hash bucket of the keys, on executors, each
+        joining its bucket's new rows with an index of the retained rows that its Python worker
+        keeps between micro-batches (`operator.interval_probe`). `new`, `old`: step numbers."""
+        from streamjoin.operator.interval_probe import Probe, Side, probe
+
+        if not (new[0] or old[0]) or not (new[1] or old[1]):
+            return None  # an input has no step yet: nothing can pair or leave
+        sides = []
+        for n, spec in enumerate(self.specs):
+            names = tuple(spec.schema.names)
+            types = tuple(f.type for f in staged_fields(spec))
+            sides.append(Side(dirs[n], self.keyed[n], spec.rowtime, names, tuple(flat(spec.alias, c) for c in names), types))
+        buckets = spark.sparkContext.defaultParallelism
+        job = Probe(tuple(sides), self.low_ms * 1000, self.high_ms * 1000, (self.keeps_left, self.keeps_right),
+                    (tuple(old[0]), tuple(old[1])), (tuple(new[0]), tuple(new[1])),
+                    ((self.leave_left(before), self.leave_left(after)), (self.leave_right(before), self.leave_right(after))),
+                    buckets)
+
+        def run(batches):
+            for batch in batches:
+                for bucket in batch.column(0).to_pylist():
+                    yield from probe(job, bucket).to_batches()
+
+        frame = spark.range(0, buckets, 1, buckets).mapInArrow(run, self._flat_schema())
+        return self._project(frame)
+
+    def _flat_schema(self):
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        fields = [pa.field(flat(spec.alias, f.name), f.type) for spec in self.specs for f in staged_fields(spec)]
+        return from_arrow_schema(pa.schema(fields))
+
     def _leaving(self, spark, n: int, new: list, old: list, was: int, now: int):
         """Input n's rows that leave in this micro-batch: new rows below `now`, retained rows
         from `was` (the earlier ones have left before) to `now`."""
@@ -277,6 +316,43 @@ class BatchJoin:
             joined = joined.where(F.expr(spark_sql(query.where)))
         joined = joined.withColumn(ROWTIME_COLUMN, rowtime_column(query, streams))
         return joined.select(*[F.expr(spark_sql(c.expression)).alias(c.name) for c in query.output], F.col(ROWTIME_COLUMN))
+
+
+def staged_fields(spec: InputSpec) -> list[pa.Field]:
+    """An input's columns as its steps hold them (io.formats.staged_schema, without the bound)."""
+    from streamjoin.io.formats import staged_schema
+
+    return [f for f in staged_schema(spec.schema) if f.name != BOUND]
+
+
+# the key types the keyed probe hashes (operator.interval_probe.key_hash) and the column types
+# it carries as they are
+_KEY_TYPES = (pa.types.is_integer, pa.types.is_string, pa.types.is_boolean, pa.types.is_timestamp)
+_CARRIED = (*_KEY_TYPES, pa.types.is_floating, pa.types.is_date, pa.types.is_decimal)
+
+
+def keyed_sides(join: Join, left: InputSpec, right: InputSpec) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """Each input's key columns (in key-pair order) when the keyed probe can find the join's pairs:
+    every key pair two plain columns of one type (integers, strings, booleans, timestamps), no
+    other condition than the keys and the time range, and every column a plain type; else None."""
+    import sqlglot.expressions as exp
+
+    c = join.condition
+    if not c.keys or c.residual:
+        return None
+    keys: tuple[list[str], list[str]] = ([], [])
+    types = [{f.name: f.type for f in staged_fields(spec)} for spec in (left, right)]
+    for pair in c.keys:
+        for n, (expression, spec) in enumerate(zip(pair, (left, right), strict=True)):
+            if not isinstance(expression, exp.Column) or expression.table != spec.alias or expression.name not in types[n]:
+                return None
+            keys[n].append(expression.name)
+        a, b = types[0][keys[0][-1]], types[1][keys[1][-1]]
+        if a != b or not any(test(a) for test in _KEY_TYPES):
+            return None
+    if not all(any(test(t) for test in _CARRIED) for side in types for t in side.values()):
+        return None
+    return tuple(keys[0]), tuple(keys[1])
 
 
 def _extend(rows, other, columns: list[str]):
@@ -305,7 +381,7 @@ def clock_of(top_us: int | None, lateness_ms: int) -> int | None:
     return INF if top_us >= END_US else top_us - lateness_ms * 1000
 
 
-def lower_batch(spark, query: Query, specs: list[InputSpec]):
+def lower_batch(spark, query: Query, specs: list[InputSpec], options=None):
     """The query as a batch interval join: a trigger frame over both inputs' staged steps (never
     read: a new step starts a micro-batch), and the `BatchJoin` the sink runs."""
     from pyspark.sql import functions as F
@@ -317,7 +393,11 @@ def lower_batch(spark, query: Query, specs: list[InputSpec]):
     join = query.joins[0]
     by_alias = {s.alias: s for s in specs}
     low, high = interval(join)
-    batch = BatchJoin(query, join, by_alias[join.left_inputs[-1]], by_alias[join.right], low, high)
+    left, right = by_alias[join.left_inputs[-1]], by_alias[join.right]
+    probe = getattr(options, "batch_probe", "auto")
+    bounded = getattr(options, "bounded", False)
+    keyed = keyed_sides(join, left, right) if probe == "keyed" or (probe == "auto" and not bounded) else None
+    batch = BatchJoin(query, join, left, right, low, high, keyed)
     trigger = None
     for spec in batch.specs:
         frame = staged_stream(spark, spec).select(F.lit(0).alias("__trigger"))

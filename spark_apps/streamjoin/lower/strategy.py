@@ -33,10 +33,12 @@ class LoweringOptions:
     operator_groups: int = 32
     bounded: bool = False  # `run --until-idle`: what the inputs hold now is all there is
     columnar: bool = True  # the operator's column-wise engines where they apply (`by_column`)
+    batch_probe: str = "auto"  # the batch interval join's probe (`lower.batch_join.keyed_sides`)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> LoweringOptions:
-        return cls(settings.join_operator, settings.operator_groups, columnar=settings.operator_columnar)
+        return cls(settings.join_operator, settings.operator_groups, columnar=settings.operator_columnar,
+                   batch_probe=settings.batch_probe)
 
 
 def custom_reason(query: Query, join: Join, options: LoweringOptions = LoweringOptions()) -> str | None:
@@ -145,7 +147,13 @@ def describe(script: Script, query: Query, join: Join, options: LoweringOptions 
         return []
     reason = custom_reason(query, join, options)
     if reason is None and batch_reason(script, query, options) is None:
-        return [f"operator: {BATCH}", "    state: the staged steps holding rows still in range (no state store)"]
+        lines = [f"operator: {BATCH}", "    state: the staged steps holding rows still in range (no state store)"]
+        if options.batch_probe != "scan" and join.condition.keys and not join.condition.residual:
+            when = "on every run" if options.batch_probe == "keyed" else "on a live run"
+            lines.append(f"    pairs: {when}, by key in an index of the retained rows that each task's Python worker keeps "
+                         "between micro-batches (where every key is a plain column of one type); else by scanning the "
+                         "retained steps")
+        return lines
     if reason is None:
         lines = [f"operator: {NATIVE} (time-range condition from the windows; state dropped by the watermark)"]
         if not options.bounded and batch_reason(script, query, replace(options, bounded=True)) is None:

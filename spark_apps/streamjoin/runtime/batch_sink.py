@@ -169,7 +169,12 @@ class BatchJoinSink(OrderedSink):
             held = max(sum(st[2] for st in (*old_stats[n].values(), *new_stats[n].values())) for n in range(2))
             sizes = tuple((sum(st[2] for st in new_stats[n].values()), sum(st[2] for st in old_stats[n].values()))
                           for n in range(2))
-            frame = self.batch.step(self.spark, (new[0], new[1]), (old[0], old[1]), before, after, held, sizes)
+            if self.batch.keyed is not None:
+                frame = self.batch.keyed_step(self.spark, tuple(str(s.steps_dir) for s in self.stagers),
+                                              tuple(list(new_stats[n]) for n in range(2)),
+                                              tuple(list(old_stats[n]) for n in range(2)), before, after)
+            else:
+                frame = self.batch.step(self.spark, (new[0], new[1]), (old[0], old[1]), before, after, held, sizes)
             rows = frame.toArrow() if frame is not None else None
         # the steps still holding rows in range after this micro-batch (their stats), by input
         keep = self.batch.retain_from(after)

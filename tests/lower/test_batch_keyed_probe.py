@@ -1,0 +1,96 @@
+"""The batch interval join's keyed probe (lower.batch_join.keyed_step, operator.interval_probe):
+chosen for live runs whose keys are plain columns of one type and whose condition is only keys and
+the time range; on rows arriving over many micro-batches it writes what the scan of the retained
+steps writes, for every join type and plain column type, NULL keys included, across a stop."""
+
+from __future__ import annotations
+
+import random
+
+import pyarrow as pa
+import pytest
+from runtime_helpers import read_output, run_to_end, run_until_idle, start, ts, write_jsonl
+from streamjoin.io.staging import InputSpec
+from streamjoin.lower.batch_join import keyed_sides
+from streamjoin.lower.explain import explain_text
+from streamjoin.plan.compile import compile_sql
+from streamjoin.runtime.pipeline import Pipeline
+from streamjoin.settings import Settings
+from test_run_asof_columns import canonical, ddl, rows
+
+KEYED = Settings(join_operator="batch", batch_probe="keyed")
+SCAN = Settings(join_operator="batch", batch_probe="scan")
+
+QUERY = ("SELECT STREAM ROWTIME, l.id AS lid, r.id AS rid, l.k AS k, r.n AS rn, r.x AS rx, r.ok AS rok, r.seen AS rseen, "
+         "l.seen AS lseen FROM l {how} JOIN r ON l.k = r.k AND l.n = r.n "
+         "AND r.ROWTIME BETWEEN l.ROWTIME - INTERVAL '1' SECOND AND l.ROWTIME + INTERVAL '2' SECOND;")
+
+
+def _files(rng: random.Random, parts: int) -> list[tuple[list[dict], list[dict]]]:
+    """`parts` files per input, each later in rowtime than the one before (within the lateness)."""
+    out = []
+    for part in range(parts):
+        pair = []
+        for _ in range(2):
+            chunk = rows(rng, 30, first_id=100 * part)
+            for row in chunk:
+                row["rowtime"] = ts(part * 2000 + rng.randrange(0, 8) * 500)
+            pair.append(sorted(chunk, key=lambda row: row["rowtime"]))
+        out.append((pair[0], pair[1]))
+    return out
+
+
+@pytest.mark.parametrize("how", ["INNER", "FULL", pytest.param("LEFT", marks=pytest.mark.long),
+                                 pytest.param("RIGHT", marks=pytest.mark.long)])
+def test_the_keyed_probe_writes_what_the_scan_writes_over_many_micro_batches_and_a_stop(spark, tmp_path, how):
+    rng = random.Random(f"keyed-{how}")
+    files = _files(rng, 8)
+    sql = ddl(tmp_path / "l", tmp_path / "r", "3 SECONDS") + QUERY.format(how=how)
+    runner = start(spark, sql, tmp_path / "run", settings=KEYED)
+    assert runner.lowered.batch.keyed == (("k", "n"), ("k", "n"))
+    try:
+        for n, (left, right) in enumerate(files[:4]):
+            write_jsonl(tmp_path / "l" / f"{n:02d}.json", left)
+            write_jsonl(tmp_path / "r" / f"{n:02d}.json", right)
+            runner.process_available()
+    finally:
+        runner.stop("stopped")
+    for n, (left, right) in enumerate(files[4:], start=4):
+        write_jsonl(tmp_path / "l" / f"{n:02d}.json", left)
+        write_jsonl(tmp_path / "r" / f"{n:02d}.json", right)
+    status = run_to_end(start(spark, sql, tmp_path / "run", settings=KEYED))
+    keyed = read_output(tmp_path / "run" / "out")
+    scanned, _ = run_until_idle(spark, sql, tmp_path / "scan", settings=SCAN)
+    assert status["late_rows"] == 0 and len(keyed) > 40
+    assert canonical(keyed) == canonical(scanned)
+    assert any(r["rseen"] is not None for r in keyed) and any(r["rx"] is not None for r in keyed)
+    if how != "INNER":
+        assert any(r["rid"] is None or r["lid"] is None for r in keyed)
+
+
+def _spec(alias: str, fields: dict[str, pa.DataType]) -> InputSpec:
+    schema = pa.schema([*fields.items(), ("rowtime", pa.timestamp("us", tz="UTC"))])
+    return InputSpec(alias, "/in", "json", schema, "rowtime", 0, "/state", "/late")
+
+
+def test_the_keyed_probe_runs_only_on_plain_keys_of_one_type_without_another_condition(tmp_path):
+    def sides(condition: str, left=None, right=None):
+        sql = ddl(tmp_path / "l", tmp_path / "r") + (
+            f"SELECT STREAM l.id AS lid FROM l JOIN r ON {condition} "
+            "AND r.ROWTIME BETWEEN l.ROWTIME - INTERVAL '1' SECOND AND l.ROWTIME;")
+        join = compile_sql(sql).final.joins[0]
+        plain = {"id": pa.int32(), "k": pa.string(), "n": pa.int64(), "x": pa.float64()}
+        return keyed_sides(join, _spec("l", left or plain), _spec("r", right or plain))
+
+    assert sides("l.k = r.k AND r.n = l.n") == (("k", "n"), ("k", "n"))
+    assert sides("l.k = r.k AND l.x > r.x") is None  # another condition
+    assert sides("UPPER(l.k) = r.k") is None  # a key that is not a column
+    assert sides("l.x = r.x") is None  # floating keys (0.0 = -0.0, NaN = NaN in Spark)
+    assert sides("l.n = r.n", right={"id": pa.int32(), "k": pa.string(), "n": pa.int32(), "x": pa.float64()}) is None
+    assert sides("l.n = r.n", left={"id": pa.int32(), "k": pa.string(), "n": pa.int64(), "x": pa.list_(pa.int64())}) is None
+
+
+def test_explain_says_how_the_batch_join_finds_its_pairs(tmp_path):
+    sql = ddl(tmp_path / "l", tmp_path / "r") + QUERY.format(how="INNER")
+    text = explain_text(Pipeline.from_sql(sql, "q.sql", Settings(join_operator="batch")).script)
+    assert "pairs: on a live run, by key" in text
