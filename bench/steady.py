@@ -143,6 +143,8 @@ def run_steady(engine: str, rate: int, window_s: int, seconds: int, operator: st
         for line in proc.stdout:
             now = time.time()
             if engine == "streamjoin":
+                if not line.startswith(b"{"):
+                    continue  # not a row (a profiler's message, say)
                 row = json.loads(line)
                 reads.append((now, row["lv"], row["rv"]))
             elif m := FLINK_LINE.search(line):

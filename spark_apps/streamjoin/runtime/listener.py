@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 
 from streamjoin.runtime.ordered_sink import OrderedSink
@@ -28,14 +29,30 @@ class ProgressListener(_listener_base()):
         self.error: Exception | None = None
         self.handled = -1  # the last batch id whose progress was handled
 
+    @property
+    def _jlistener(self):
+        """The JVM's side of this listener (what `spark.streams.addListener` registers): `_Events`,
+        not PySpark's wrapper. PySpark's turns each event into Python field by field, and every
+        Java map it iterates ends in an exception that PySpark converts with a dozen class lookups
+        in the JVM, each scanning the jars: a third of the JVM's CPU in a steady stream (Java
+        Flight Recorder, 2026-11-26). `_Events` reads the progress as one JSON string."""
+        from pyspark import SparkContext
+
+        if not hasattr(self, "_events"):
+            self._events = SparkContext._jvm.PythonStreamingQueryListenerWrapper(_Events(self))
+        return self._events
+
     def onQueryStarted(self, event):
         pass
 
     def onQueryProgress(self, event):
-        if event.progress.name != self.name:
+        self.progressed(event.progress.name, event.progress.batchId, (event.progress.eventTime or {}).get("watermark"))
+
+    def progressed(self, name: str | None, batch_id: int, watermark: str | None) -> None:
+        if name != self.name:
             return  # another query's (a part of a cut chain, a test's)
         try:
-            self.sink.release((event.progress.eventTime or {}).get("watermark"))
+            self.sink.release(watermark)
             if self.query is not None:
                 snap = self.status.write(self.query)
                 if not self.quiet:
@@ -44,10 +61,13 @@ class ProgressListener(_listener_base()):
             log.debug("release failed", exc_info=True)
             self.error = error
         finally:
-            self.handled = max(self.handled, event.progress.batchId)
+            self.handled = max(self.handled, batch_id)
 
     def onQueryIdle(self, event):
-        if self.query is None or str(event.id) != str(self.query.id):
+        self.idle(str(event.id))
+
+    def idle(self, query_id: str) -> None:
+        if self.query is None or query_id != str(self.query.id):
             return
         try:
             if self.settle is not None:
@@ -58,3 +78,28 @@ class ProgressListener(_listener_base()):
 
     def onQueryTerminated(self, event):
         pass
+
+
+class _Events:
+    """A py4j callback implementing Spark's `PythonStreamingQueryListener` for `ProgressListener`:
+    each event's few fields we use, read with as few calls into the JVM as possible."""
+
+    def __init__(self, listener: ProgressListener):
+        self.listener = listener
+
+    def onQueryStarted(self, jevent) -> None:
+        pass
+
+    def onQueryProgress(self, jevent) -> None:
+        progress = json.loads(jevent.progress().json())
+        self.listener.progressed(progress.get("name"), progress.get("batchId", -1),
+                                 (progress.get("eventTime") or {}).get("watermark"))
+
+    def onQueryIdle(self, jevent) -> None:
+        self.listener.idle(jevent.id().toString())
+
+    def onQueryTerminated(self, jevent) -> None:
+        pass
+
+    class Java:
+        implements = ["org.apache.spark.sql.streaming.PythonStreamingQueryListener"]
