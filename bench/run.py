@@ -363,15 +363,16 @@ def steady_lines(steady: list[dict], meta: dict) -> list[str]:
             target = "to compare: the batch join scanning its retained steps (STREAMJOIN_BATCH_PROBE=scan)"
         elif r["engine"] == "streamjoin" and r["window_s"] == 60 and (r["rate"], 60) in flink:
             f = flink[(r["rate"], 60)]
-            ok = r["p99_ms"] <= 3500 and r["cpu_us_per_row"] <= f["cpu_us_per_row"]
-            target = f"p99 <= 3.5 s and CPU <= Flink's ({f['cpu_us_per_row']:.1f}): {'met' if ok else 'not met'}"
+            latency, cpu = r["p99_ms"] <= 3500, r["cpu_us_per_row"] <= f["cpu_us_per_row"]
+            target = (f"p99 <= 3.5 s: {'met' if latency else 'not met'}; CPU <= Flink's ({f['cpu_us_per_row']:.1f}): "
+                      f"{'met' if cpu else 'not met'} ({r['cpu_us_per_row'] / f['cpu_us_per_row']:.2f}x)")
         elif r["engine"] == "streamjoin" and r["operator"] == "batch" and (r["rate"], r["window_s"]) in native:
             n = native[(r["rate"], r["window_s"])]
             ok = r["p99_ms"] <= n["p99_ms"] and r["cpu_us_per_row"] <= n["cpu_us_per_row"]
             target = f"no worse than native on p99 and CPU: {'yes' if ok else 'no'}"
             if r["seconds"] < 2 * r["window_s"]:  # retained rows grow until the window is full
-                target += (f", but the run fills {r['seconds'] / (2 * r['window_s']):.0%} of the window: "
-                           "the full window's re-read cost is not measured")
+                target += (f", but the run fills {r['seconds'] / (2 * r['window_s']):.0%} of the window: a full "
+                           "window's cost is not measured (the keyed probe holds its rows in the workers' memory)")
         window = f"{r['window_s'] // 60} min" if r["window_s"] < 3600 else f"{r['window_s'] // 3600} h"
         lines.append(f"| {r['rate']:,} | {window} | {r['engine']} | {r['operator']} | {r['p50_ms'] / 1000:.2f} s | "
                      f"{r['p99_ms'] / 1000:.2f} s | {r['cpu_us_per_row']:.1f} | {r['rows_out']:,} | {target} |")

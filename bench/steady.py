@@ -116,13 +116,9 @@ class Generator(threading.Thread):
                 self.landed[stream].append(time.time())
 
 
-def run_steady(engine: str, rate: int, window_s: int, seconds: int, operator: str, work: Path, flink_python: Path | None,
-               query_kind: str = "interval") -> Steady:
-    result = Steady(engine, operator if engine == "streamjoin" else "-", rate, window_s, seconds)
-    run_dir = Path(tempfile.mkdtemp(prefix=f"steady-{engine}-", dir=work))
-    dirs = {"l": run_dir / "l", "r": run_dir / "r"}
-    for d in dirs.values():
-        d.mkdir()
+def _command(engine: str, run_dir: Path, dirs: dict[str, Path], window_s: int, operator: str, flink_python: Path | None,
+             query_kind: str) -> tuple[list[str], dict[str, str]]:
+    """The engine's command line and environment."""
     env = {**os.environ, "PYSPARK_PYTHON": str(ROOT / ".venv" / "bin" / "python")}
     if engine == "streamjoin":
         query = run_dir / "q.sql"
@@ -135,6 +131,17 @@ def run_steady(engine: str, rate: int, window_s: int, seconds: int, operator: st
     else:
         cmd = [str(flink_python), str(HERE / "flink_steady_job.py"), str(dirs["l"]), str(dirs["r"]), str(window_s * 1000),
                str(LATENESS_S)]
+    return cmd, env
+
+
+def run_steady(engine: str, rate: int, window_s: int, seconds: int, operator: str, work: Path, flink_python: Path | None,
+               query_kind: str = "interval") -> Steady:
+    result = Steady(engine, operator if engine == "streamjoin" else "-", rate, window_s, seconds)
+    run_dir = Path(tempfile.mkdtemp(prefix=f"steady-{engine}-", dir=work))
+    dirs = {"l": run_dir / "l", "r": run_dir / "r"}
+    for d in dirs.values():
+        d.mkdir()
+    cmd, env = _command(engine, run_dir, dirs, window_s, operator, flink_python, query_kind)
     err = (run_dir / "stderr.log").open("wb")
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, env=env, cwd=ROOT)
     reads: list[tuple[float, int, int]] = []  # (read time, lv, rv)
