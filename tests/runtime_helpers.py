@@ -76,3 +76,23 @@ def run_in_two_parts(spark, sql: str, workdir: Path, between) -> tuple[dict, dic
         before = runner.stop("stopped")
     between()
     return before, run_to_end(start(spark, sql, workdir))  # the same checkpoint: the query resumes
+
+
+def resume_with_other_settings(spark, sql: str, tmp_path: Path, first: tuple[list, list], later: tuple[list, list],
+                               before, after) -> tuple[dict, list[dict], list[dict]]:
+    """Inputs `l` and `r` under tmp_path: `first` (a.json each) processed with settings `before`,
+    stop; `later` (b.json) added; the same checkpoint resumed with `after` to the end. Returns the
+    status at the stop, the resumed query's rows, and the rows of one uninterrupted run (`before`)."""
+    write_jsonl(tmp_path / "l" / "a.json", first[0])
+    write_jsonl(tmp_path / "r" / "a.json", first[1])
+    runner = start(spark, sql, tmp_path / "run", settings=before)
+    try:
+        runner.process_available()
+    finally:
+        stopped = runner.stop("stopped")
+    write_jsonl(tmp_path / "l" / "b.json", later[0])
+    write_jsonl(tmp_path / "r" / "b.json", later[1])
+    run_to_end(start(spark, sql, tmp_path / "run", settings=after))
+    whole, _ = run_until_idle(spark, sql, tmp_path / "whole", settings=before)
+    return stopped, read_output(tmp_path / "run" / "out"), whole
+

@@ -94,3 +94,28 @@ def test_explain_says_how_the_batch_join_finds_its_pairs(tmp_path):
     sql = ddl(tmp_path / "l", tmp_path / "r") + QUERY.format(how="INNER")
     text = explain_text(Pipeline.from_sql(sql, "q.sql", Settings(join_operator="batch")).script)
     assert "pairs: on a live run, by key" in text
+
+
+def test_the_keyed_probe_carries_dates_and_decimals_as_the_scan_does(spark, tmp_path):
+    ddl_ = "".join(
+        f"CREATE STREAM {s} (id INT, k BIGINT, d DATE, m DECIMAL(12, 2)) "
+        f"WITH (connector = 'files', format = 'json', path = '{tmp_path / s}', lateness = '3 SECONDS');\n" for s in ("l", "r"))
+    sql = ddl_ + ("SELECT STREAM ROWTIME, l.id AS lid, r.id AS rid, l.d AS ld, r.m AS rm FROM l LEFT JOIN r ON l.k = r.k "
+                  "AND r.ROWTIME BETWEEN l.ROWTIME - INTERVAL '1' SECOND AND l.ROWTIME + INTERVAL '1' SECOND;")
+    rng = random.Random("keyed-dates")
+    runner = start(spark, sql, tmp_path / "run", settings=KEYED)
+    assert runner.lowered.batch.keyed == (("k",), ("k",))
+    try:
+        for part in range(3):
+            for s in ("l", "r"):
+                rows_ = [{"id": 100 * part + i, "k": rng.choice([1, 2, None]), "d": rng.choice(["2024-02-29", None]),
+                          "m": rng.choice(["12.50", "-0.01", None]), "rowtime": ts(part * 2000 + i * 100)} for i in range(15)]
+                write_jsonl(tmp_path / s / f"{part}.json", rows_)
+            runner.process_available()
+    finally:
+        runner.stop("stopped")
+    run_to_end(start(spark, sql, tmp_path / "run", settings=KEYED))
+    keyed = read_output(tmp_path / "run" / "out")
+    scanned, _ = run_until_idle(spark, sql, tmp_path / "scan", settings=SCAN)
+    assert canonical(keyed) == canonical(scanned)
+    assert any(r["ld"] == "2024-02-29" for r in keyed) and any(r["rm"] is not None for r in keyed)

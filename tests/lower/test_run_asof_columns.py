@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import random
 
-from runtime_helpers import read_output, run_to_end, run_until_idle, start, ts, write_jsonl
+from runtime_helpers import resume_with_other_settings, run_until_idle, ts, write_jsonl
 from streamjoin.lower.explain import explain_text
 from streamjoin.runtime.pipeline import Pipeline
 from streamjoin.settings import Settings
@@ -61,28 +61,22 @@ def test_explain_names_the_column_engine_only_where_it_runs(tmp_path):
     assert "rows: by column" not in following
 
 
-def test_a_query_the_row_engine_checkpointed_resumes_on_the_column_engine(spark, tmp_path):
-    rng = random.Random("asof-columns-restart")
-    first_l, first_r = rows(rng, 40), rows(rng, 40)
-    later_l, later_r = rows(rng, 40, first_id=100), rows(rng, 40, first_id=100)
-    for row in later_l + later_r:  # the later files are later in rowtime
+def restart_parts(rng: random.Random) -> tuple[tuple[list, list], tuple[list, list]]:
+    """40 rows per input before a restart and 40 after, the later ones later in rowtime; each part
+    in rowtime order (with a short lateness the first part joins most rows)."""
+    first, later = (rows(rng, 40), rows(rng, 40)), (rows(rng, 40, first_id=100), rows(rng, 40, first_id=100))
+    for row in later[0] + later[1]:
         row["rowtime"] = ts(20_000 + rng.randrange(0, 20) * 500)
-    for part in (first_l, first_r, later_l, later_r):  # in rowtime order: with a short lateness, the
-        part.sort(key=lambda row: row["rowtime"])  # first part joins most rows and keeps the latest right rows
+    for part in (*first, *later):
+        part.sort(key=lambda row: row["rowtime"])
+    return first, later
+
+
+def test_a_query_the_row_engine_checkpointed_resumes_on_the_column_engine(spark, tmp_path):
+    first, later = restart_parts(random.Random("asof-columns-restart"))
     sql = ddl(tmp_path / "l", tmp_path / "r", "1 SECOND") + QUERY.format(op="<=")
-    write_jsonl(tmp_path / "l" / "a.json", first_l)
-    write_jsonl(tmp_path / "r" / "a.json", first_r)
-    runner = start(spark, sql, tmp_path / "run", settings=ROWS)
-    try:
-        runner.process_available()
-    finally:
-        before = runner.stop("stopped")
+    before, resumed, whole = resume_with_other_settings(spark, sql, tmp_path, first, later, ROWS, COLUMNS)
     assert 0 < before["rows_emitted"] < 40  # rows joined before the restart, rows still waiting
-    write_jsonl(tmp_path / "l" / "b.json", later_l)
-    write_jsonl(tmp_path / "r" / "b.json", later_r)
-    run_to_end(start(spark, sql, tmp_path / "run", settings=COLUMNS))
-    resumed = read_output(tmp_path / "run" / "out")
-    whole, _ = run_until_idle(spark, sql, tmp_path / "whole", settings=ROWS)
     assert len(resumed) == 80
     assert canonical(resumed) == canonical(whole)
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 import random
 
 import pytest
-from runtime_helpers import read_output, run_to_end, run_until_idle, start, ts, write_jsonl
+from runtime_helpers import resume_with_other_settings, run_until_idle, write_jsonl
 from streamjoin.lower.explain import explain_text
 from streamjoin.runtime.pipeline import Pipeline
 from streamjoin.settings import Settings
-from test_run_asof_columns import canonical, ddl, rows
+from test_run_asof_columns import canonical, ddl, restart_parts, rows
 
 ROWS = Settings(operator_columnar=False)
 COLUMNS = Settings(operator_columnar=True)
@@ -46,26 +46,9 @@ def test_explain_names_the_column_engine_only_where_it_runs(tmp_path):
 
 @pytest.mark.long
 def test_a_query_the_row_engine_checkpointed_resumes_on_the_column_engine(spark, tmp_path):
-    rng = random.Random("rows-columns-restart")
-    first_l, first_r = rows(rng, 40), rows(rng, 40)
-    later_l, later_r = rows(rng, 40, first_id=100), rows(rng, 40, first_id=100)
-    for row in later_l + later_r:  # the later files are later in rowtime
-        row["rowtime"] = ts(20_000 + rng.randrange(0, 20) * 500)
-    for part in (first_l, first_r, later_l, later_r):
-        part.sort(key=lambda row: row["rowtime"])
+    first, later = restart_parts(random.Random("rows-columns-restart"))
     sql = ddl(tmp_path / "l", tmp_path / "r", "1 SECOND") + QUERY.format(left="1 PRECEDING", right="CURRENT ROW")
-    write_jsonl(tmp_path / "l" / "a.json", first_l)
-    write_jsonl(tmp_path / "r" / "a.json", first_r)
-    runner = start(spark, sql, tmp_path / "run", settings=ROWS)
-    try:
-        runner.process_available()
-    finally:
-        before = runner.stop("stopped")
+    before, resumed, whole = resume_with_other_settings(spark, sql, tmp_path, first, later, ROWS, COLUMNS)
     assert before["rows_emitted"] > 0
-    write_jsonl(tmp_path / "l" / "b.json", later_l)
-    write_jsonl(tmp_path / "r" / "b.json", later_r)
-    run_to_end(start(spark, sql, tmp_path / "run", settings=COLUMNS))
-    resumed = read_output(tmp_path / "run" / "out")
-    whole, _ = run_until_idle(spark, sql, tmp_path / "whole", settings=ROWS)
     assert len(resumed) > len([r for r in resumed if r["lid"] < 100]) > 0  # rows joined on both sides of the restart
     assert canonical(resumed) == canonical(whole)

@@ -29,6 +29,7 @@ clocks and the output in the checkpoint and drives it once per micro-batch.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
@@ -48,6 +49,9 @@ from streamjoin.lower.columns import (
 )
 from streamjoin.lower.expressions import spark_sql
 from streamjoin.plan.model import Join, JoinType, Query
+
+if TYPE_CHECKING:
+    from streamjoin.lower.strategy import LoweringOptions
 
 INF = 1 << 62  # an input's clock after its end: every rowtime is below it
 BROADCAST_ROWS = 3_000_000  # the most rows of an input a join broadcasts (BatchJoin.step)
@@ -381,22 +385,22 @@ def clock_of(top_us: int | None, lateness_ms: int) -> int | None:
     return INF if top_us >= END_US else top_us - lateness_ms * 1000
 
 
-def lower_batch(spark, query: Query, specs: list[InputSpec], options=None):
+def lower_batch(spark, query: Query, specs: list[InputSpec], options: LoweringOptions | None = None):
     """The query as a batch interval join: a trigger frame over both inputs' staged steps (never
     read: a new step starts a micro-batch), and the `BatchJoin` the sink runs."""
     from pyspark.sql import functions as F
 
     from streamjoin.io.source import staged_stream
     from streamjoin.lower.lowered import Lowered
-    from streamjoin.lower.strategy import interval
+    from streamjoin.lower.strategy import LoweringOptions, interval
 
+    options = options or LoweringOptions()
     join = query.joins[0]
     by_alias = {s.alias: s for s in specs}
     low, high = interval(join)
     left, right = by_alias[join.left_inputs[-1]], by_alias[join.right]
-    probe = getattr(options, "batch_probe", "auto")
-    bounded = getattr(options, "bounded", False)
-    keyed = keyed_sides(join, left, right) if probe == "keyed" or (probe == "auto" and not bounded) else None
+    probe = options.batch_probe
+    keyed = keyed_sides(join, left, right) if probe == "keyed" or (probe == "auto" and not options.bounded) else None
     batch = BatchJoin(query, join, left, right, low, high, keyed)
     trigger = None
     for spec in batch.specs:
