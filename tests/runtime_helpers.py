@@ -66,16 +66,17 @@ def read_output(out: Path) -> list[dict]:
     return rows
 
 
-def run_in_two_parts(spark, sql: str, workdir: Path, between) -> tuple[dict, dict]:
+def run_in_two_parts(spark, sql: str, workdir: Path, between, settings=(None, None)) -> tuple[dict, dict]:
     """Process what is there and stop; call `between()` (change a table, add input); start again
-    from the same checkpoint and run to the end. Returns the two final statuses."""
-    runner = start(spark, sql, workdir)
+    from the same checkpoint and run to the end. `settings`: of the first run and the second.
+    Returns the two final statuses."""
+    runner = start(spark, sql, workdir, settings=settings[0])
     try:
         runner.process_available()
     finally:
         before = runner.stop("stopped")
     between()
-    return before, run_to_end(start(spark, sql, workdir))  # the same checkpoint: the query resumes
+    return before, run_to_end(start(spark, sql, workdir, settings=settings[1]))  # the same checkpoint: the query resumes
 
 
 def resume_with_other_settings(spark, sql: str, tmp_path: Path, first: tuple[list, list], later: tuple[list, list],
@@ -83,16 +84,11 @@ def resume_with_other_settings(spark, sql: str, tmp_path: Path, first: tuple[lis
     """Inputs `l` and `r` under tmp_path: `first` (a.json each) processed with settings `before`,
     stop; `later` (b.json) added; the same checkpoint resumed with `after` to the end. Returns the
     status at the stop, the resumed query's rows, and the rows of one uninterrupted run (`before`)."""
-    write_jsonl(tmp_path / "l" / "a.json", first[0])
-    write_jsonl(tmp_path / "r" / "a.json", first[1])
-    runner = start(spark, sql, tmp_path / "run", settings=before)
-    try:
-        runner.process_available()
-    finally:
-        stopped = runner.stop("stopped")
-    write_jsonl(tmp_path / "l" / "b.json", later[0])
-    write_jsonl(tmp_path / "r" / "b.json", later[1])
-    run_to_end(start(spark, sql, tmp_path / "run", settings=after))
+    def write(name: str, part: tuple[list, list]) -> None:
+        write_jsonl(tmp_path / "l" / name, part[0])
+        write_jsonl(tmp_path / "r" / name, part[1])
+
+    write("a.json", first)
+    stopped, _ = run_in_two_parts(spark, sql, tmp_path / "run", lambda: write("b.json", later), (before, after))
     whole, _ = run_until_idle(spark, sql, tmp_path / "whole", settings=before)
     return stopped, read_output(tmp_path / "run" / "out"), whole
-

@@ -38,12 +38,8 @@ class Settings:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
         env = dict(os.environ if env is None else env)
-        operator = env.get("STREAMJOIN_JOIN_OPERATOR", "auto").strip().lower() or "auto"
-        if operator not in JOIN_OPERATORS:
-            raise ValueError(f"STREAMJOIN_JOIN_OPERATOR={operator!r}: use one of {', '.join(JOIN_OPERATORS)}")
-        probe = env.get("STREAMJOIN_BATCH_PROBE", "auto").strip().lower() or "auto"
-        if probe not in BATCH_PROBES:
-            raise ValueError(f"STREAMJOIN_BATCH_PROBE={probe!r}: use one of {', '.join(BATCH_PROBES)}")
+        operator = _choice(env, "STREAMJOIN_JOIN_OPERATOR", JOIN_OPERATORS)
+        probe = _choice(env, "STREAMJOIN_BATCH_PROBE", BATCH_PROBES)
         return cls(
             spark_master=env.get("STREAMJOIN_SPARK_MASTER") or None,
             driver_memory=env.get("STREAMJOIN_DRIVER_MEMORY", "2g"),
@@ -57,3 +53,11 @@ class Settings:
             crash_at=env.get("STREAMJOIN_CRASH_AT") or None,
             env=env,
         )
+
+
+def _choice(env: Mapping[str, str], name: str, choices: tuple[str, ...]) -> str:
+    """The variable's value, one of `choices` (the first when unset or empty)."""
+    value = env.get(name, choices[0]).strip().lower() or choices[0]
+    if value not in choices:
+        raise ValueError(f"{name}={value!r}: use one of {', '.join(choices)}")
+    return value

@@ -30,7 +30,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-BOUND = "_bound"  # io.formats.BOUND (operator does not import io: the layers sit side by side)
+from streamjoin.io.formats import BOUND
+
 CACHE_ROWS = 20_000_000  # the most rows the cache of one Python worker holds (least recently used out)
 _LOWEST = -(1 << 62)
 
@@ -100,11 +101,9 @@ class Kept:
     def _read(self, step: int, bucket: int, buckets: int) -> pa.Table:
         import pyarrow.parquet as pq
 
-        side = self.side
-        names = list(dict.fromkeys([*side.columns, *side.keys, side.rowtime, BOUND]))
-        table = pq.read_table(side.path(step), columns=names)
+        table = pq.read_table(self.side.path(step), columns=[*self._names(), BOUND])
         table = table.filter(pc.invert(pc.fill_null(table[BOUND], False)))
-        hashes, valid = key_hash(table, side.keys)
+        hashes, valid = key_hash(table, self.side.keys)
         mine = np.flatnonzero((hashes % np.uint64(buckets)) == np.uint64(bucket))
         table = table.take(mine)
         return table.append_column("__step", pa.array(np.full(len(mine), step, np.int64))) \
