@@ -16,7 +16,7 @@ from test_differential import CASES_PER_SHAPE, expected, generate_rows, shape_sq
 
 BATCH = Settings(join_operator="batch")
 # the tests that hold or break `BatchJoin.step` find the pairs by scanning (a live run's keyed
-# probe is `BatchJoin.keyed_step`, tests/lower/test_batch_keyed_probe.py)
+# probe is `BatchJoin.keyed_rows`, tests/lower/test_batch_keyed_probe.py)
 SCAN = Settings(join_operator="batch", batch_probe="scan")
 
 

@@ -1,16 +1,20 @@
-"""The batch interval join's keyed probe (lower.batch_join.keyed_step, operator.interval_probe):
+"""The batch interval join's keyed probe (lower.batch_join.keyed_rows, operator.interval_probe):
 chosen for live runs whose keys are plain columns of one type and whose condition is only keys and
 the time range; on rows arriving over many micro-batches it writes what the scan of the retained
-steps writes, for every join type and plain column type, NULL keys included, across a stop."""
+steps writes, for every join type and plain column type, NULL keys included, across a stop and a
+change of its number of tasks. The batch join runs no Spark streaming query: each join is
+reported as a micro-batch."""
 
 from __future__ import annotations
 
+import json
 import random
 
 import pyarrow as pa
 import pytest
 from runtime_helpers import read_output, run_to_end, run_until_idle, start, ts, write_jsonl
 from streamjoin.io.staging import InputSpec
+from streamjoin.lower import batch_join
 from streamjoin.lower.batch_join import keyed_sides
 from streamjoin.lower.explain import explain_text
 from streamjoin.plan.compile import compile_sql
@@ -43,18 +47,35 @@ def _files(rng: random.Random, parts: int) -> list[tuple[list[dict], list[dict]]
 @pytest.mark.parametrize("how", ["INNER", "FULL", pytest.param("LEFT", marks=pytest.mark.long),
                                  pytest.param("RIGHT", marks=pytest.mark.long)])
 def test_the_keyed_probe_writes_what_the_scan_writes_over_many_micro_batches_and_a_stop(spark, tmp_path, how):
+    _keyed_against_scan(spark, tmp_path, how)
+
+
+def test_the_keyed_probe_writes_the_same_rows_when_its_window_grows_past_one_task(spark, tmp_path, monkeypatch):
+    # a few rows per task: each part of the run starts with one task and goes to two (every
+    # worker's index of the one-task split is dropped and the two-task split read anew)
+    monkeypatch.setattr(batch_join, "PROBE_TASK_ROWS", 100)
+    tasks = _keyed_against_scan(spark, tmp_path, "FULL")
+    assert tasks == [1, 2] and spark.sparkContext.defaultParallelism >= 2
+
+
+def _keyed_against_scan(spark, tmp_path, how: str) -> list[int]:
+    """Runs the keyed probe on 8 files per input, stopping after 4, and compares its rows with
+    the scan's; returns the probe's tasks at the first join and at the stop."""
     rng = random.Random(f"keyed-{how}")
     files = _files(rng, 8)
     sql = ddl(tmp_path / "l", tmp_path / "r", "3 SECONDS") + QUERY.format(how=how)
     runner = start(spark, sql, tmp_path / "run", settings=KEYED)
     assert runner.lowered.batch.keyed == (("k", "n"), ("k", "n"))
+    tasks = []
     try:
         for n, (left, right) in enumerate(files[:4]):
             write_jsonl(tmp_path / "l" / f"{n:02d}.json", left)
             write_jsonl(tmp_path / "r" / f"{n:02d}.json", right)
             runner.process_available()
+            tasks = tasks or [runner.lowered.batch._tasks]
     finally:
         runner.stop("stopped")
+    tasks.append(runner.lowered.batch._tasks)
     for n, (left, right) in enumerate(files[4:], start=4):
         write_jsonl(tmp_path / "l" / f"{n:02d}.json", left)
         write_jsonl(tmp_path / "r" / f"{n:02d}.json", right)
@@ -66,6 +87,27 @@ def test_the_keyed_probe_writes_what_the_scan_writes_over_many_micro_batches_and
     assert any(r["rseen"] is not None for r in keyed) and any(r["rx"] is not None for r in keyed)
     if how != "INNER":
         assert any(r["rid"] is None or r["lid"] is None for r in keyed)
+    return tasks
+
+
+def test_a_batch_join_runs_no_spark_streaming_query_and_reports_each_join_as_a_micro_batch(spark, tmp_path):
+    files = _files(random.Random("reported"), 3)
+    sql = ddl(tmp_path / "l", tmp_path / "r", "3 SECONDS") + QUERY.format(how="INNER")
+    runner = start(spark, sql, tmp_path / "run", settings=KEYED)
+    try:
+        for n, (left, right) in enumerate(files):
+            write_jsonl(tmp_path / "l" / f"{n:02d}.json", left)
+            write_jsonl(tmp_path / "r" / f"{n:02d}.json", right)
+            runner.process_available()
+        assert runner.name not in [q.name for q in spark.streams.active]
+        status = json.loads((runner.checkpoint / "status.json").read_text())
+        # every join is a batch; the watermark is the joined clocks' minimum, here the join clock
+        assert status["batch"] == runner.sink.state().last_batch >= 1
+        assert status["watermark"] == status["join_clock"] is not None and status["last_batch_ms"] is not None
+        assert status["rows_emitted"] > 0 and status["state_rows"] > 0
+    finally:
+        final = runner.stop("stopped")
+    assert final["state"] == "stopped" and not (runner.checkpoint / "spark").exists()
 
 
 def _spec(alias: str, fields: dict[str, pa.DataType]) -> InputSpec:

@@ -1,5 +1,8 @@
 """How a running query gets its input: the driver stages new files (on a feeder thread while
-the query runs), and Spark's file source reads the staged Parquet steps in order."""
+the query runs), and Spark's file source reads the staged Parquet steps in order. The join here
+is an interval join, which by default runs as the batch interval join without a Spark streaming
+query (runtime.batch_sink): these tests name Spark's native join, which reads the steps as a
+stream."""
 
 from __future__ import annotations
 
@@ -9,12 +12,14 @@ import pytest
 from runtime_helpers import read_output, run_to_end, start, ts, write_jsonl
 from streamjoin.io.source import steps_read
 from streamjoin.io.staging import Stager
+from streamjoin.settings import Settings
 
 DDL = """CREATE STREAM a (k INT, x INT) WITH (connector = 'files', format = 'json', path = '{a}');
 CREATE STREAM b (k INT, y INT) WITH (connector = 'files', format = 'json', path = '{b}');
 SELECT STREAM ROWTIME, a.k, a.x, b.y FROM a OVER (RANGE INTERVAL '1' SECOND PRECEDING) AS a
   JOIN b OVER (RANGE INTERVAL '1' SECOND PRECEDING) AS b ON a.k = b.k;
 """
+NATIVE = Settings(join_operator="native")
 
 
 def wait_until(condition, seconds: float = 60) -> bool:
@@ -40,7 +45,7 @@ def all_steps_read(runner) -> bool:
 def test_a_file_that_arrives_while_the_query_runs_is_staged_and_joined_without_being_asked(spark, tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
     write_jsonl(a / "1.json", [{"rowtime": ts(1_000), "k": 1, "x": 1}])
-    runner = start(spark, DDL.format(a=a, b=b), tmp_path / "run")
+    runner = start(spark, DDL.format(a=a, b=b), tmp_path / "run", settings=NATIVE)
     try:
         write_jsonl(b / "1.json", [{"rowtime": ts(1_500), "k": 1, "y": 7}])
         # no process_available: the feeder thread stages it and the query's trigger reads it
@@ -56,7 +61,7 @@ def test_steps_are_read_in_order_whole_and_once_across_batches_and_a_restart(spa
     a, b = tmp_path / "a", tmp_path / "b"
     sql = DDL.format(a=a, b=b)
     run = tmp_path / "run 100%"  # Spark's file-source log names files by escaped URI
-    runner = start(spark, sql, run)
+    runner = start(spark, sql, run, settings=NATIVE)
     try:
         for n in range(3):  # one step per input per round, each its own batch
             write_jsonl(a / f"{n}.json", [{"rowtime": ts(n * 10_000 + i), "k": i, "x": n} for i in range(50)])
@@ -73,7 +78,7 @@ def test_steps_are_read_in_order_whole_and_once_across_batches_and_a_restart(spa
         runner.stop("stopped")
     write_jsonl(a / "9.json", [{"rowtime": ts(90_000), "k": 1, "x": 9}])
     write_jsonl(b / "9.json", [{"rowtime": ts(90_000), "k": 1, "y": 9}])
-    status = run_to_end(start(spark, sql, run))  # same checkpoint: resumes after step 3
+    status = run_to_end(start(spark, sql, run, settings=NATIVE))  # same checkpoint: resumes after step 3
     rows = read_output(run / "out")
     assert sorted((r["k"], r["x"], r["y"]) for r in rows) == sorted(
         [(i, n, n) for n in range(3) for i in range(50)] + [(1, 9, 9)])

@@ -46,6 +46,11 @@ def parse_spark_time(text: str) -> int:
     return int(datetime(year, month, day, hour, minute, second, tzinfo=UTC).timestamp()) * 1_000_000 + fraction
 
 
+def spark_time(us: int) -> str:
+    """Microseconds since the epoch as Spark's progress reports write a timestamp (`parse_spark_time`)."""
+    return datetime.fromtimestamp(us // 1_000_000, UTC).strftime("%Y-%m-%dT%H:%M:%S") + f".{us % 1_000_000 // 1000:03d}Z"
+
+
 def spark_watermark_rowtime_us(text: str | None) -> int | None:
     """The rowtime a watermark of a progress report stands for; None before the first one (Spark
     reports the epoch then: no engine time is that early)."""

@@ -22,13 +22,15 @@ below it as late), so no future L row has a rowtime below cL, none of R below cR
 - a preserved L row leaving (l < cR - high) needs its partners r >= l + low >= cR_before - high + low
   (and symmetrically for R), which fixes how long each input's rows are retained.
 
-`BatchJoin` builds the Spark frames; `runtime.batch_sink.BatchJoinSink` keeps the steps, the
-clocks and the output in the checkpoint and drives it once per micro-batch.
+`BatchJoin` builds the Spark jobs; `runtime.batch_sink.BatchJoinSink` keeps the steps, the
+clocks and the output in the checkpoint and runs a join whenever steps are staged.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import base64
+import pickle
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -60,6 +62,8 @@ BROADCAST_ROWS = 3_000_000  # the most rows of an input a join broadcasts (Batch
 FEW = 4
 
 _LOWEST = -(1 << 62)
+PROBE_PROPERTY = "streamjoin.probe"  # the job's local property: the micro-batch's Probe (keyed_rows)
+PROBE_TASK_ROWS = 4_000_000  # the rows of a micro-batch's steps per task of the keyed probe (_probe_tasks)
 _BUCKET, _OTHER = "__bucket", "__partner_bucket"  # the time buckets of a join (BatchJoin._join)
 
 
@@ -84,8 +88,11 @@ class BatchJoin:
     low_ms: int
     high_ms: int
     # the key columns of each input when a micro-batch's pairs are found by the keyed probe
-    # (`keyed_step`, operator.interval_probe); None: by scanning the retained steps (`step`)
+    # (`keyed_rows`, operator.interval_probe); None: by scanning the retained steps (`step`)
     keyed: tuple[tuple[str, ...], tuple[str, ...]] | None = None
+    # the keyed probe's frames, planned once per session and number of tasks (`_keyed_frame`)
+    _frames: dict = field(default_factory=dict, repr=False, compare=False)
+    _tasks: int = field(default=1, repr=False, compare=False)  # the keyed probe's tasks (`_probe_tasks`)
 
     @property
     def keeps_left(self) -> bool:
@@ -267,12 +274,17 @@ class BatchJoin:
             joined = joined.unionByName(part)
         return self._project(joined)
 
-    def keyed_step(self, spark, dirs: tuple[str, str], new: tuple[list[int], list[int]], old: tuple[list[int], list[int]],
-                   before: Clocks, after: Clocks):
-        """`step` by the keyed probe: one Spark task per hash bucket of the keys, on executors, each
-        joining its bucket's new rows with an index of the retained rows that its Python worker
-        keeps between micro-batches (`operator.interval_probe`). `new`, `old`: step numbers."""
-        from streamjoin.operator.interval_probe import Probe, Side, probe
+    def keyed_rows(self, spark, dirs: tuple[str, str], new: tuple[list[int], list[int]], old: tuple[list[int], list[int]],
+                   before: Clocks, after: Clocks, held: int) -> pa.Table | None:
+        """`step`'s rows by the keyed probe (`operator.interval_probe`): Spark tasks on executors,
+        one per hash bucket of the keys, each joining its bucket's new rows with an index of the
+        retained rows that its Python worker keeps between micro-batches. `new`, `old`: step
+        numbers; `held`: the rows of those steps (`_probe_tasks`).
+
+        The Spark frame is planned once (`_keyed_frame`) and run again for every micro-batch, its
+        tasks getting the micro-batch's `Probe` as a local property of the job: planning a new
+        frame each time cost the JVM twice the CPU of running it (70 of 125 ms a job, 2026-11-26)."""
+        from streamjoin.operator.interval_probe import Probe, Side
 
         if not (new[0] or old[0]) or not (new[1] or old[1]):
             return None  # an input has no step yet: nothing can pair or leave
@@ -281,19 +293,39 @@ class BatchJoin:
             names = tuple(spec.schema.names)
             types = tuple(f.type for f in staged_fields(spec))
             sides.append(Side(dirs[n], self.keyed[n], spec.rowtime, names, tuple(flat(spec.alias, c) for c in names), types))
-        buckets = spark.sparkContext.defaultParallelism
+        buckets = self._probe_tasks(spark, held)
         job = Probe(tuple(sides), self.low_ms * 1000, self.high_ms * 1000, (self.keeps_left, self.keeps_right),
                     (tuple(old[0]), tuple(old[1])), (tuple(new[0]), tuple(new[1])),
                     ((self.leave_left(before), self.leave_left(after)), (self.leave_right(before), self.leave_right(after))),
                     buckets)
+        context = spark.sparkContext
+        context.setLocalProperty(PROBE_PROPERTY, base64.b64encode(pickle.dumps(job)).decode("ascii"))
+        try:
+            return self._keyed_frame(spark, buckets).toArrow()
+        finally:
+            context.setLocalProperty(PROBE_PROPERTY, None)
 
-        def run(batches):
-            for batch in batches:
-                for bucket in batch.column(0).to_pylist():
-                    yield from probe(job, bucket).to_batches()
+    def _probe_tasks(self, spark, held: int) -> int:
+        """The keyed probe's tasks (hash buckets): one while the micro-batch's steps hold at most
+        PROBE_TASK_ROWS rows, one per PROBE_TASK_ROWS beyond that up to Spark's parallelism; never
+        fewer during a run (a change leaves every worker's index to be read again).
 
-        frame = spark.range(0, buckets, 1, buckets).mapInArrow(run, self._flat_schema())
-        return self._project(frame)
+        Spark hands a Python task to whichever of its workers is idle, so with several tasks every
+        worker comes to keep every bucket's index, each catching up on the steps it missed: at a
+        steady 10K rows/s per stream (bench/steady.py, 2026-11-26) two tasks cost 41 us of CPU
+        per input row, one 30 (p99 2.5 s both). More tasks pay only for windows whose rows one
+        worker would be slow to probe."""
+        want = min(spark.sparkContext.defaultParallelism, max(1, -(-held // PROBE_TASK_ROWS)))
+        self._tasks = max(self._tasks, want)
+        return self._tasks
+
+    def _keyed_frame(self, spark, buckets: int):
+        """The keyed probe's frame with `buckets` tasks, planned once per Spark session."""
+        key = (spark, buckets)
+        if key not in self._frames:
+            frame = spark.range(0, buckets, 1, buckets).mapInArrow(_probe_task, self._flat_schema())
+            self._frames[key] = self._project(frame)
+        return self._frames[key]
 
     def _flat_schema(self):
         from pyspark.sql.pandas.types import from_arrow_schema
@@ -320,6 +352,18 @@ class BatchJoin:
             joined = joined.where(F.expr(spark_sql(query.where)))
         joined = joined.withColumn(ROWTIME_COLUMN, rowtime_column(query, streams))
         return joined.select(*[F.expr(spark_sql(c.expression)).alias(c.name) for c in query.output], F.col(ROWTIME_COLUMN))
+
+
+def _probe_task(batches):
+    """A task of `BatchJoin.keyed_rows`: its buckets' rows of the job's `Probe` (a local property)."""
+    from pyspark import TaskContext
+
+    from streamjoin.operator.interval_probe import probe
+
+    job = pickle.loads(base64.b64decode(TaskContext.get().getLocalProperty(PROBE_PROPERTY)))
+    for batch in batches:
+        for bucket in batch.column(0).to_pylist():
+            yield from probe(job, bucket).to_batches()
 
 
 def staged_fields(spec: InputSpec) -> list[pa.Field]:
@@ -386,11 +430,8 @@ def clock_of(top_us: int | None, lateness_ms: int) -> int | None:
 
 
 def lower_batch(spark, query: Query, specs: list[InputSpec], options: LoweringOptions | None = None):
-    """The query as a batch interval join: a trigger frame over both inputs' staged steps (never
-    read: a new step starts a micro-batch), and the `BatchJoin` the sink runs."""
-    from pyspark.sql import functions as F
-
-    from streamjoin.io.source import staged_stream
+    """The query as a batch interval join: the `BatchJoin` the sink runs, and no streaming frame
+    (no Spark streaming query runs it: `runtime.batch_sink.BatchJoinQuery`)."""
     from streamjoin.lower.lowered import Lowered
     from streamjoin.lower.strategy import LoweringOptions, interval
 
@@ -402,8 +443,4 @@ def lower_batch(spark, query: Query, specs: list[InputSpec], options: LoweringOp
     probe = options.batch_probe
     keyed = keyed_sides(join, left, right) if probe == "keyed" or (probe == "auto" and not options.bounded) else None
     batch = BatchJoin(query, join, left, right, low, high, keyed)
-    trigger = None
-    for spec in batch.specs:
-        frame = staged_stream(spark, spec).select(F.lit(0).alias("__trigger"))
-        trigger = frame if trigger is None else trigger.unionByName(frame)
-    return Lowered(trigger, list(specs), [c.name for c in query.output], 0, batch=batch)
+    return Lowered(None, list(specs), [c.name for c in query.output], 0, batch=batch)

@@ -12,7 +12,7 @@ OP = "op"  # the changelog's column (EMIT CHANGES): +I or -D
 
 @dataclass
 class Lowered:
-    frame: object  # the streaming DataFrame of output columns plus __rowtime
+    frame: object  # the streaming DataFrame of output columns plus __rowtime (None: `batch`)
     inputs: list[InputSpec]
     columns: list[str]  # output column names, in order
     order_delay_ms: int  # how far behind the watermark output is final (outer joins)
@@ -26,4 +26,4 @@ class Lowered:
     upstream: list = field(default_factory=list)
     stage_output: str | None = None
     stage_spec: InputSpec | None = None  # how the next part reads `stage_output`
-    batch: object = None  # lower.batch_join.BatchJoin: `frame` only triggers micro-batches (runtime.batch_sink)
+    batch: object = None  # lower.batch_join.BatchJoin, run by runtime.batch_sink without a streaming query

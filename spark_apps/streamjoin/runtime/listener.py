@@ -51,8 +51,17 @@ class ProgressListener(_listener_base()):
     def progressed(self, name: str | None, batch_id: int, watermark: str | None) -> None:
         if name != self.name:
             return  # another query's (a part of a cut chain, a test's)
+        self._after_batch(batch_id, watermark, release=True)
+
+    def reported(self, batch_id: int) -> None:
+        """A join of the batch interval join, which runs no Spark query (`runtime.batch_sink`) and
+        releases by itself: the status and the progress line only."""
+        self._after_batch(batch_id, None, release=False)
+
+    def _after_batch(self, batch_id: int, watermark: str | None, release: bool) -> None:
         try:
-            self.sink.release(watermark)
+            if release:
+                self.sink.release(watermark)
             if self.query is not None:
                 snap = self.status.write(self.query)
                 if not self.quiet:

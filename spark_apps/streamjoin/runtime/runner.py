@@ -91,14 +91,19 @@ class Runner:
             self.feed()  # before the start: the first batch reads everything there is
         except Exception as error:  # noqa: BLE001 - kept: the runner's next check raises it as the query's failure
             self.feed_error = error
-        self.spark.streams.addListener(self.listener)
-        self.query = (
-            self.lowered.frame.writeStream.foreachBatch(self.sink)
-            .queryName(self.name)
-            .option("checkpointLocation", str(self.checkpoint / "spark"))
-            .trigger(processingTime="500 milliseconds")
-            .start()
-        )
+        if self.lowered.batch is not None:  # no Spark streaming query: the feeder starts its joins
+            from streamjoin.runtime.batch_sink import BatchJoinQuery
+
+            self.query = BatchJoinQuery(self.sink, self.name, self.listener.reported)
+        else:
+            self.spark.streams.addListener(self.listener)
+            self.query = (
+                self.lowered.frame.writeStream.foreachBatch(self.sink)
+                .queryName(self.name)
+                .option("checkpointLocation", str(self.checkpoint / "spark"))
+                .trigger(processingTime="500 milliseconds")
+                .start()
+            )
         self.listener.query = self.query
         self.listener.settle = self.settle
         self._feeder = threading.Thread(target=self._feed_every, args=(0.25,), name=f"{self.name}-feeder", daemon=True)
@@ -243,7 +248,8 @@ class Runner:
         deadline = time.time() + 5  # a missed release is not lost: the rows stay in the carry
         while last is not None and self.listener.handled < last and time.time() < deadline and self.listener.error is None:
             time.sleep(0.05)
-        self.spark.streams.removeListener(self.listener)  # before stop: no callback into a closing driver
+        if self.lowered.batch is None:
+            self.spark.streams.removeListener(self.listener)  # before stop: no callback into a closing driver
         self.query.stop()
         with self.sink.lock:  # a release still running (a progress event, an idle settle) ends first
             pass
