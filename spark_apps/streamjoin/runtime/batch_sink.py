@@ -51,12 +51,8 @@ class BatchJoinSink(OrderedSink):
         self.join_error: Exception | None = None
         self.on_join: Callable[[int], None] | None = None  # after each join, its milliseconds (BatchJoinQuery)
 
-    def __call__(self, frame, batch_id: int) -> None:
-        self.advance()
-
     def release(self, watermark: str | None) -> None:
-        """After a micro-batch: whatever is staged and not joined yet (the trigger's listing may
-        run ahead of a call), then what is final."""
+        """After `Runner.process_available`: whatever is staged and not joined yet, then what is final."""
         self.advance()
 
     def settle(self, clock_us: int) -> None:
