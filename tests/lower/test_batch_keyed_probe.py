@@ -15,8 +15,8 @@ import pytest
 from runtime_helpers import read_output, run_to_end, run_until_idle, start, ts, write_jsonl
 from streamjoin.io.staging import InputSpec
 from streamjoin.lower import batch_join
-from streamjoin.lower.batch_join import keyed_sides
 from streamjoin.lower.explain import explain_text
+from streamjoin.lower.keyed_probe import keyed_sides
 from streamjoin.plan.compile import compile_sql
 from streamjoin.runtime.pipeline import Pipeline
 from streamjoin.settings import Settings

@@ -29,7 +29,9 @@ clocks and the output in the checkpoint and runs a join whenever steps are stage
 from __future__ import annotations
 
 import base64
+import functools
 import pickle
+import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -50,6 +52,7 @@ from streamjoin.lower.columns import (
     rowtime_of,
 )
 from streamjoin.lower.expressions import spark_sql
+from streamjoin.lower.keyed_probe import keyed_sides, probe_task, staged_fields
 from streamjoin.plan.model import Join, JoinType, Query
 
 if TYPE_CHECKING:
@@ -62,8 +65,8 @@ BROADCAST_ROWS = 3_000_000  # the most rows of an input a join broadcasts (Batch
 FEW = 4
 
 _LOWEST = -(1 << 62)
-PROBE_PROPERTY = "streamjoin.probe"  # the job's local property: the micro-batch's Probe (keyed_rows)
-PROBE_TASK_ROWS = 4_000_000  # the rows of a micro-batch's steps per task of the keyed probe (_probe_tasks)
+PROBE_PROPERTY = "streamjoin.probe"  # before a join's own id: the job's local property holding its Probe (keyed_rows)
+PROBE_TASK_ROWS = 4_000_000  # the retained rows per task of the keyed probe (_probe_tasks)
 _BUCKET, _OTHER = "__bucket", "__partner_bucket"  # the time buckets of a join (BatchJoin._join)
 
 
@@ -93,6 +96,9 @@ class BatchJoin:
     # the keyed probe's frames, planned once per session and number of tasks (`_keyed_frame`)
     _frames: dict = field(default_factory=dict, repr=False, compare=False)
     _tasks: int = field(default=1, repr=False, compare=False)  # the keyed probe's tasks (`_probe_tasks`)
+    # the local property of this join's probe jobs: a job of another join (an application's
+    # other output) cannot read this one's Probe
+    _property: str = field(default_factory=lambda: f"{PROBE_PROPERTY}.{uuid.uuid4().hex}", repr=False, compare=False)
 
     @property
     def keeps_left(self) -> bool:
@@ -279,7 +285,7 @@ class BatchJoin:
         """`step`'s rows by the keyed probe (`operator.interval_probe`): Spark tasks on executors,
         one per hash bucket of the keys, each joining its bucket's new rows with an index of the
         retained rows that its Python worker keeps between micro-batches. `new`, `old`: step
-        numbers; `held`: the rows of those steps (`_probe_tasks`).
+        numbers; `held`: the rows of the retained steps (`_probe_tasks`).
 
         The Spark frame is planned once (`_keyed_frame`) and run again for every micro-batch, its
         tasks getting the micro-batch's `Probe` as a local property of the job: planning a new
@@ -298,15 +304,15 @@ class BatchJoin:
                     (tuple(old[0]), tuple(old[1])), (tuple(new[0]), tuple(new[1])),
                     ((self.leave_left(before), self.leave_left(after)), (self.leave_right(before), self.leave_right(after))),
                     buckets)
-        context = spark.sparkContext
-        context.setLocalProperty(PROBE_PROPERTY, base64.b64encode(pickle.dumps(job)).decode("ascii"))
+        context = spark.sparkContext  # (the job runs from this thread: PySpark pins it to one JVM thread)
+        context.setLocalProperty(self._property, base64.b64encode(pickle.dumps(job)).decode("ascii"))
         try:
             return self._keyed_frame(spark, buckets).toArrow()
         finally:
-            context.setLocalProperty(PROBE_PROPERTY, None)
+            context.setLocalProperty(self._property, None)
 
     def _probe_tasks(self, spark, held: int) -> int:
-        """The keyed probe's tasks (hash buckets): one while the micro-batch's steps hold at most
+        """The keyed probe's tasks (hash buckets): one while the retained steps hold at most
         PROBE_TASK_ROWS rows, one per PROBE_TASK_ROWS beyond that up to Spark's parallelism; never
         fewer during a run (a change leaves every worker's index to be read again).
 
@@ -323,7 +329,8 @@ class BatchJoin:
         """The keyed probe's frame with `buckets` tasks, planned once per Spark session."""
         key = (spark, buckets)
         if key not in self._frames:
-            frame = spark.range(0, buckets, 1, buckets).mapInArrow(_probe_task, self._flat_schema())
+            task = functools.partial(probe_task, self._property)
+            frame = spark.range(0, buckets, 1, buckets).mapInArrow(task, self._flat_schema())
             self._frames[key] = self._project(frame)
         return self._frames[key]
 
@@ -352,55 +359,6 @@ class BatchJoin:
             joined = joined.where(F.expr(spark_sql(query.where)))
         joined = joined.withColumn(ROWTIME_COLUMN, rowtime_column(query, streams))
         return joined.select(*[F.expr(spark_sql(c.expression)).alias(c.name) for c in query.output], F.col(ROWTIME_COLUMN))
-
-
-def _probe_task(batches):
-    """A task of `BatchJoin.keyed_rows`: its buckets' rows of the job's `Probe` (a local property)."""
-    from pyspark import TaskContext
-
-    from streamjoin.operator.interval_probe import probe
-
-    job = pickle.loads(base64.b64decode(TaskContext.get().getLocalProperty(PROBE_PROPERTY)))
-    for batch in batches:
-        for bucket in batch.column(0).to_pylist():
-            yield from probe(job, bucket).to_batches()
-
-
-def staged_fields(spec: InputSpec) -> list[pa.Field]:
-    """An input's columns as its steps hold them (io.formats.staged_schema, without the bound)."""
-    from streamjoin.io.formats import staged_schema
-
-    return [f for f in staged_schema(spec.schema) if f.name != BOUND]
-
-
-# the key types the keyed probe hashes (operator.interval_probe.key_hash) and the column types
-# it carries as they are
-_KEY_TYPES = (pa.types.is_integer, pa.types.is_string, pa.types.is_boolean, pa.types.is_timestamp)
-_CARRIED = (*_KEY_TYPES, pa.types.is_floating, pa.types.is_date, pa.types.is_decimal)
-
-
-def keyed_sides(join: Join, left: InputSpec, right: InputSpec) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
-    """Each input's key columns (in key-pair order) when the keyed probe can find the join's pairs:
-    every key pair two plain columns of one type (integers, strings, booleans, timestamps), no
-    other condition than the keys and the time range, and every column a plain type; else None."""
-    import sqlglot.expressions as exp
-
-    c = join.condition
-    if not c.keys or c.residual:
-        return None
-    keys: tuple[list[str], list[str]] = ([], [])
-    types = [{f.name: f.type for f in staged_fields(spec)} for spec in (left, right)]
-    for pair in c.keys:
-        for n, (expression, spec) in enumerate(zip(pair, (left, right), strict=True)):
-            if not isinstance(expression, exp.Column) or expression.table != spec.alias or expression.name not in types[n]:
-                return None
-            keys[n].append(expression.name)
-        a, b = types[0][keys[0][-1]], types[1][keys[1][-1]]
-        if a != b or not any(test(a) for test in _KEY_TYPES):
-            return None
-    if not all(any(test(t) for test in _CARRIED) for side in types for t in side.values()):
-        return None
-    return tuple(keys[0]), tuple(keys[1])
 
 
 def _extend(rows, other, columns: list[str]):

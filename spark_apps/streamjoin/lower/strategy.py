@@ -33,7 +33,7 @@ class LoweringOptions:
     operator_groups: int = 32
     bounded: bool = False  # `run --until-idle`: what the inputs hold now is all there is
     columnar: bool = True  # the operator's column-wise engines where they apply (`by_column`)
-    batch_probe: str = "auto"  # the batch interval join's probe (`lower.batch_join.keyed_sides`)
+    batch_probe: str = "auto"  # the batch interval join's probe (`lower.keyed_probe.keyed_sides`)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> LoweringOptions:

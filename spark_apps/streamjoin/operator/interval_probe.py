@@ -181,7 +181,8 @@ def kept(side: Side, steps: set[int], bucket: int, buckets: int) -> Kept:
     key = (side.steps_dir, side.columns, side.keys, bucket, buckets)
     for split in [k for k in _CACHE if k[:3] == key[:3] and k[4] != buckets]:
         del _CACHE[split]  # the probe's tasks changed (lower.batch_join): the other split is read no more
-    entry = _CACHE.pop(key, None) or Kept(side)
+    entry = _CACHE.pop(key, None)
+    entry = Kept(side) if entry is None else entry  # (an entry holding no rows is kept too: it knows its steps)
     entry.sync(steps, bucket, buckets)
     _CACHE[key] = entry
     total = sum(len(e) for e in _CACHE.values())

@@ -65,8 +65,8 @@ class BatchJoinSink(OrderedSink):
     def staged(self) -> None:
         """After the feeder staged new steps: release what they make final, without waiting for
         the join that is running (`final_below`: the rows they can still pair hold their rowtimes).
-        The join of the new steps starts at once, in a thread beside the feeder (not at the next
-        micro-batch); its failure is raised here, on the feeder's next pass (the query fails)."""
+        The join of the new steps starts at once, in a thread beside the feeder; its failure is
+        raised here, on the feeder's next pass, and ends the query (`BatchJoinQuery.isActive`)."""
         if self.join_error is not None:
             raise self.join_error
         if self.release_final() and (self._joiner is None or not self._joiner.is_alive()):
@@ -93,13 +93,12 @@ class BatchJoinSink(OrderedSink):
         while True:
             if not self.release_final():  # after a restart too: what a crash kept from being written
                 return
-            with self.joining:
+            with self.joining:  # reported before the next join, or a caller's advance, can start
                 started = time.monotonic()
-                joined = self._join_new_steps()
-            if not joined:
-                return
-            if self.on_join is not None:
-                self.on_join(round((time.monotonic() - started) * 1000))
+                if not self._join_new_steps():
+                    return
+                if self.on_join is not None:
+                    self.on_join(round((time.monotonic() - started) * 1000))
 
     def release_final(self) -> bool:
         """Write the carried rows that are final (`BatchJoin.final_below`); True: steps are
@@ -176,7 +175,7 @@ class BatchJoinSink(OrderedSink):
                 rows = self.batch.keyed_rows(self.spark, tuple(str(s.steps_dir) for s in self.stagers),
                                              tuple(list(new_stats[n]) for n in range(2)),
                                              tuple(list(old_stats[n]) for n in range(2)), before, after,
-                                             sum(st[2] for side in (*old_stats, *new_stats) for st in side.values()))
+                                             sum(st[2] for side in old_stats for st in side.values()))
             else:
                 rows = self._scan(new_stats, old_stats, before, after)
         # the steps still holding rows in range after this micro-batch (their stats), by input
@@ -250,10 +249,14 @@ class BatchJoinQuery:
     def __init__(self, sink: BatchJoinSink, name: str, reported: Callable[[int], None]):
         self.sink, self.name, self.reported = sink, name, reported
         self.id = uuid.uuid4()
-        self.isActive = True
+        self._stopped = False
         self.lastProgress: dict | None = None
         self.recentProgress: list[dict] = []
         sink.on_join = self._joined
+
+    @property
+    def isActive(self) -> bool:
+        return not self._stopped and self.sink.join_error is None
 
     @property
     def status(self) -> dict:
@@ -269,16 +272,20 @@ class BatchJoinQuery:
         return self.sink.join_error
 
     def stop(self) -> None:
-        self.isActive = False
+        self._stopped = True
 
     def _joined(self, duration_ms: int) -> None:
+        """After a join (committed): its progress; reporting it never fails the join."""
         state = self.sink.state()
-        clocks = [c for c in (state.join or {}).get("clocks", []) if c is not None]
-        watermark = min(min(clocks), END_US) if len(clocks) == 2 else None
         progress = {"id": str(self.id), "name": self.name, "batchId": state.last_batch,
-                    "timestamp": spark_time(int(time.time() * 1_000_000)),
-                    "durationMs": {"triggerExecution": duration_ms},
-                    "eventTime": {"watermark": spark_time(engine_us(watermark))} if watermark is not None else {}}
+                    "durationMs": {"triggerExecution": duration_ms}, "eventTime": {}}
+        clocks = [c for c in (state.join or {}).get("clocks", []) if c is not None]
+        try:
+            progress["timestamp"] = spark_time(int(time.time() * 1_000_000))
+            if len(clocks) == 2:
+                progress["eventTime"] = {"watermark": spark_time(engine_us(min(min(clocks), END_US)))}
+        except (ValueError, OverflowError, OSError):  # a clock no timestamp can show: status shows none
+            log.debug("no watermark for clocks %s", clocks, exc_info=True)
         self.lastProgress = progress
         self.recentProgress = [*self.recentProgress[-99:], progress]
         self.reported(state.last_batch)
