@@ -14,7 +14,8 @@ output row is known. Both engines read the folders continuously with a 2 s water
 watermark passes them), and Flink SQL's filesystem source (`source.monitor-interval` 1 s,
 WATERMARK rowtime - 2 s, print sink). Each engine gets a warm-up before the generator starts;
 the rows of the first 10 s of files are left out of the figures, and so is the CPU of the
-warm-up. Writes nothing to docs by itself: `bench/run.py --steady` puts its figures in
+warm-up. `--measure-from S` leaves out the rows of the first S seconds' files and the CPU before
+(a 1-hour window is full after 3600 s). Peak memory: the engine's processes' RSS together. Writes nothing to docs by itself: `bench/run.py --steady` puts its figures in
 docs/benchmarks.md.
 """
 
@@ -73,6 +74,8 @@ class Steady:
     rows_out: int = 0
     cpu_seconds: float = 0.0
     latencies_ms: list[float] = field(default_factory=list)
+    measured_from_s: int = 0  # the figures leave out the rows of earlier files and the CPU before (--measure-from)
+    peak_rss_gb: float = 0.0  # the engine's processes together, sampled every 5 s
     error: str = ""
 
     def pct(self, q: float) -> float:
@@ -87,7 +90,7 @@ class Steady:
         return {"engine": self.engine, "operator": self.operator, "rate": self.rate, "window_s": self.window_s,
                 "seconds": self.seconds, "rows_in": self.rows_in, "rows_out": self.rows_out,
                 "p50_ms": self.pct(0.5), "p99_ms": self.pct(0.99), "cpu_us_per_row": self.cpu_us_per_row,
-                "error": self.error}
+                "measured_from_s": self.measured_from_s, "peak_rss_gb": round(self.peak_rss_gb, 2), "error": self.error}
 
 
 class Generator(threading.Thread):
@@ -135,8 +138,8 @@ def _command(engine: str, run_dir: Path, dirs: dict[str, Path], window_s: int, o
 
 
 def run_steady(engine: str, rate: int, window_s: int, seconds: int, operator: str, work: Path, flink_python: Path | None,
-               query_kind: str = "interval") -> Steady:
-    result = Steady(engine, operator if engine == "streamjoin" else "-", rate, window_s, seconds)
+               query_kind: str = "interval", measure_from: int = 0) -> Steady:
+    result = Steady(engine, operator if engine == "streamjoin" else "-", rate, window_s, seconds, measured_from_s=measure_from)
     run_dir = Path(tempfile.mkdtemp(prefix=f"steady-{engine}-", dir=work))
     dirs = {"l": run_dir / "l", "r": run_dir / "r"}
     for d in dirs.values():
@@ -162,11 +165,17 @@ def run_steady(engine: str, rate: int, window_s: int, seconds: int, operator: st
     time.sleep(WARMUP_S[engine])
     tree = psutil.Process(proc.pid)
     gen = Generator(dirs, rate, seconds, keys=rate * 2 * window_s)
+    done = threading.Event()
+    threading.Thread(target=_sample_memory, args=(tree, result, done), daemon=True).start()
     cpu_start = _cpu(tree)
     gen.start()
+    if measure_from:
+        time.sleep(measure_from)
+        cpu_start = _cpu(tree)
     gen.join()
     time.sleep(LATENESS_S + 18)  # the last files' rows come through
     cpu_end = _cpu(tree)
+    done.set()
     proc.terminate()
     try:
         proc.wait(timeout=60)
@@ -177,14 +186,9 @@ def run_steady(engine: str, rate: int, window_s: int, seconds: int, operator: st
     if not reads and proc.returncode not in (0, -15, 143):
         result.error = (run_dir / "stderr.log").read_text(errors="replace")[-300:]
     result.cpu_seconds = cpu_end - cpu_start
-    result.rows_in = 2 * rate * seconds
+    result.rows_in = 2 * rate * (seconds - measure_from)
     result.rows_out = len(reads)
-    for now, lv, rv in reads:
-        i, j = lv // rate, rv // rate
-        if min(i, j) < SKIP_S:
-            continue
-        landed = max(gen.landed["l"][i], gen.landed["r"][j])
-        result.latencies_ms.append((now - landed) * 1000)
+    result.latencies_ms = _latencies(reads, gen, rate, max(SKIP_S, measure_from))
     if os.environ.get("BENCH_KEEP"):
         print(f"kept {run_dir}", file=sys.stderr)
     else:
@@ -203,6 +207,31 @@ def _cpu(tree: psutil.Process) -> float:
     return total
 
 
+def _latencies(reads: list[tuple[float, int, int]], gen: Generator, rate: int, skip: int) -> list[float]:
+    """Each output row's latency (ms) from the later landing of its inputs' files, leaving out the first `skip` files."""
+    out = []
+    for now, lv, rv in reads:
+        i, j = lv // rate, rv // rate
+        if min(i, j) >= skip:
+            out.append((now - max(gen.landed["l"][i], gen.landed["r"][j])) * 1000)
+    return out
+
+
+def _sample_memory(tree: psutil.Process, result: Steady, done: threading.Event) -> None:
+    while not done.wait(5):
+        result.peak_rss_gb = max(result.peak_rss_gb, _rss(tree) / 2**30)
+
+
+def _rss(tree: psutil.Process) -> int:
+    total = 0
+    for p in [tree, *tree.children(recursive=True)]:
+        try:
+            total += p.memory_info().rss
+        except psutil.Error:
+            pass
+    return total
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rates", default="2000,10000")
@@ -213,6 +242,8 @@ def main(argv: list[str] | None = None) -> int:
                         "the batch join without its keyed probe")
     parser.add_argument("--query", choices=sorted(QUERIES), default="interval",
                         help="streamjoin's query: the interval join (Flink runs the same), or a ROWS join by column")
+    parser.add_argument("--measure-from", type=int, default=0,
+                        help="figures from this second of input on (CPU, rows, latencies): a window full before it")
     parser.add_argument("--json", help="append each result as a JSON line here")
     args = parser.parse_args(argv)
     flink = None
@@ -224,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="bench-steady-"))
     for rate in (int(r) for r in args.rates.split(",")):
         for engine in args.engines.split(","):
-            r = run_steady(engine, rate, args.window, args.seconds, args.operator, work, flink, args.query)
+            r = run_steady(engine, rate, args.window, args.seconds, args.operator, work, flink, args.query, args.measure_from)
             d = r.as_dict()
             print(json.dumps(d), flush=True)
             if args.json:

@@ -99,12 +99,12 @@ def test_the_cache_follows_steps_that_arrive_leave_and_are_rewritten_and_matches
             rows[n][step] = [(rng.choice([1, 2, None]), "a", step * 1000 + rng.randint(0, 999), 1000 * n + 10 * step + i, False)
                              for i in range(rng.randint(0, 5))]
             _write(tmp_path / alias, step, rows[n][step])
-        if step == 7:  # a step staged again after a crash: other rows, the same name
+        if step == 7:  # a step staged again after a crash (the run that follows is another epoch): other rows, the same name
             rows[0][6] = [(1, "a", 6500, 9999, False)]
             _write(tmp_path / "l", 6, rows[0][6])
         retained = tuple(range(max(0, step - 3), step))  # the steps still in range
         p = ip.Probe(sides, -2000, 2000, (True, True), (retained, retained), ((step,), (step,)),
-                     ((step * 1000 - 3000, step * 1000 - 2000),) * 2, 2)
+                     ((step * 1000 - 3000, step * 1000 - 2000),) * 2, 2, "restarted" if step >= 7 else "first")
         warm = _probe(p)
         assert warm == _expected(p, rows)
         monkeypatch.setattr(ip, "_CACHE", type(ip._CACHE)())  # a worker that has not seen these steps
@@ -114,9 +114,44 @@ def test_the_cache_follows_steps_that_arrive_leave_and_are_rewritten_and_matches
 
 def test_the_cache_drops_the_least_recently_used_entries_beyond_its_size(tmp_path, monkeypatch):
     monkeypatch.setattr(ip, "_CACHE", type(ip._CACHE)())
-    monkeypatch.setattr(ip, "CACHE_ROWS", 10)
+    monkeypatch.setattr(ip, "CACHE_BYTES", 1)
     for alias in ("l", "r"):
         _write(tmp_path / alias, 0, [(1, "a", 1000 * i, i, False) for i in range(8)])
     p = ip.Probe(_sides(tmp_path, ("k",)), 0, 0, (False, False), ((), ()), ((0,), (0,)), ((0, 0), (0, 0)), 1)
     assert len(_probe(p)) == 8
     assert sum(len(e) for e in ip._CACHE.values()) == 8  # the left input's entry left for the right one's
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_an_index_of_many_small_runs_that_merge_and_shed_left_steps_gives_exactly_the_pairs(tmp_path, monkeypatch, seed):
+    monkeypatch.setattr(ip, "_CACHE", type(ip._CACHE)())
+    monkeypatch.setattr(ip, "RUN_ROWS", (6, 40, 15)[seed])  # runs seal at a few rows: merges, dead steps and compaction all happen
+    rng = random.Random(seed)
+    rows: list[dict[int, list[tuple]]] = [{}, {}]
+    sides, runs_seen, gone, epoch = _sides(tmp_path, ("k",)), 0, set(), 0
+    for step in range(40):
+        for n, alias in enumerate(("l", "r")):
+            rows[n][step] = [(rng.choice([1, 2, 3, None]), "a", step * 1000 + rng.randint(0, 999), 1000 * (100 * n + step) + i,
+                              False) for i in range(rng.randint(0, 6))]
+            _write(tmp_path / alias, step, rows[n][step])
+        if step > 2 and rng.random() < 0.2:
+            gone.add(rng.randrange(max(0, step - 6), step))  # a retained step the sink no longer names: its rows are out
+        elif gone and rng.random() < 0.2:
+            gone.discard(max(gone))  # ... and named again
+        if step > 2 and rng.random() < 0.15:  # a step staged again after a crash: the next run (epoch) reads it anew
+            again, epoch = rng.randrange(max(0, step - 6), step), epoch + 1
+            rows[0][again] = [(rng.choice([1, 2, 3]), "a", again * 1000 + rng.randint(0, 999), 1000 * (50 + again) + i, False)
+                              for i in range(rng.randint(0, 6))]
+            _write(tmp_path / "l", again, rows[0][again])
+        retained = tuple(s for s in range(max(0, step - 6), step) if s not in gone)
+        p = ip.Probe(sides, -2500, 1500, (True, seed != 1), (retained, retained), ((step,), (step,)),
+                     ((step * 1000 - 4000, step * 1000 - 3000),) * 2, 1 + seed % 2, str(epoch))
+        assert _probe(p) == _expected(p, rows)
+        for n in range(2):
+            held = [e for key, e in ip._CACHE.items() if key[0] == sides[n].steps_dir]
+            assert sum(len(e) for e in held) == sum(len(rows[n][s]) for s in (*retained, step))
+            runs_seen = max(runs_seen, *(len(e.runs) for e in held))
+    assert runs_seen > 2
+    warm = _probe(p)
+    monkeypatch.setattr(ip, "_CACHE", type(ip._CACHE)())
+    assert _probe(p) == warm

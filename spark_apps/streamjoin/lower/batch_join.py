@@ -303,7 +303,7 @@ class BatchJoin:
         job = Probe(tuple(sides), self.low_ms * 1000, self.high_ms * 1000, (self.keeps_left, self.keeps_right),
                     (tuple(old[0]), tuple(old[1])), (tuple(new[0]), tuple(new[1])),
                     ((self.leave_left(before), self.leave_left(after)), (self.leave_right(before), self.leave_right(after))),
-                    buckets)
+                    buckets, self._property)
         context = spark.sparkContext  # (the job runs from this thread: PySpark pins it to one JVM thread)
         context.setLocalProperty(self._property, base64.b64encode(pickle.dumps(job)).decode("ascii"))
         try:
