@@ -161,17 +161,20 @@ def test_batch_join_is_exactly_once_across_a_stop_and_a_crash_before_a_release(s
     assert _got(read_output(tmp_path / "run" / "out")) == expected(windows, steps, streams)
 
 
-def test_auto_picks_the_batch_join_for_bounded_runs_and_short_ranges_only():
-    def reason(window: str, bounded: bool):
+def test_auto_picks_the_batch_join_for_bounded_runs_short_ranges_and_keys_the_probe_takes():
+    def reason(window: str, bounded: bool, on: str = "a.k = b.k", probe: str = "auto"):
         sql = ("CREATE STREAM a (k INT) WITH (connector = 'files', path = '/a');"
                "CREATE STREAM b (k INT) WITH (connector = 'files', path = '/b');"
-               f"SELECT STREAM a.k FROM a OVER (RANGE INTERVAL {window} PRECEDING) AS a JOIN b ON a.k = b.k;")
+               f"SELECT STREAM a.k FROM a OVER (RANGE INTERVAL {window} PRECEDING) AS a JOIN b ON {on};")
         script = compile_sql(sql)
-        return batch_reason(script, script.final, LoweringOptions(bounded=bounded))
+        return batch_reason(script, script.final, LoweringOptions(bounded=bounded, batch_probe=probe))
 
     assert reason("'1' MINUTE", bounded=False) is None
     assert reason("'1' HOUR", bounded=True) is None
-    assert "long" in reason("'1' HOUR", bounded=False)
+    assert reason("'1' HOUR", bounded=False) is None  # the keyed probe: a micro-batch costs its new rows
+    assert "long" in reason("'1' HOUR", bounded=False, on="a.k + 1 = b.k")  # an expression: the scan would re-read the hour
+    assert "long" in reason("'1' HOUR", bounded=False, probe="scan")
+    assert reason("'1' MINUTE", bounded=False, on="a.k + 1 = b.k") is None
     script = compile_sql("CREATE STREAM a (k INT) WITH (connector = 'files', path = '/a');"
                          "CREATE STREAM b (k INT) WITH (connector = 'files', path = '/b');"
                          "SELECT STREAM a.k FROM a OVER (ROWS 3 PRECEDING) AS a JOIN b ON a.k = b.k;")

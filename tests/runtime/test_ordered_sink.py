@@ -139,3 +139,18 @@ def test_status_rows_emitted_counts_over_runs_of_a_checkpoint_and_rows_emitted_t
     assert (snap["rows_emitted"], snap["rows_emitted_this_run"]) == (803, 3)
     fresh = Status(tmp_path / "new", [], OrderedSink(tmp_path / "new", None, ["v"], 0), "q.sql").snapshot(None)
     assert summary({**fresh, "state": "finished"}) == "finished: 0 rows emitted, 0 late rows"
+
+
+def test_the_state_is_parsed_once_per_write_and_always_read_as_last_written(tmp_path, monkeypatch):
+    from streamjoin.runtime import ordered_sink
+
+    parsed, real = [], json.loads
+    monkeypatch.setattr(ordered_sink.json, "loads", lambda text: parsed.append(1) or real(text))
+    sink = OrderedSink(tmp_path / "ck", RowWriter(str(tmp_path / "out")), ["v"], 0)
+    sink(Batch([("2024-01-01 00:00:01", 1), ("2024-01-01 00:00:09", 9)]), 0)
+    assert [sink.state().last_batch for _ in range(5)] == [0] * 5 and len(parsed) == 1
+    mine = sink.state()
+    mine.rows_emitted = 99  # a reader's copy: the sink's state is not changed by it
+    sink.release(watermark("2024-01-01T00:00:05.000Z"))
+    assert sink.state().rows_emitted == 1 and len(parsed) == 2
+    assert OrderedSink(tmp_path / "ck", RowWriter(str(tmp_path / "out")), ["v"], 0).state().rows_emitted == 1

@@ -273,12 +273,12 @@ class Stager:
         if not root.exists():
             return []
         seen = set(m.files)
-        names = sorted(
-            p.name
-            for p in root.iterdir()
-            if p.is_file() and not p.name.startswith((".", "_")) and p.name not in seen and p.stat().st_size > 0
-        )
-        return [str(root / n) for n in names]
+        names = []
+        with os.scandir(root) as entries:  # (a file read before costs its name only, not a stat: a live folder grows)
+            for e in entries:
+                if not e.name.startswith((".", "_")) and e.name not in seen and e.is_file() and e.stat().st_size > 0:
+                    names.append(e.name)
+        return [str(root / n) for n in sorted(names)]
 
     def _new_objects(self, m: Manifest) -> list[str]:
         """The objects directly under the input's s3:// prefix not read before, as full

@@ -10,7 +10,7 @@ import pyarrow as pa
 
 from streamjoin.io.formats import BOUND
 from streamjoin.io.staging import InputSpec
-from streamjoin.plan.model import Join
+from streamjoin.plan.model import Join, Query, Script
 
 
 def probe_task(name: str, batches):
@@ -63,3 +63,15 @@ def keyed_sides(join: Join, left: InputSpec, right: InputSpec) -> tuple[tuple[st
     if not all(any(test(t) for test in _CARRIED) for side in types for t in side.values()):
         return None
     return tuple(keys[0]), tuple(keys[1])
+
+
+def keyed_query(script: Script, query: Query, join: Join) -> bool:
+    """Whether the keyed probe can find `join`'s pairs (`keyed_sides`), from the streams as
+    declared (before their inputs are staged: `lower.strategy.batch_reason`)."""
+    from types import SimpleNamespace
+
+    from streamjoin.io.types import arrow_schema
+
+    sides = [SimpleNamespace(alias=a, schema=arrow_schema(script.relation(query.input(a).relation).columns))
+             for a in (join.left_inputs[-1], join.right)]
+    return keyed_sides(join, *sides) is not None

@@ -17,8 +17,9 @@ from streamjoin.settings import Settings
 NATIVE = "Spark's native stream-stream join"
 BATCH = ("streamjoin's batch interval join (each micro-batch's new rows joined by Spark's batch engine with the "
          "other input's rows still in range, read back from the staged steps; NULL-extended rows when rows leave the range)")
-# The batch join reads the rows still in range back on every micro-batch: worth it while the range
-# is short or the run is bounded; a long range on a live stream stays on Spark's stateful join.
+# Without its keyed probe the batch join reads the rows still in range back on every micro-batch:
+# worth it while the range is short or the run is bounded; a long range on a live stream whose keys
+# the probe cannot take stays on Spark's stateful join (docs/runtime.md, "When").
 BATCH_SPAN_MS = 10 * 60 * 1000
 CUSTOM = "streamjoin's stateful join operator (transformWithStateInPandas, RocksDB state, event-time timers)"
 
@@ -80,7 +81,8 @@ def interval(join: Join) -> tuple[int, int] | None:
 def batch_reason(script: Script, query: Query, options: LoweringOptions = LoweringOptions()) -> str | None:
     """Why the batch interval join (`lower.batch_join`) does not run `query`, or None when it does:
     two streams read directly, one interval join with both bounds, EMIT FINAL, JSON Lines output;
-    by default (`auto`) when the run is bounded or the range spans at most BATCH_SPAN_MS."""
+    by default (`auto`) when the run is bounded, the range spans at most BATCH_SPAN_MS, or the
+    keyed probe finds its pairs (`lower.keyed_probe.keyed_query`)."""
     if options.join_operator not in ("auto", "batch"):
         return f"STREAMJOIN_JOIN_OPERATOR={options.join_operator}"
     if len(query.inputs) != 2 or len(query.joins) != 1 or len(query.streams()) != 2:
@@ -96,7 +98,11 @@ def batch_reason(script: Script, query: Query, options: LoweringOptions = Loweri
     if span is None:
         return "the time range is unbounded"
     if options.join_operator == "auto" and not options.bounded and span[1] - span[0] > BATCH_SPAN_MS:
-        return "the range is long and the run live: re-reading it every micro-batch costs more than Spark's state"
+        from streamjoin.lower.keyed_probe import keyed_query
+
+        if options.batch_probe == "scan" or not keyed_query(script, query, join):
+            return ("the range is long, the run live and the keys not the keyed probe's: re-reading the range every "
+                    "micro-batch costs more than Spark's state")
     return None
 
 
