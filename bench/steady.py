@@ -197,14 +197,7 @@ def run_steady(engine: str, rate: int, window_s: int, seconds: int, operator: st
 
 
 def _cpu(tree: psutil.Process) -> float:
-    total = 0.0
-    for p in [tree, *tree.children(recursive=True)]:
-        try:
-            t = p.cpu_times()
-            total += t.user + t.system
-        except psutil.Error:
-            pass
-    return total
+    return _over_tree(tree, lambda p: sum(p.cpu_times()[:2]))
 
 
 def _latencies(reads: list[tuple[float, int, int]], gen: Generator, rate: int, skip: int) -> list[float]:
@@ -223,10 +216,15 @@ def _sample_memory(tree: psutil.Process, result: Steady, done: threading.Event) 
 
 
 def _rss(tree: psutil.Process) -> int:
+    return _over_tree(tree, lambda p: p.memory_info().rss)
+
+
+def _over_tree(tree: psutil.Process, measure):
+    """`measure` summed over the process and its children (those that ended meanwhile left out)."""
     total = 0
     for p in [tree, *tree.children(recursive=True)]:
         try:
-            total += p.memory_info().rss
+            total += measure(p)
         except psutil.Error:
             pass
     return total

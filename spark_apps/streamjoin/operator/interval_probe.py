@@ -101,8 +101,7 @@ class Run:
         starts = np.cumsum(sizes) - sizes
         hashes = table["__hash"].to_numpy()
         order = np.argsort(hashes, kind="stable")
-        rowtime = table.column(table.schema.get_field_index("__time")).to_numpy()
-        arrays = {"hash": hashes[order], "time": rowtime[order],
+        arrays = {"hash": hashes[order], "time": table["__time"].to_numpy()[order],
                   "step": np.repeat(np.array([s for s, _ in tables], np.int64), sizes)[order],
                   "prow": order.astype(np.int64), "valid": table["__valid"].to_numpy(zero_copy_only=False)[order]}
         spans = {s: (int(a), int(n)) for (s, _), a, n in zip(tables, starts, sizes, strict=True)}
@@ -122,6 +121,11 @@ class Run:
     def alive(self) -> np.ndarray | None:
         """Which rows are of steps still held (None: all)."""
         return ~_among(self.step, self.dead) if self.dead else None
+
+    def where(self, mask: np.ndarray) -> np.ndarray:
+        """The places of the rows of steps still held where `mask` is true."""
+        alive = self.alive()
+        return np.flatnonzero(mask if alive is None else mask & alive)
 
     def merge(self, newer: Run) -> Run:
         """This run's rows and `newer`'s as one run (`newer`'s after equal hashes here)."""
@@ -143,8 +147,7 @@ class Run:
 
     def compact(self) -> Run:
         """This run without the rows of its dead steps."""
-        alive = self.alive()
-        keep = np.arange(len(self)) if alive is None else np.flatnonzero(alive)  # (one boolean pass, then a gather per field)
+        keep = self.where(np.ones(len(self), bool))  # (one boolean pass, then a gather per field)
         arrays = {name: getattr(self, name)[keep] for name in _FIELDS}
         steps = sorted((a, s, n) for s, (a, n) in self.spans.items() if s not in self.dead)
         parts, spans, at = [], {}, 0
@@ -277,8 +280,7 @@ class Kept:
         parts = []
         for n, run in enumerate(self.runs):
             if any(s in run.spans and s not in run.dead for s in steps):
-                mask, alive = _among(run.step, steps), run.alive()
-                parts.append(self._part(n, np.flatnonzero(mask if alive is None else mask & alive)))
+                parts.append(self._part(n, run.where(_among(run.step, steps))))
         return Rows.concat(parts)
 
     def leaving(self, was: int, now: int, new: set[int]) -> Rows:
@@ -289,8 +291,7 @@ class Kept:
             if not len(run) or run.tmin >= now or (run.tmax < was and not fresh):
                 continue
             mask = (run.time < now) & ((run.time >= was) | (_among(run.step, new) if fresh else False))
-            alive = run.alive()
-            parts.append(self._part(n, np.flatnonzero(mask if alive is None else mask & alive)))
+            parts.append(self._part(n, run.where(mask)))
         return Rows.concat(parts)
 
     def find(self, hashes: np.ndarray) -> tuple[np.ndarray, Rows]:
