@@ -10,18 +10,24 @@ import bisect
 
 from streamjoin.lower.columns import bound_column
 from streamjoin.lower.expressions import python_code
+from streamjoin.operator.group import sql_lambda
 from streamjoin.plan.model import Join, JoinType, Query
 
 
 def asof_lookup(stream_frame, table_frame, query: Query, join: Join):
-    """The stream frame with each row's nearest table row (support checked: no residual)."""
+    """The stream frame with each row's nearest table row (support checked: ON conditions beyond
+    the keys and the inequality are on one side each, `lower.custom.asof_filters`)."""
     from pyspark.sql.types import StructType
+
+    from streamjoin.lower.custom import asof_filters
 
     left_alias, right_alias = join.left_inputs[-1], join.right
     keys = [(python_code(a), python_code(b)) for a, b in join.condition.keys]
     asof = join.condition.asof  # left OP right
     op = asof.op
-    index = _index(table_frame.toArrow().to_pylist(), right_alias, [b for _, b in keys], python_code(asof.right))
+    left_filter, right_filter = (python_code(f) if f is not None else None for f in asof_filters(join))
+    index = _index(table_frame.toArrow().to_pylist(), right_alias, [b for _, b in keys], python_code(asof.right),
+                   right_filter)
     stream_names = stream_frame.columns
     table_names = table_frame.columns
     schema = StructType(stream_frame.schema.fields + table_frame.schema.fields)
@@ -31,10 +37,10 @@ def asof_lookup(stream_frame, table_frame, query: Query, join: Join):
 
     def lookup(batches):
         import pyarrow as pa
-        from sqlglot.executor.env import ENV
 
-        key_fns = [eval(f"lambda scope: {k}", dict(ENV)) for k in left_keys]
-        value_fn = eval(f"lambda scope: {left_value}", dict(ENV))
+        key_fns = [sql_lambda(k) for k in left_keys]
+        value_fn = sql_lambda(left_value)
+        admits = sql_lambda(left_filter) if left_filter else None
         arrow_schema = None
         for batch in batches:
             out = []
@@ -45,7 +51,8 @@ def asof_lookup(stream_frame, table_frame, query: Query, join: Join):
                 scope = {left_alias: _unflat(row, left_alias)}
                 key = tuple(f(scope) for f in key_fns)
                 value = value_fn(scope)
-                match = None if None in key or value is None else _nearest(index.get(key), value, op)
+                failed = admits is not None and admits(scope) is not True  # its own ON condition: no match
+                match = None if failed or None in key or value is None else _nearest(index.get(key), value, op)
                 if match is None and not outer:
                     continue
                 out.append({**row, **(match if match is not None else dict.fromkeys(table_names))})
@@ -63,15 +70,17 @@ def _unflat(row: dict, alias: str) -> dict:
     return {k[len(prefix):]: v for k, v in row.items() if k.startswith(prefix)}
 
 
-def _index(rows: list[dict], alias: str, key_code: list[str], value_code: str) -> dict:
-    """key tuple -> (sorted ordering values, rows in the same order); table order breaks ties."""
-    from sqlglot.executor.env import ENV
-
-    key_fns = [eval(f"lambda scope: {k}", dict(ENV)) for k in key_code]
-    value_fn = eval(f"lambda scope: {value_code}", dict(ENV))
+def _index(rows: list[dict], alias: str, key_code: list[str], value_code: str, filter_code: str | None = None) -> dict:
+    """key tuple -> (sorted ordering values, rows in the same order); table order breaks ties.
+    `filter_code`: the join's ON condition on the table alone (a row failing it is no candidate)."""
+    key_fns = [sql_lambda(k) for k in key_code]
+    value_fn = sql_lambda(value_code)
+    admits = sql_lambda(filter_code) if filter_code else None
     groups: dict = {}
     for position, row in enumerate(rows):
         scope = {alias: _unflat(row, alias)}
+        if admits is not None and admits(scope) is not True:
+            continue
         key = tuple(f(scope) for f in key_fns)
         value = value_fn(scope)
         if None in key or value is None:

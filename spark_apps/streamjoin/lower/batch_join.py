@@ -158,12 +158,13 @@ class BatchJoin:
 
     def side(self, spark, n: int, files: list[str], low_us: int | None = None, high_us: int | None = None):
         """The data rows of input n (0: L, 1: R) in `files` with `low_us <= rowtime < high_us`,
-        flat under its alias as the native lowering names them, or None without files. One
+        flat under its alias as the native lowering names them, or None without files (but for
+        `low_us` INF: the input's columns and no rows, files or not). One
         `where` and one `selectExpr`: a micro-batch builds several of these, and every DataFrame
         call is a round trip to the JVM."""
         from streamjoin.io.instants import SHIFT_US
 
-        if not files:
+        if not files and low_us != INF:
             return None
         spec = self.specs[n]
         frame = self.read(spark, n, files)
@@ -187,7 +188,10 @@ class BatchJoin:
 
         from streamjoin.io.formats import staged_schema
 
-        return spark.read.schema(from_arrow_schema(staged_schema(self.specs[n].schema))).parquet(*files)
+        schema = from_arrow_schema(staged_schema(self.specs[n].schema))
+        if not files:  # an input whose steps hold bounds only (an empty file, every row late): no rows
+            return spark.createDataFrame([], schema)
+        return spark.read.schema(schema).parquet(*files)
 
     # Spark's equi-join compares every pair of a key; over a long stream most are far apart in
     # time. So rows are also bucketed by time, buckets as wide as the range: a row of one input
@@ -255,11 +259,13 @@ class BatchJoin:
         retain = self.retain_from(before)
         new_l, new_r = self.side(spark, 0, new[0]), self.side(spark, 1, new[1])
         old_l, old_r = self.side(spark, 0, old[0], retain[0]), self.side(spark, 1, old[1], retain[1])
-        empty_l = self.side(spark, 0, [*new[0], *old[0]][:1], INF)  # the columns, no rows
+        if not (new[0] or old[0] or new[1] or old[1]):
+            return None  # no data rows yet: nothing can pair or leave
+        # the columns, no rows. An input with no data rows (an empty file, its rows all late or
+        # filtered) still moves its clock: the other input's preserved rows leave by it (issue 38)
+        empty_l = self.side(spark, 0, [*new[0], *old[0]][:1], INF)
         empty_r = self.side(spark, 1, [*new[1], *old[1]][:1], INF)
         new_l, new_r = new_l if new_l is not None else empty_l, new_r if new_r is not None else empty_r
-        if empty_l is None or empty_r is None:
-            return None  # an input has no step yet: nothing can pair or leave
         all_l = new_l if old_l is None else old_l.unionByName(new_l)
         all_r = new_r if old_r is None else old_r.unionByName(new_r)
         few = sizes is not None and sizes[0][0] * FEW <= sum(sizes[1]) and sizes[0][0] <= BROADCAST_ROWS
@@ -292,8 +298,8 @@ class BatchJoin:
         frame each time cost the JVM twice the CPU of running it (70 of 125 ms a job, 2026-11-26)."""
         from streamjoin.operator.interval_probe import Probe, Side
 
-        if not (new[0] or old[0]) or not (new[1] or old[1]):
-            return None  # an input has no step yet: nothing can pair or leave
+        if not (new[0] or old[0] or new[1] or old[1]):
+            return None  # no data rows yet: nothing can pair or leave (one input's may leave unmatched)
         sides = []
         for n, spec in enumerate(self.specs):
             names = tuple(spec.schema.names)

@@ -20,6 +20,7 @@ ROWTIME_COLUMN = "__rowtime"
 ET_COLUMN = "__et"
 ZERO = "__zero"
 START = "__start"
+VIEW_BOUND = "__bound"  # a view's output row is a rowtime bound (NativeLowering.view_frame)
 
 
 def flat(alias: str, column: str) -> str:

@@ -21,35 +21,53 @@ from streamjoin.lower.expressions import local_sql, python_code, spark_sql
 from streamjoin.lower.lowered import OP
 from streamjoin.lower.strategy import LoweringOptions, by_column, group_keys
 from streamjoin.operator.group import Side, Spec
+from streamjoin.plan.conditions import one_sided
 from streamjoin.plan.model import Emit, Join, JoinKind, Query
 from streamjoin.plan.windows import RangeWindow, RowsWindow
 
 _FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
 
 
-def compile_condition(join: Join) -> tuple[tuple, str | None]:
-    """(key pairs, residual) as Python source over `scope[alias][column]`; Unsupported when
-    Python cannot evaluate the condition."""
+def compile_condition(join: Join) -> tuple[tuple, str | None, tuple]:
+    """(key pairs, residual, side filters) as Python source over `scope[alias][column]`;
+    Unsupported when Python cannot evaluate the condition. An ASOF join's residual is its ON
+    conditions on one side each (`asof_filters`), a filter of that side's rows."""
     from streamjoin.operator.group import Condition
 
     c = join.condition
     try:
         keys = tuple((python_code(a), python_code(b)) for a, b in c.keys)
-        residual = None
-        if c.residual:
-            both = exp.Paren(this=c.residual[0].copy())
-            for r in c.residual[1:]:
-                both = exp.And(this=both, expression=exp.Paren(this=r.copy()))
-            residual = python_code(both)
-        Condition(Spec(JoinKind.STREAM_STREAM_WINDOW, join.join_type, Emit.FINAL, Side("l"), Side("r"), keys, residual))
+        residual, filters = None, (None, None)
+        if join.kind in (JoinKind.ASOF, JoinKind.ASOF_TABLE):
+            filters = tuple(python_code(both) if both is not None else None for both in asof_filters(join))
+        elif c.residual:
+            residual = python_code(conjunction(c.residual))
+        Condition(Spec(JoinKind.STREAM_STREAM_WINDOW, join.join_type, Emit.FINAL, Side(join.left_inputs[-1]),
+                       Side(join.right), keys, residual, side_filters=filters))
     except (SqlglotError, SyntaxError) as error:  # the SQL has something Python cannot evaluate
         raise Unsupported(f"the join condition cannot be evaluated by streamjoin's operator: {error}") from None
-    return keys, residual
+    return keys, residual, filters
+
+
+def conjunction(parts) -> exp.Expression:
+    both = exp.Paren(this=parts[0].copy())
+    for r in parts[1:]:
+        both = exp.And(this=both, expression=exp.Paren(this=r.copy()))
+    return both
+
+
+def asof_filters(join: Join) -> tuple[exp.Expression | None, exp.Expression | None]:
+    """An ASOF join's ON conditions beyond its keys and inequality, as (on the left input, on the
+    right input): a left row that fails its own matches nothing (ASOF LEFT: NULL-extended, as ON
+    means for an outer join; WHERE would drop it), a right row that fails its own is no
+    candidate. A condition on both sides is rejected (`lower.support`)."""
+    lefts, rights, _ = one_sided(join.condition.residual, set(join.left_inputs), join.right)
+    return (conjunction(lefts) if lefts else None), (conjunction(rights) if rights else None)
 
 
 def spec_for(query: Query) -> Spec:
     join = query.joins[0]
-    keys, residual = compile_condition(join)
+    keys, residual, filters = compile_condition(join)
     left, right = join.left_inputs[0], join.right
     return Spec(
         kind=join.kind,
@@ -62,6 +80,7 @@ def spec_for(query: Query) -> Spec:
         asof_op=_FLIP[join.condition.asof.op] if join.condition.asof else None,
         time_window=query.input(left).time_window if join.kind == JoinKind.WINDOW_TVF else None,
         table_key=_table_key(query, join) if join.kind == JoinKind.CHANGELOG else (),
+        side_filters=filters,
     )
 
 

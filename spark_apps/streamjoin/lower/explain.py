@@ -58,12 +58,15 @@ def _query(script: Script, q: Query, options: LoweringOptions) -> str:
         title = f"{title} (pump {pump.name} into {pump.target})"
     target = f" -> INSERT INTO {q.sink}" if q.sink else ""
     lines = [f"{title}: {q.kind}{target}", f"  emit: {_EMIT[q.emit]}", "  inputs:"]
-    staged = {sv.alias for sv in staged_views(script, q)}
+    staged = {sv.alias: sv.view for sv in staged_views(script, q, options)}
     for i in q.inputs:
         lines.append(f"    {i.alias}: {i.kind} {i.relation}{_input_detail(i)}")
-        if i.alias in staged:
+        if i.alias in staged and staged[i.alias].aggregation is not None:
             lines.append("      an aggregating view joined with a stream: it runs as a query of its own; its rows, released in "
                          "rowtime order once their bucket closes, are this input")
+        elif i.alias in staged:
+            lines.append("      a view read by streamjoin's operator: it runs as a query of its own; its rows, released in "
+                         "rowtime order with its rowtime bounds, are this input")
         for f in i.pushed_filters:
             lines.append(f"      filter before loading: {sql(f)}")
     for n, j in enumerate(q.joins, 1):

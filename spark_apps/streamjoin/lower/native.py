@@ -22,7 +22,9 @@ from streamjoin.lower.columns import (
     ET_COLUMN,
     ROWTIME_COLUMN,
     START,
+    VIEW_BOUND,
     ZERO,
+    any_bound,
     bound_column,
     engine_time,
     et,
@@ -56,11 +58,13 @@ class NativeLowering:
         self.staged = staged or {}
         self.snapshots = []
 
-    def query_frame(self, query: Query, prefix: str = ""):
-        """(streaming frame of output columns + __rowtime + __et, BucketedJoin or None)."""
+    def query_frame(self, query: Query, prefix: str = "", bounds: bool = False):
+        """(streaming frame of output columns + __rowtime + __et, BucketedJoin or None).
+        `bounds`: keep the inputs' bound rows, marked in a column `__bound` (a view read by a
+        join: its bounds must reach that join's clock, `view_frame`)."""
         frames = {i.alias: self.input_frame(query, i, prefix) for i in query.inputs}
         joined, bucketed_join = self.join_chain(query, frames, frames[query.inputs[0].alias], query.joins)
-        return self.finish(query, frames, joined, bucketed_join)
+        return self.finish(query, frames, joined, bucketed_join, bounds)
 
     def join_chain(self, query: Query, frames: dict, joined, joins, before: tuple[str, ...] = ()):
         """Join `joins` onto `joined`; `before`: the stream inputs an intermediate stream (the
@@ -76,13 +80,16 @@ class NativeLowering:
                 joined = one_event_time(joined, sides)
         return joined, None
 
-    def finish(self, query: Query, frames: dict, joined, bucketed_join):
+    def finish(self, query: Query, frames: dict, joined, bucketed_join, bounds: bool = False):
         from pyspark.sql import functions as F
 
         streams = query.streams()
         if query.where is not None and bucketed_join is None:
             joined = joined.where(F.expr(or_bound(spark_sql(query.where), streams)))
-        if not inner_only(query) or (not query.joins and query.aggregation is None):
+        keep_bounds = bounds and bucketed_join is None and query.aggregation is None
+        if keep_bounds:
+            pass  # a view's bound rows go on, marked, to the joins that read it (their guards reject them)
+        elif not inner_only(query) or (not query.joins and query.aggregation is None):
             # an inner join's own guard keeps bound rows out. Without joins, an aggregation needs
             # its bound row to move the watermark past its last group (Spark pushes a filter
             # below the watermark); the bound's own group never closes, so it is never written.
@@ -95,6 +102,8 @@ class NativeLowering:
             return aggregate(joined, query, et(streams[0])), None
         joined = joined.withColumn(ROWTIME_COLUMN, rowtime_column(query, streams))
         selected = [F.expr(spark_sql(c.expression)).alias(c.name) for c in query.output]
+        if keep_bounds:
+            selected.append(F.expr(any_bound(streams) if streams else "false").alias(VIEW_BOUND))
         return joined.select(*selected, F.col(ROWTIME_COLUMN), event_time(query, streams).alias(ET_COLUMN)), None
 
     def bucketed(self, query: Query, frames: dict, joined, join: Join):
@@ -138,7 +147,10 @@ class NativeLowering:
         from pyspark.sql import functions as F
 
         view = self.script.view(relation.name)
-        frame, _ = self.query_frame(view, f"{prefix}{relation.name}.")
+        # its bound rows too: a filter or projection that dropped them would hold back the
+        # watermark (Spark pushes filters below it), and the outer joins reading the view would
+        # never release their last NULL-extended rows (issue 38)
+        frame, _ = self.query_frame(view, f"{prefix}{relation.name}.", bounds=True)
         out = [c.name for c in view.output]
         cols = [F.col(q(c)).alias(flat(item.alias, c)) for c in out]
         if relation.rowtime not in out:
@@ -146,7 +158,7 @@ class NativeLowering:
         return frame.select(
             *cols,
             F.col(ET_COLUMN).alias(et(item.alias)),
-            F.lit(False).alias(bound_column(item.alias)),
+            (F.col(VIEW_BOUND) if VIEW_BOUND in frame.columns else F.lit(False)).alias(bound_column(item.alias)),
             (F.unix_micros(F.col(ROWTIME_COLUMN)) * 0).alias(flat(item.alias, ZERO)),
         )
 

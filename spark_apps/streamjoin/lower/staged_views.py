@@ -19,21 +19,22 @@ from streamjoin.io.staging import InputSpec
 from streamjoin.lower.aggregate import bucket_ms
 from streamjoin.lower.columns import ET_COLUMN, ROWTIME_COLUMN
 from streamjoin.lower.lowered import Lowered
-from streamjoin.lower.strategy import staged_views
+from streamjoin.lower.strategy import LoweringOptions, staged_views
 from streamjoin.plan.model import Query, Script
 
 
 def lower_staged_views(spark, script: Script, query: Query, specs: list[InputSpec], checkpoint: Path,
-                       late_root: Path) -> tuple[list[Lowered], dict[str, InputSpec], list[InputSpec]]:
+                       late_root: Path, options: LoweringOptions = LoweringOptions()
+                       ) -> tuple[list[Lowered], dict[str, InputSpec], list[InputSpec]]:
     """(the views' parts, in order; the staged input each becomes, by the query's alias; the
     specs the joining query still reads itself)."""
     from pyspark.sql import functions as F
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    from streamjoin.lower.native import NativeLowering
+    from streamjoin.lower.native import NativeLowering, order_delay
 
     parts, staged, rest = [], {}, list(specs)
-    for n, sv in enumerate(staged_views(script, query)):
+    for n, sv in enumerate(staged_views(script, query, options)):
         prefix = f"{sv.view.name}."
         mine = [s for s in rest if s.alias.startswith(prefix)]
         rest = [s for s in rest if not s.alias.startswith(prefix)]
@@ -41,7 +42,7 @@ def lower_staged_views(spark, script: Script, query: Query, specs: list[InputSpe
         frame, _ = lowering.query_frame(sv.view, prefix)
         columns = [c.name for c in sv.view.output]
         rowtime = script.relation(sv.view.name).rowtime
-        if rowtime not in columns:  # the view's implicit rowtime: the bucket start
+        if rowtime not in columns:  # the view's implicit rowtime: the bucket start, or its rows' output rowtime
             frame = frame.withColumn(rowtime, F.col(ROWTIME_COLUMN))
             columns.append(rowtime)
         rows = frame.drop(ET_COLUMN)
@@ -57,7 +58,9 @@ def lower_staged_views(spark, script: Script, query: Query, specs: list[InputSpe
             state_dir=str(checkpoint / "sources" / name),
             late_dir=str(late_root / name),
         )
-        delay = bucket_ms(sv.view.aggregation)
+        # a row is final once the clock passes its bucket's end, or (no aggregation) the view's
+        # own order delay: 0 for a projection, a filter or inner joins
+        delay = bucket_ms(sv.view.aggregation) if sv.view.aggregation is not None else order_delay(sv.view)
         parts.append(Lowered(rows, mine, columns, delay, lowering.snapshots, stage_output=spec.path, stage_spec=spec))
         staged[sv.alias] = spec
     return parts, staged, rest

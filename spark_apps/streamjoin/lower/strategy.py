@@ -189,7 +189,7 @@ def by_column(query: Query, join: Join, options: LoweringOptions) -> str | None:
     checks their types): "asof" for ASOF `right.rowtime <= / < left.rowtime`, "rows" for an inner
     join of ROWS windows each partitioned by exactly its join-key columns; None: row by row."""
     keys = group_keys(query, join)
-    if not (options.columnar and keys):
+    if not (options.columnar and keys) or join.condition.residual:  # (an ASOF's side filters: row by row)
         return None
     if join.kind == JoinKind.ASOF and join.condition.asof.op in (">=", ">"):
         return "asof"
@@ -211,14 +211,17 @@ class StagedView:
     view: Query
 
 
-def staged_views(script: Script, query: Query) -> list[StagedView]:
+def staged_views(script: Script, query: Query, options: LoweringOptions = LoweringOptions()) -> list[StagedView]:
     """The inputs of `query` that run as parts of their own: aggregating stream views that take
-    part in a join with another stream (a view only joined with tables runs inline)."""
+    part in a join with another stream (a view only joined with tables runs inline), and every
+    stream view a join on streamjoin's operator reads (the operator reads staged steps only)."""
     joined = {a for j in query.joins if not (j.kind.with_table or j.kind == JoinKind.BUCKETED)
               for a in (*j.left_inputs, j.right)}
-    return [StagedView(i.alias, script.view(i.relation)) for i in query.inputs if _aggregating_view(script, i) and i.alias in joined]
+    custom = uses_custom(query, options)
+    return [StagedView(i.alias, script.view(i.relation)) for i in query.inputs
+            if i.alias in joined and _stream_view(script, i) and (custom or script.view(i.relation).aggregation is not None)]
 
 
-def _aggregating_view(script: Script, item: Input) -> bool:
+def _stream_view(script: Script, item: Input) -> bool:
     relation = script.relation(item.relation)
-    return relation.view and item.kind == Kind.STREAM and script.view(relation.name).aggregation is not None
+    return relation.view and item.kind == Kind.STREAM and script.view(relation.name).kind == Kind.STREAM

@@ -194,8 +194,8 @@ def _join_kinds(ctx: Context) -> str | None:
     for j in q.joins:
         if not (j.kind.stream_stream or j.kind.with_table or j.kind == JoinKind.BUCKETED):
             return f"{j.kind}s are not supported by `run` yet"
-        if j.kind == JoinKind.ASOF_TABLE and j.condition.residual:
-            return "an ASOF join takes equality keys and one inequality; filter other conditions in WHERE"
+        if j.kind == JoinKind.ASOF_TABLE and _asof_both_sides(j):
+            return _asof_both_sides(j)
         if j.kind == JoinKind.BUCKETED:
             if j is not q.joins[-1] or not ctx.top or q.aggregation is not None:
                 return "a bucketed table-preserving join must be the last join of the final query in `run`"
@@ -276,7 +276,7 @@ def _custom_shape(ctx: Context) -> str | None:
         return ("a join that needs streamjoin's own operator (ROWS windows, EMIT EAGER/CHANGES, ASOF, TUMBLE/HOP) "
                 "must be the query's only join in `run` yet: join further inputs in a view over it")
     join = q.joins[0]
-    staged = {sv.alias for sv in staged_views(ctx.script, q)}
+    staged = {sv.alias for sv in staged_views(ctx.script, q, ctx.options)}
     for i in q.inputs:
         relation = ctx.script.relation(i.relation)
         if (relation.view and i.alias not in staged) or i.kind != Kind.STREAM:
@@ -309,8 +309,8 @@ def _custom_condition(ctx: Context) -> str | None:
         rrt = f"{join.right}.{q.input(join.right).rowtime}"
         if _plain(asof.left) != lrt or _plain(asof.right) != rrt:
             return f"an ASOF join of two streams orders by their rowtimes: write {rrt} {_FLIP[asof.op]} {lrt}"
-        if join.condition.residual:
-            return "an ASOF join takes equality keys and one inequality; filter other conditions in WHERE"
+        if _asof_both_sides(join):
+            return _asof_both_sides(join)
         if q.emit == Emit.EAGER:
             return "EMIT EAGER is not defined for ASOF joins (SEMANTICS §6 covers window joins): use FINAL or CHANGES"
     if q.emit == Emit.CHANGES and any(o.name == OP for o in q.output):
@@ -323,7 +323,7 @@ def _custom_condition(ctx: Context) -> str | None:
 
 
 def _custom_inputs(ctx: Context) -> str | None:
-    staged = {sv.alias for sv in staged_views(ctx.script, ctx.query)}
+    staged = {sv.alias for sv in staged_views(ctx.script, ctx.query, ctx.options)}
     for i in ctx.query.inputs:
         relation = ctx.script.relation(i.relation)
         if i.alias in staged:
@@ -337,6 +337,19 @@ def _custom_inputs(ctx: Context) -> str | None:
     if sink_spec(ctx.script, ctx.query) is not None:
         return "a join on streamjoin's own operator writes to --output (JSON Lines) in `run` yet, not to an S3 sink"
     return None
+
+
+def _asof_both_sides(join) -> str | None:
+    """An ASOF join runs ON conditions on one side each (`lower.custom.asof_filters`), not one
+    that compares both sides: its nearest row would depend on it."""
+    from streamjoin.plan.conditions import one_sided
+
+    _, _, both = one_sided(join.condition.residual, set(join.left_inputs), join.right)
+    if not both:
+        return None
+    return (f"an ASOF join's ON takes equality keys, one inequality and conditions on one side each, not "
+            f"{sql(both[0])}, which compares both sides (the nearest row would depend on it: not supported yet); "
+            "moving it to WHERE would change the meaning (WHERE drops the rows that ON keeps NULL-extended)")
 
 
 def _plain(expression: exp.Expression) -> str:

@@ -17,7 +17,10 @@ sink can release FINAL output in order. The engines: `window_join` (RANGE / ROWS
 
 from __future__ import annotations
 
+import builtins
+import dis
 import math
+import types
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
@@ -49,22 +52,55 @@ class Spec:
     asof_op: str | None = None  # `right.rowtime OP left.rowtime`
     time_window: TimeWindowFunction | None = None  # a window join's TUMBLE / HOP (both sides have it)
     table_key: tuple = ()  # changelog: the columns that identify a table row
+    # ASOF: the ON conditions on one side, (left code | None, right code | None): a row that fails
+    # its side's matches nothing (an ASOF LEFT row is NULL-extended, a right row is no candidate)
+    side_filters: tuple = (None, None)
     pending_us: float = INF  # changelog: how long a stream row waits for its table row
 
     def preserves(self, side: int) -> bool:
         return self.join_type == JoinType.FULL or (self.join_type, side) in ((JoinType.LEFT, 0), (JoinType.RIGHT, 1))
 
 
+def _null_safe_eq(a, b) -> bool:
+    """`a IS NOT DISTINCT FROM b`: NULL equals NULL, never NULL itself."""
+    return (a is None and b is None) or (a is not None and b is not None and a == b)
+
+
+# what sqlglot's Python generator calls that its executor's environment lacks
+_EXTRA = {"NULLSAFEEQ": _null_safe_eq, "NULLSAFENEQ": lambda a, b: not _null_safe_eq(a, b)}
+
+
+def sql_lambda(code: str):
+    """`lambda scope: code` over sqlglot's executor environment (SQL NULL semantics). A name the
+    environment lacks is a SyntaxError here, before any row is read, not a NameError at the
+    first row that reaches it."""
+    from sqlglot.executor.env import ENV
+
+    env = {**ENV, **_EXTRA}
+    compiled = compile(f"lambda scope: {code}", "<condition>", "eval")
+    missing = sorted(n for n in _globals(compiled) if n not in env and not hasattr(builtins, n))
+    if missing:
+        raise SyntaxError(f"no Python translation of {', '.join(missing)}")
+    return eval(compiled, env)
+
+
+def _globals(code: types.CodeType) -> set[str]:
+    """The global names a compiled expression (and the functions inside it) reads."""
+    names = {i.argval for i in dis.get_instructions(code) if i.opname in ("LOAD_GLOBAL", "LOAD_NAME")}
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _globals(const)
+    return names
+
+
 class Condition:
     """The join condition as compiled Python (keys: both non-NULL and equal; residual: TRUE)."""
 
     def __init__(self, spec: Spec):
-        from sqlglot.executor.env import ENV
-
         self.spec = spec
-        env = dict(ENV)
-        self.keys = [(eval(f"lambda scope: {a}", env), eval(f"lambda scope: {b}", env)) for a, b in spec.keys]
-        self.residual = eval(f"lambda scope: {spec.residual}", env) if spec.residual else None
+        self.keys = [(sql_lambda(a), sql_lambda(b)) for a, b in spec.keys]
+        self.residual = sql_lambda(spec.residual) if spec.residual else None
+        self.side_filters = [sql_lambda(code) if code else None for code in spec.side_filters]
 
     def __call__(self, left: dict, right: dict) -> bool:
         if self.spec.join_type == JoinType.CROSS:
@@ -78,10 +114,14 @@ class Condition:
 
     def key_of(self, side: int, values: dict):
         """The row's join-key values (its index key in a group), or None when one is NULL (such a
-        row matches nothing). CROSS and key-less joins: ()."""
+        row matches nothing, as does one that fails its side's ON condition, `Spec.side_filters`).
+        CROSS and key-less joins: ()."""
+        scope = {(self.spec.left, self.spec.right)[side].alias: values}
+        admits = self.side_filters[side]
+        if admits is not None and admits(scope) is not True:
+            return None
         if self.spec.join_type == JoinType.CROSS or not self.keys:
             return ()
-        scope = {(self.spec.left, self.spec.right)[side].alias: values}
         key = tuple(pair[side](scope) for pair in self.keys)
         return None if None in key else tuple(hashable(v) for v in key)
 

@@ -37,6 +37,16 @@ def refs_of(expression: exp.Expression) -> set[str]:
     return {c.meta["ref"].alias for c in expression.find_all(exp.Column) if "ref" in c.meta}
 
 
+def one_sided(residual, left: set[str], right: str) -> tuple[list, list, list]:
+    """A residual's conjuncts as (on the left inputs only, on the right input only, on both).
+    A conjunct that names no input counts as the left's (it holds or fails for every row)."""
+    lefts, rights, both = [], [], []
+    for part in residual:
+        refs = refs_of(part) or set(left)
+        (lefts if refs <= left else rights if refs == {right} else both).append(part)
+    return lefts, rights, both
+
+
 def split(condition: exp.Expression | None, left: set[str], right: str, where: Located) -> Condition:
     """Split a qualified condition for the join of `left` aliases with the `right` alias."""
     keys: list[tuple[exp.Expression, exp.Expression]] = []
