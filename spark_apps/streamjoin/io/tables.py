@@ -69,7 +69,7 @@ def read_files(path: str, fmt: str, schema: pa.Schema) -> pa.Table:
             raise ValueError(f"table {path}: unknown format '{fmt}' (use csv, json or parquet)")
         try:
             raw = pq.read_table(p) if fmt == "parquet" else read_text(str(p), fmt, schema)
-            parts.append(conform(raw, schema, None, str(p)).drop_columns([BOUND]))
+            parts.append(_rows_only(conform(raw, schema, None, str(p))))
         except (ValueError, pa.ArrowException) as error:
             # a table must be whole: fail, naming the first row that cannot be read (FILE:LINE[:COL])
             from streamjoin.io.rejects import first_rejected
@@ -78,6 +78,14 @@ def read_files(path: str, fmt: str, schema: pa.Schema) -> pa.Table:
     if not parts:
         return conform(pa.table({}), schema, None, path).drop_columns([BOUND])
     return pa.concat_tables(parts)
+
+
+def _rows_only(table: pa.Table) -> pa.Table:
+    """A file's rows without its rowtime bounds (a stream's files read whole, as a `SELECT TABLE`
+    view does): a bound a writer sent is no row."""
+    import pyarrow.compute as pc
+
+    return table.filter(pc.invert(pc.fill_null(table.column(BOUND), False))).drop_columns([BOUND])
 
 
 def redact(url: str) -> str:

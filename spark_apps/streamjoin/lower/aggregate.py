@@ -8,13 +8,14 @@ from __future__ import annotations
 from sqlglot import exp
 
 from streamjoin.io.instants import SHIFT_US
-from streamjoin.lower.columns import ET_COLUMN, ROWTIME_COLUMN, q
+from streamjoin.lower.columns import ET_COLUMN, ROWTIME_COLUMN, any_bound, q
 from streamjoin.lower.expressions import spark_sql
 from streamjoin.plan.model import Aggregation, Query, sql
 from streamjoin.plan.windows import UNIT_MS
 
 AGGREGATES = (exp.Count, exp.Sum, exp.Min, exp.Max, exp.Avg)
 BUCKET, BUCKET_END = "__bucket", "__bucket_end"
+_BOUND_GROUP, _BOUNDS = "__bound_group", "__bounds"
 
 
 def bucket_ms(aggregation: Aggregation) -> int:
@@ -24,7 +25,7 @@ def bucket_ms(aggregation: Aggregation) -> int:
 
 
 def aggregate(joined, query: Query, event_time_column: str):
-    """`joined`: the query's inputs after joins and WHERE (bound rows removed); returns the
+    """`joined`: the query's inputs after joins and WHERE (bound rows marked); returns the
     output columns plus `__rowtime` (the bucket start) and `__et` (its engine time).
     `event_time_column`: the engine time (instants.SHIFT_US after the rowtime) of the rows."""
     from pyspark.sql import functions as F
@@ -51,13 +52,20 @@ def aggregate(joined, query: Query, event_time_column: str):
     slide = agg.window.slide_ms if agg.window else size
     # buckets start where rowtime - offset is a multiple of the slide: in engine time, SHIFT later
     start = (SHIFT_US // 1000 + (agg.window.offset_ms if agg.window else 0)) % slide
+    # rowtime bounds reach the aggregation (they move its watermark), each in a group of its own
+    # that is never written: a writer's bound is no row, and its group closes like any other once
+    # the clock passes it. The filter reads an aggregate: on the grouping key Spark would push
+    # it below the aggregation and the watermark, and no bound would move the clock.
+    streams = query.streams()
+    flag = F.expr(any_bound(streams) if streams else "false")
     grouped = joined.groupBy(
         F.window(F.col(q(event_time_column)), f"{size} milliseconds", f"{slide} milliseconds",
                  f"{start} milliseconds").alias("__w"),
         *[F.expr(spark_sql(k)).alias(name) for k, name in keys.values()],
+        flag.alias(_BOUND_GROUP),
     )
-    measures = [F.expr(_measure(node)).alias(name) for node, name in aggregates.values()]
-    result = grouped.agg(*measures) if measures else grouped.count()
+    measures = [F.expr(_measure(node)).alias(name) for node, name in aggregates.values()] or [F.count(F.lit(1)).alias("count")]
+    result = grouped.agg(*measures, F.max(flag).alias(_BOUNDS)).where(~F.col(_BOUNDS))
     shift = F.lit(SHIFT_US)
     result = (result.withColumn(BUCKET, F.timestamp_micros(F.unix_micros(F.col("__w.start")) - shift))
               .withColumn(BUCKET_END, F.timestamp_micros(F.unix_micros(F.col("__w.end")) - shift)))
