@@ -20,11 +20,14 @@ import argparse
 import sys
 from pathlib import Path
 
+from streamjoin.dialect.profiles import PROFILES
 from streamjoin.errors import SqlError, Unsupported, one_line_reason
 
 EXIT_OK, EXIT_FAILURE, EXIT_REJECTED = 0, 1, 2
 CONFIG_HELP = ("a TOML file (an app's app.toml) whose [inputs.NAME] and [reference.NAME] declare the input streams "
                "and tables the SQL reads without declaring them (KDA's SOURCE_SQL_STREAM_001; docs/applications.md)")
+DIALECT_HELP = ("read the file as this system does (docs/dialects/): kda and sqlstream fold unquoted names to UPPER case; "
+                "default: detected from constructs only one dialect has, else streamjoin's own reading")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -34,13 +37,16 @@ def main(argv: list[str] | None = None) -> int:
     check = commands.add_parser("check", help="parse and analyse a SQL file; exit 2 with errors if rejected")
     check.add_argument("file")
     check.add_argument("--config", help=CONFIG_HELP)
+    check.add_argument("--dialect", choices=tuple(PROFILES), help=DIALECT_HELP)
     explain = commands.add_parser("explain", help="show how each join of a SQL file runs")
     explain.add_argument("file")
     explain.add_argument("--config", help=CONFIG_HELP)
+    explain.add_argument("--dialect", choices=tuple(PROFILES), help=DIALECT_HELP)
     explain.add_argument("--format", choices=("text", "json"), default="text")
     run = commands.add_parser("run", help="run the file's query on Spark")
     run.add_argument("file")
     run.add_argument("--config", help=CONFIG_HELP)
+    run.add_argument("--dialect", choices=tuple(PROFILES), help=DIALECT_HELP)
     run.add_argument("--output", default="-", help="a directory for JSON Lines files, or - for stdout (default)")
     run.add_argument("--until-idle", action="store_true", help="process what is there now, flush as end of input, exit")
     run.add_argument("--checkpoint", help="checkpoint directory, kept to resume from (default: a temporary one, removed at exit)")
@@ -98,16 +104,21 @@ def _text(path: str) -> str:
     return Path(path).read_text(encoding="utf-8") if path != "-" else sys.stdin.read()
 
 
-def _load(path: str, config: str | None = None):
+def _load(path: str, config: str | None = None, dialect: str | None = None):
     from streamjoin.plan import compile_sql
 
-    return compile_sql(_text(path), path, _declared(config))
+    declared, configured = _config(config)
+    return compile_sql(_text(path), path, declared, dialect or configured, _chosen_by(dialect, config))
 
 
-def _declared(config: str | None) -> tuple[tuple[str, str], ...]:
-    """The declarations of `--config FILE` (streamjoin.plan.inputs)."""
+def _chosen_by(dialect: str | None, config: str | None) -> str:
+    return "--dialect" if dialect else f"dialect in {config}"
+
+
+def _config(config: str | None) -> tuple[tuple[tuple[str, str], ...], str | None]:
+    """The declarations of `--config FILE` (streamjoin.plan.inputs) and its `dialect`, if any."""
     if not config:
-        return ()
+        return (), None
     import tomllib
 
     from streamjoin.plan.inputs import declarations
@@ -118,15 +129,23 @@ def _declared(config: str | None) -> tuple[tuple[str, str], ...]:
         raise Unsupported(f"--config {config}: {error.strerror or error}") from None
     except tomllib.TOMLDecodeError as error:
         raise Unsupported(f"--config {config}: not TOML: {error}") from None
-    return declarations(parsed, config)
+    dialect = parsed.get("dialect")
+    if dialect is not None and not isinstance(dialect, str):
+        raise Unsupported(f"--config {config}: dialect must be a name ({', '.join(PROFILES)})")
+    return declarations(parsed, config), dialect
 
 
 def _check(args) -> int:
-    script = _load(args.file, args.config)
+    script = _load(args.file, args.config, args.dialect)
     queries = len(script.queries)
     joins = sum(len(q.joins) for q in script.queries)
     pumps = f", {len(script.pumps)} pump{'s' * (len(script.pumps) != 1)}" if script.pumps else ""
-    print(f"{args.file}: ok ({queries} quer{'y' if queries == 1 else 'ies'}, {joins} join{'s' * (joins != 1)}{pumps})", file=sys.stderr)
+    for note in script.notes:
+        if note.startswith("warning:"):
+            print(f"{args.file}: {note}", file=sys.stderr)
+    dialect = f"; dialect {script.dialect}, {script.dialect_reason}" if script.dialect != "default" else ""
+    print(f"{args.file}: ok ({queries} quer{'y' if queries == 1 else 'ies'}, {joins} join{'s' * (joins != 1)}{pumps}{dialect})",
+          file=sys.stderr)
     return EXIT_OK
 
 
@@ -135,7 +154,7 @@ def _explain(args) -> int:
     from streamjoin.lower.strategy import LoweringOptions
     from streamjoin.settings import Settings
 
-    script = _load(args.file, args.config)
+    script = _load(args.file, args.config, args.dialect)
     options = LoweringOptions.from_settings(Settings.from_env())
     sys.stdout.write(explain_json(script) if args.format == "json" else explain_text(script, options))
     return EXIT_OK
@@ -150,7 +169,9 @@ def _run(args) -> int:
     from streamjoin.settings import Settings
 
     settings = Settings.from_env()
-    pipeline = Pipeline.from_sql(_text(args.file), args.file, settings, _declared(args.config))  # before Spark starts: rejections are quick
+    declared, configured = _config(args.config)
+    pipeline = Pipeline.from_sql(_text(args.file), args.file, settings, declared, args.dialect or configured,
+                                 _chosen_by(args.dialect, args.config))  # before Spark starts: rejections are quick
     # an ad-hoc run (no --checkpoint) gets a temporary checkpoint, removed when it ends however it ends
     checkpoint = Path(args.checkpoint) if args.checkpoint else Path(tempfile.mkdtemp(prefix="streamjoin-"))
     late = default_late_root(checkpoint, args.output)

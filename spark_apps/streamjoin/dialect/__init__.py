@@ -337,9 +337,12 @@ _DIALECT = StreamJoin()
 
 
 def parse_script(sql: str, filename: str = "<sql>") -> list[exp.Expression]:
-    """Parse a script of `;`-separated statements; a syntax error raises SqlError."""
+    """Parse a script of `;`-separated statements; a syntax error raises SqlError. Each
+    statement records where it starts (its first token, never a comment before it), so an error
+    about a statement sqlglot kept as text (a `Command`) points at that statement."""
     try:
-        statements = _DIALECT.parse(sql, error_level=ErrorLevel.IMMEDIATE)
+        with _quiet_fallback():
+            statements = _DIALECT.parse(sql, error_level=ErrorLevel.IMMEDIATE)
     except ParseError as error:
         info = error.errors[0] if error.errors else {}
         offset = info.get("offset")
@@ -359,8 +362,54 @@ def parse_script(sql: str, filename: str = "<sql>") -> list[exp.Expression]:
         missing = re.match(r"Missing (\S+) from", cause)
         message = f"unterminated {'string' if missing.group(1) == chr(39) else 'quoted name'}: missing {missing.group(1)}" if missing else cause
         raise SqlError(f"syntax error: {message}", filename, line, col, "close the quote") from None
+    for statement, start in zip(statements, _statement_starts(sql), strict=False):
+        if isinstance(statement, exp.Expression) and start is not None:
+            statement.meta["statement_start"] = start
+            if isinstance(statement, exp.Command):  # no position of its own: where it starts
+                statement.meta.setdefault("offset", start)
     # comment-only chunks (a comment after the last `;`) come back as Semicolon nodes
     return [s for s in statements if s is not None and not isinstance(s, exp.Semicolon)]
+
+
+def token_text(sql: str) -> str:
+    """The program's tokens as text, one space apart: no comments, every statement (dialect
+    detection reads it, `profiles.evidence`). A program that does not tokenize gives ''."""
+    try:
+        tokens = _DIALECT.tokenize(sql)
+    except TokenError:
+        return ""
+    return " ".join(sql[t.start:t.end + 1] for t in tokens)
+
+
+def _statement_starts(sql: str) -> list[int | None]:
+    """The offset of each statement's first token, chunked as sqlglot's parser chunks a script
+    (`Parser._parse`): one entry per expression `parse` returns."""
+    tokens = _DIALECT.tokenize(sql)
+    chunks: list[list] = [[]]
+    for i, token in enumerate(tokens):
+        if token.token_type == TokenType.SEMICOLON:
+            if token.comments:
+                chunks.append([token])
+            if i < len(tokens) - 1:
+                chunks.append([])
+        else:
+            chunks[-1].append(token)
+    return [chunk[0].start if chunk else None for chunk in chunks]
+
+
+class _quiet_fallback:
+    """sqlglot logs a warning when it keeps a statement it cannot parse as text (a `Command`);
+    the analyzer says what it does with such a statement, at its position."""
+
+    def __enter__(self):
+        import logging
+
+        self.logger = logging.getLogger("sqlglot")
+        self.level = self.logger.level
+        self.logger.setLevel(logging.ERROR)
+
+    def __exit__(self, *exc):
+        self.logger.setLevel(self.level)
 
 
 def _misspelt(sql: str, offset: int) -> tuple[int, str, str] | None:

@@ -16,8 +16,25 @@ _EMIT = {
 
 
 def explain_text(script: Script, options: LoweringOptions = LoweringOptions()) -> str:
-    blocks = [_relations(script), _pumps(script)] + [_query(script, q, options) for q in script.queries]
+    blocks = [_dialect(script), _relations(script), _pumps(script)] + [_query(script, q, options) for q in script.queries]
     return "\n\n".join(b for b in blocks if b) + "\n"
+
+
+def _dialect(script: Script) -> str:
+    """The profile the file was read with when it is not the default (and why), and what the
+    script's set-up statements did (dropped, replaced, ignored) or warn of."""
+    from streamjoin.dialect.profiles import profile
+
+    lines = []
+    if script.dialect != "default" or script.dialect_reason:
+        chosen = profile(script.dialect)
+        lines.append(f"dialect: {chosen.name} ({chosen.title}; {script.dialect_reason or 'chosen'})")
+        lines.append(f"  unquoted names fold to {chosen.fold} case; a join of two streams without a time bound is "
+                     + ("the CURRENT ROW window join" if chosen.windowless == "current_row" else "a regular join (not run yet)"))
+    if script.notes:
+        lines.append("script:")
+        lines.extend(f"  {note}" for note in script.notes)
+    return "\n".join(lines)
 
 
 def explain_json(script: Script) -> str:

@@ -80,7 +80,10 @@ def _rowtime(columns, options, watermark, where: Located, create) -> tuple[str, 
         if isinstance(delay, exp.Sub) and isinstance(delay.expression, exp.Interval):
             lateness = interval_to_ms(delay.expression, where)
     else:
-        rowtime = options.get("rowtime", "").lower() or "rowtime"
+        wanted = options.get("rowtime", "")
+        # the column as declared, or as its name folds (an UPPER-case profile's `sale_time`)
+        rowtime = next((n for n in names if n == wanted), None) or next(
+            (n for n in names if n.lower() == wanted.lower()), None) or wanted.lower() or "rowtime"
         # `rowtime = 'rowtime'` names the implicit ROWTIME (the same as leaving the option out);
         # any other name must be a declared column.
         if rowtime != "rowtime" and rowtime not in names:

@@ -258,6 +258,9 @@ class Script:
     queries: tuple[Query, ...]
     pumps: tuple[Pump, ...] = ()
     outputs: tuple[str, ...] = ()  # an application with several output streams: their queries' names
+    dialect: str = "default"  # the profile the file was read with (dialect.profiles)
+    dialect_reason: str = ""  # why that profile: chosen (--dialect, app.toml) or detected, and from what
+    notes: tuple[str, ...] = ()  # statements dropped, replaced or ignored, and warnings (explain, check)
 
     @property
     def final(self) -> Query | None:

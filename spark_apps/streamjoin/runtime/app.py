@@ -83,6 +83,11 @@ class App:
         return declarations(self.config, str(self.dir / "app.toml"))
 
     @property
+    def dialect(self) -> str | None:
+        """`dialect = "kda"` (a profile, dialect.profiles): how the app's SQL reads; None: detected."""
+        return self.config.get("dialect")
+
+    @property
     def query_file(self) -> Path:
         return self.dir / self.config.get("query", "query.sql")
 
@@ -186,7 +191,8 @@ def run_app(app: App, run_for_s: float | None = None, until_idle: bool = False, 
     while True:
         restarting = control.requested("restart")
         control.clear("restart")  # before the snapshots are taken: a later request restarts again
-        pipeline = Pipeline.from_file(app.query_file, declared=app.declared)
+        pipeline = Pipeline.from_file(app.query_file, declared=app.declared, dialect=app.dialect,
+                                      chosen_by=f"dialect in {app.dir / 'app.toml'}")
         # the output goes to the app's sink; late rows beside it, under the checkpoint
         runner = pipeline.runner(spark, checkpoint, str(late), until_idle=until_idle, late_root=late, name=app.name)  # takes the snapshots
         starts += 1

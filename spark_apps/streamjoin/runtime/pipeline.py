@@ -35,10 +35,12 @@ class Pipeline:
 
     @classmethod
     def from_sql(cls, sql: str, filename: str = "<sql>", settings: Settings | None = None,
-                 declared: tuple[tuple[str, str], ...] = ()) -> Pipeline:
+                 declared: tuple[tuple[str, str], ...] = (), dialect: str | None = None,
+                 chosen_by: str = "--dialect") -> Pipeline:
         """Compile and check (SqlError, Unsupported: exit 2 in the CLI) before any Spark starts.
-        `declared`: inputs an app's config declares (`streamjoin.plan.inputs`)."""
-        script = compile_sql(sql, filename, declared)
+        `declared`: inputs an app's config declares (`streamjoin.plan.inputs`); `dialect`: the
+        profile to read the file with (None: detected; `dialect.profiles`)."""
+        script = compile_sql(sql, filename, declared, dialect, chosen_by)
         query = script.final
         if query is None:
             raise Unsupported("the file has no final query to run")
@@ -53,8 +55,9 @@ class Pipeline:
 
     @classmethod
     def from_file(cls, path: str | Path, settings: Settings | None = None,
-                  declared: tuple[tuple[str, str], ...] = ()) -> Pipeline:
-        return cls.from_sql(Path(path).read_text(encoding="utf-8"), str(path), settings, declared)
+                  declared: tuple[tuple[str, str], ...] = (), dialect: str | None = None,
+                  chosen_by: str = "--dialect") -> Pipeline:
+        return cls.from_sql(Path(path).read_text(encoding="utf-8"), str(path), settings, declared, dialect, chosen_by)
 
     def input_specs(self, checkpoint: Path, late_root: Path, query: Query | None = None) -> list[InputSpec]:
         return input_specs(self.script, query or self.query, checkpoint, late_root)

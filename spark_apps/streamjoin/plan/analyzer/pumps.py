@@ -163,6 +163,11 @@ class Application:
         columns = [ident_name(c) for c in listed] or [
             c.name for c in stream.columns if not (stream.implicit_rowtime and c.name == stream.rowtime)]
         at = [i for i, p in enumerate(select.expressions) if not _own_rowtime(p)]
+        bare = [i for i, p in enumerate(select.expressions) if isinstance(p, exp.Column) and _own_rowtime(p)]
+        if len(at) + len(bare) == len(columns) and bare:
+            # KDA's own examples: SELECT STREAM "orderid", "ROWTIME" into ("orderid" int, "orderrowtime"
+            # timestamp): the selected ROWTIME fills its declared column (the stream keeps its own rowtime)
+            at = sorted(at + bare)
         if len(at) != len(columns):
             self.where.fail(f"pump '{relation_name(pump.this)}' inserts {len(at)} column{'s' * (len(at) != 1)} into "
                             f"'{stream.name}', which takes {len(columns)} ({', '.join(columns)})",

@@ -11,6 +11,7 @@ from sqlglot import exp
 import streamjoin.plan.analyzer.classify as classify
 import streamjoin.plan.analyzer.joins as joins
 from streamjoin.dialect import SelectKind, Within
+from streamjoin.dialect.profiles import REGULAR, Profile
 from streamjoin.plan.analyzer.names import Item, Scope, is_rowtime
 from streamjoin.plan.analyzer.window_specs import WindowSpecs
 from streamjoin.plan.conditions import split
@@ -19,6 +20,7 @@ from streamjoin.plan.model import (
     Emit,
     Input,
     Join,
+    JoinKind,
     JoinType,
     Kind,
     OutputColumn,
@@ -36,6 +38,7 @@ class Relations(Protocol):
     """What a query's analysis asks of the script's analysis (`statements.Analyzer`)."""
 
     where: Located
+    profile: Profile
 
     def relation(self, table: exp.Table) -> Relation: ...
 
@@ -198,6 +201,12 @@ class QueryAnalysis:
             condition_ast, asof_part = joins.asof_condition(where, condition_ast, left_aliases, right, join)
         condition = replace(split(condition_ast, left_aliases, right.alias, where), asof=asof_part, from_where=from_where)
         kind = classify.classify(where, join, join_type, asof, left_items, right, condition)
+        if kind == JoinKind.STREAM_STREAM_WINDOW and self.a.profile.windowless == REGULAR \
+                and not any(i.window_source in ("OVER", "WITHIN") for i in (*left_items, right)):
+            where.fail(f"in {self.a.profile.title} a join of two streams without a time bound is a regular join over their "
+                       "whole history, whose results change as rows arrive: not run yet", join,
+                       "bound it in time (an interval condition, TUMBLE/HOP windows, OVER (RANGE ...)), or read the file "
+                       "with --dialect default, where it is s-Server's CURRENT ROW window join (rows of the same rowtime)")
         condition = classify.with_window_bounds(kind, condition, left_items, right)
         line, col = where.position(join)
         self.joins.append(

@@ -9,38 +9,45 @@ declares them; the pump whose stream nothing reads is the final query (docs/appl
 from __future__ import annotations
 
 import difflib
+from dataclasses import replace
 
 from sqlglot import exp
 
 from streamjoin.dialect import parse_script
+from streamjoin.dialect.profiles import DEFAULT, Profile, fold
 from streamjoin.errors import SqlError
 from streamjoin.plan.analyzer.pumps import Application, is_pump
 from streamjoin.plan.analyzer.query import QueryAnalysis
+from streamjoin.plan.analyzer.script_order import command_text, in_order
 from streamjoin.plan.catalog import relation_from_create
 from streamjoin.plan.model import Column, Kind, Query, Relation, Script
 from streamjoin.plan.scope import Located, ident_name, relation_name
 
 
-def analyze(sql: str, filename: str = "<sql>", declared: tuple[tuple[str, str], ...] = ()) -> Script:
+def analyze(sql: str, filename: str = "<sql>", declared: tuple[tuple[str, str], ...] = (),
+            profile: Profile = DEFAULT) -> Script:
     """Parse and analyse a SQL file; raises SqlError on the first rejected construct. (The plan
     `run` and `explain` use is `streamjoin.plan.compile`'s: this, then the rewrites.)
-    `declared`: (where, CREATE statement) read before the file (plan.inputs: an app's config)."""
-    analyzer = Analyzer(Located(sql, filename))
+    `declared`: (where, CREATE statement) read before the file (plan.inputs: an app's config);
+    `profile`: the dialect whose names and meanings the file has (`dialect.profiles`)."""
+    analyzer = Analyzer(Located(sql, filename), profile)
     for where, text in declared:
-        outside = Analyzer(Located(text, where))
-        for st in parse_script(text, where):
+        outside = Analyzer(Located(text, where), profile)
+        for st in fold(parse_script(text, where), profile):
             outside.create(st)
         for name, relation in outside.relations.items():
             if name in analyzer.relations:
                 raise SqlError(f"'{name}' is declared twice in the app's config", where)
             analyzer.relations[name] = relation
             analyzer.declared_by[name] = where
-    return analyzer.script(parse_script(sql, filename))
+    script = analyzer.script(fold(parse_script(sql, filename), profile))
+    return replace(script, dialect=profile.name)
 
 
 class Analyzer:
-    def __init__(self, where: Located):
+    def __init__(self, where: Located, profile: Profile = DEFAULT):
         self.where = where
+        self.profile = profile
         self.relations: dict[str, Relation] = {}
         self.sinks: dict[str, Relation] = {}
         self.settings: list[tuple[str, str]] = []
@@ -48,8 +55,10 @@ class Analyzer:
         self.pumps: list = []  # model.Pump, in the order they run
         self.outputs: list[str] = []  # an application's output queries, when it has several
         self.declared_by: dict[str, str] = {}  # relations the app's config declares: where
+        self.notes: list[str] = []  # statements dropped, replaced or ignored (script_order)
 
     def script(self, statements: list[exp.Expression]) -> Script:
+        statements, self.notes = in_order(statements, self.where)
         if any(is_pump(s) for s in statements):
             Application(self).analyze(statements)
         else:
@@ -62,6 +71,7 @@ class Analyzer:
             queries=tuple(self.queries),
             pumps=tuple(self.pumps),
             outputs=tuple(self.outputs),
+            notes=tuple(self.notes),
         )
 
     def statement(self, st: exp.Expression) -> None:
@@ -88,10 +98,12 @@ class Analyzer:
         elif isinstance(st, exp.Query):
             self.final(st)
         else:
+            what = " ".join(command_text(st).split()[:4]) if isinstance(st, exp.Command) else st.key.upper()
             self.where.fail(
-                f"unsupported statement: {st.key.upper()}",
+                f"unsupported statement: {what}",
                 st,
-                "a file holds CREATE STREAM/TABLE/VIEW/SINK, WITH, SET, INSERT INTO and one query",
+                "a file holds CREATE STREAM/TABLE/VIEW/SINK, WITH, SET, INSERT INTO and one query "
+                "(docs/dialects/ lists what each dialect's scripts may hold)",
             )
 
     def create(self, st: exp.Create) -> None:

@@ -1,0 +1,119 @@
+"""Dialect profiles: what differs between the systems whose programs streamjoin reads.
+
+A profile is a small table, as a sqlglot `Dialect` is a few class attributes: how unquoted names
+fold (`fold`), what a stream-stream join without a window means (`windowless`), and what a TABLE
+is. The analyzer reads these facts; nothing else branches on a profile's name.
+
+- ``default``: streamjoin's own reading (the seeds' union): names fold to lower case, a join
+  without a window is s-Server's CURRENT ROW window (SEMANTICS.md §3).
+- ``kda`` (Amazon Kinesis Data Analytics SQL) and ``sqlstream`` (SQLstream s-Server): unquoted
+  names fold to UPPER case, so ``FROM orders_stream`` finds ``"ORDERS_STREAM"`` and
+  ``"ROWTIME"`` is the rowtime; a join without a window is the CURRENT ROW window.
+- ``risingwave``: names fold to lower case (PostgreSQL); a join without a time bound is a
+  regular join over the whole history (docs/dialects/risingwave.md).
+- ``lenses``: names fold to lower case, as in the default profile.
+
+Names are folded once, right after parsing (`fold`): every later step sees canonical names, as
+sqlglot's `normalize_identifiers` does for its optimizer. A profile is chosen by `--dialect`,
+`dialect = "..."` in an app's `app.toml`, or detected from constructs that only one dialect has
+(`detect`).
+
+>>> from streamjoin.dialect import parse_script, to_sql
+>>> [q] = fold(parse_script('SELECT STREAM "ROWTIME", ticker FROM orders_stream'), PROFILES["kda"])
+>>> to_sql(q)
+'SELECT STREAM ROWTIME, "TICKER" FROM "ORDERS_STREAM"'
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from streamjoin.errors import Unsupported
+
+CURRENT_ROW, REGULAR = "current_row", "regular"
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    title: str  # the system, as its users call it
+    fold: str  # unquoted names: "lower" or "upper" case
+    windowless: str  # a stream-stream join without a window or time bound: CURRENT_ROW or REGULAR
+
+
+PROFILES = {
+    p.name: p
+    for p in (
+        Profile("default", "streamjoin (s-Server, KDA, RisingWave and Lenses joins as SEMANTICS.md reads them)", "lower", CURRENT_ROW),
+        Profile("kda", "Amazon Kinesis Data Analytics for SQL", "upper", CURRENT_ROW),
+        Profile("sqlstream", "SQLstream s-Server", "upper", CURRENT_ROW),
+        Profile("risingwave", "RisingWave", "lower", REGULAR),
+        Profile("lenses", "Lenses SQL", "lower", CURRENT_ROW),
+    )
+}
+DEFAULT = PROFILES["default"]
+
+
+def profile(name: str | None) -> Profile:
+    """The profile called `name` (None: the default); an unknown name says which exist."""
+    if name is None:
+        return DEFAULT
+    found = PROFILES.get(name.strip().lower())
+    if found is None:
+        raise Unsupported(f"unknown dialect '{name}': use one of {', '.join(PROFILES)}")
+    return found
+
+
+def fold(statements: list[exp.Expression], chosen: Profile) -> list[exp.Expression]:
+    """The statements with every unquoted name folded as the profile folds it, once. Lower-case
+    folding is what the analyzer does by itself (`plan.scope.ident_name`); upper-case folding
+    writes each unquoted name in upper case, quoted. `ROWTIME`, however spelt, stays the rowtime
+    keyword. Option keys (WITH (...)) and SET names are not names of the program's data."""
+    if chosen.fold != "upper":
+        return statements
+    for statement in statements:
+        for node in list(statement.find_all(exp.Identifier)):
+            if isinstance(node.parent, exp.SetItem) or node.find_ancestor(exp.Set, exp.Property) is not None:
+                continue
+            name = node.name if node.quoted else node.name.upper()
+            if name == "ROWTIME":  # KDA writes "ROWTIME" quoted as often as not: the rowtime
+                node.set("this", "ROWTIME")
+                node.set("quoted", False)
+            else:
+                node.set("this", name)
+                node.set("quoted", True)
+    return statements
+
+
+# constructs only one dialect has: (profile, pattern over the program's tokens, what it is)
+_EVIDENCE = (
+    ("sqlstream", r"\bCREATE (OR REPLACE )?SCHEMA\b", "CREATE SCHEMA"),
+    ("sqlstream", r"\bSET (SCHEMA|PATH)\b", "SET SCHEMA / SET PATH"),
+    ("sqlstream", r"\bCREATE (OR REPLACE )?(SERVER|FOREIGN (STREAM|TABLE))\b", "CREATE SERVER / CREATE FOREIGN STREAM"),
+    ("sqlstream", r"\bALTER PUMP\b", "ALTER PUMP"),
+    ("sqlstream", r"\bPUMP [^;]*\b(STOPPED|STARTED)\b", "CREATE PUMP ... STOPPED"),
+    ("kda", r"\bWINDOWED BY STAGGER\b", "WINDOWED BY STAGGER"),
+    ("kda", r"\bSOURCE_SQL_STREAM_001\b", "SOURCE_SQL_STREAM_001, KDA's input stream"),
+    ("risingwave", r"\bFORMAT (PLAIN|UPSERT|DEBEZIUM|CANAL|MAXWELL) ENCODE\b", "FORMAT ... ENCODE"),
+    ("risingwave", r"\bAPPEND ONLY\b", "APPEND ONLY"),
+    ("risingwave", r"\bCREATE SECRET\b", "CREATE SECRET"),
+    ("risingwave", r"\bINCLUDE (KEY|PARTITION|OFFSET|TIMESTAMP|HEADER|HEADERS)\b", "INCLUDE key/partition/offset"),
+    ("risingwave", r"\bCONNECTOR = '(POSTGRES-CDC|MYSQL-CDC|DATAGEN|NEXMARK|PULSAR)'", "a RisingWave connector"),
+    ("lenses", r"\bWINDOW BY\b", "WINDOW BY"),
+    ("lenses", r"\bSET DEFAULTS\.", "SET defaults.*"),
+)
+
+
+def evidence(sql: str) -> tuple[Profile, str] | None:
+    """The dialect whose own constructs the program uses, and which (the first found), or None.
+    Comments are not read; every statement is."""
+    from streamjoin.dialect import token_text
+
+    text = token_text(sql)
+    for name, pattern, what in _EVIDENCE:
+        if re.search(pattern, text, re.IGNORECASE):
+            return PROFILES[name], what
+    return None

@@ -1,0 +1,138 @@
+"""Dialect profiles (issue 39): how each system folds names and what its windowless joins mean,
+chosen by --dialect / app.toml or detected from constructs only one dialect has; and whole
+scripts' set-up statements (DROP, CREATE OR REPLACE, schemas, ALTER PUMP), applied in order or
+accepted as no-ops with a note, unsupported ones refused at their own line."""
+
+from __future__ import annotations
+
+import pytest
+from runtime_helpers import streamjoin
+from streamjoin.errors import SqlError, Unsupported
+from streamjoin.plan import compile_sql
+
+# The KDA SQL Reference's JOIN example, as written (its input declared the way its app config did)
+KDA_JOIN = """CREATE STREAM "SOURCE_SQL_STREAM_001" ("orderid" INT, "type" VARCHAR(16)) WITH (connector = 'files', path = '/in');
+CREATE OR REPLACE STREAM "ORDERS" (
+   "orderid" int,
+   "orderrowtime" timestamp);
+CREATE OR REPLACE PUMP "ORDERS_PUMP" AS
+   INSERT INTO "ORDERS"
+   SELECT STREAM "orderid", "ROWTIME"
+   FROM "SOURCE_SQL_STREAM_001" WHERE "type" = 'order';
+CREATE OR REPLACE STREAM "SHIPMENTS" ("orderid" int, "shipmentrowtime" timestamp);
+CREATE OR REPLACE PUMP "SHIPMENTS_PUMP" AS INSERT INTO "SHIPMENTS"
+   SELECT STREAM "orderid", "ROWTIME" FROM "SOURCE_SQL_STREAM_001" WHERE "type" = 'shipment';
+CREATE OR REPLACE STREAM "DESTINATION_SQL_STREAM" ("orderid" int, "ordertime" timestamp, "shipmenttime" timestamp);
+CREATE OR REPLACE PUMP "OUTPUT_PUMP" AS INSERT INTO "DESTINATION_SQL_STREAM"
+   SELECT STREAM "ROWTIME", "o"."orderid", "o"."orderrowtime", "s"."shipmentrowtime"
+   FROM "ORDERS" OVER (RANGE INTERVAL '1' MINUTE PRECEDING) AS "o"
+   JOIN "SHIPMENTS" AS "s" ON "o"."orderid" = "s"."orderid";
+"""
+
+
+def outputs(script) -> list[str]:
+    return [c.name for c in script.final.output]
+
+
+def test_the_kda_references_join_example_reads_as_written_with_rowtime_in_a_declared_column():
+    script = compile_sql(KDA_JOIN, "kda.sql")
+    assert script.dialect == "kda" and "SOURCE_SQL_STREAM_001" in script.dialect_reason
+    assert outputs(script) == ["rowtime", "orderid", "ordertime", "shipmenttime"]
+    orders = script.view("ORDERS")
+    assert [c.name for c in orders.output] == ["orderid", "orderrowtime"]
+
+
+def test_under_kda_unquoted_names_fold_to_upper_case_and_quoted_rowtime_is_the_rowtime():
+    sql = ('CREATE STREAM "ORDERS_STREAM" ("TICKER" VARCHAR, "PRICE" INT) WITH (connector = \'files\', path = \'/in\');\n'
+           'SELECT STREAM "ROWTIME" AS t, ticker, Price FROM orders_stream;')
+    script = compile_sql(sql, "q.sql", dialect="kda")
+    assert outputs(script) == ["T", "TICKER", "PRICE"]
+    assert script.dialect_reason == "chosen by --dialect"
+    with pytest.raises(SqlError, match="unknown stream or table 'orders_stream'"):
+        compile_sql(sql, "q.sql", dialect="default")
+
+
+def test_a_program_the_default_profile_accepts_keeps_its_meaning_and_is_warned_of_the_other_reading():
+    sql = ("CREATE STREAM \"SOURCE_SQL_STREAM_001\" (ticker VARCHAR) WITH (connector = 'files', path = '/in');\n"
+           'SELECT STREAM ticker FROM "SOURCE_SQL_STREAM_001";')
+    script = compile_sql(sql, "q.sql")
+    assert script.dialect == "default" and outputs(script) == ["ticker"]
+    [warning] = [n for n in script.notes if n.startswith("warning:")]
+    assert "--dialect kda" in warning and "upper case" in warning
+
+
+def test_a_program_without_another_dialects_constructs_reads_with_the_default_profile_and_no_warning():
+    sql = "CREATE STREAM s (k INT) WITH (connector = 'files', path = '/in');\nSELECT STREAM k FROM s;"
+    script = compile_sql(sql, "q.sql")
+    assert (script.dialect, script.dialect_reason, script.notes) == ("default", "", ())
+
+
+RW_TWO_STREAMS = """CREATE SOURCE a (id INT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) WITH (connector = 'files', path = '/a');
+CREATE SOURCE b (id INT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) WITH (connector = 'files', path = '/b');
+"""
+
+
+def test_under_risingwave_a_join_of_two_streams_without_a_time_bound_is_a_regular_join_not_run_yet():
+    sql = RW_TWO_STREAMS + "CREATE MATERIALIZED VIEW mv AS SELECT a.id, b.ts FROM a JOIN b ON a.id = b.id;"
+    with pytest.raises(SqlError) as error:
+        compile_sql(sql, "rw.sql", dialect="risingwave")
+    assert "regular join" in str(error.value) and str(error.value).startswith("rw.sql:3:")
+    assert compile_sql(sql, "rw.sql").final.joins  # the default profile: s-Server's CURRENT ROW window join
+
+
+def test_under_risingwave_an_interval_join_runs_as_everywhere():
+    sql = RW_TWO_STREAMS + ("CREATE MATERIALIZED VIEW mv AS SELECT a.id, b.ts FROM a JOIN b ON a.id = b.id "
+                            "AND a.ts BETWEEN b.ts - INTERVAL '1' MINUTE AND b.ts;")
+    assert compile_sql(sql, "rw.sql", dialect="risingwave").final.joins[0].kind.name == "INTERVAL"
+
+
+def test_an_unknown_dialect_names_the_ones_there_are():
+    with pytest.raises(Unsupported, match="unknown dialect 'flink': use one of default, kda, sqlstream, risingwave, lenses"):
+        compile_sql("SELECT 1", "q.sql", dialect="flink")
+
+
+SSERVER_SCRIPT = """-- set up, as s-Server sample scripts start
+CREATE OR REPLACE SCHEMA "Demo";
+SET SCHEMA '"Demo"';
+SET PATH '"Demo"';
+DROP VIEW IF EXISTS "Demo"."Enriched";
+CREATE OR REPLACE STREAM "Demo"."Orders" ("id" INT, "city" VARCHAR(10)) WITH (connector = 'files', path = '/o');
+CREATE OR REPLACE STREAM "Demo"."Orders" ("id" INT, "city" VARCHAR(16), "qty" INT) WITH (connector = 'files', path = '/o');
+CREATE OR REPLACE STREAM "Demo"."Returns" ("id" INT) WITH (connector = 'files', path = '/r');
+CREATE OR REPLACE VIEW "Demo"."Enriched" AS SELECT STREAM o."id", o."qty" FROM "Orders" AS o
+  JOIN "Returns" OVER (RANGE INTERVAL '1' MINUTE PRECEDING) AS r ON o."id" = r."id";
+ALTER PUMP "Demo".* START;
+SELECT STREAM * FROM "Enriched";
+"""
+
+
+def test_an_s_server_script_applies_drop_and_replace_in_order_and_notes_the_set_up_it_ignores():
+    script = compile_sql(SSERVER_SCRIPT, "app.sql")
+    assert script.dialect == "sqlstream"
+    assert [c.name for c in script.relation("Demo.Orders").columns if c.name != "rowtime"] == ["id", "city", "qty"]
+    notes = "\n".join(script.notes)
+    for expected in ("line 2: CREATE SCHEMA: ignored", "line 3: SET SCHEMA", "line 4: SET PATH",
+                     "line 5: DROP VIEW Demo.Enriched: nothing to drop", "line 7: CREATE OR REPLACE Demo.Orders: replaces",
+                     "line 11: ALTER PUMP"):
+        assert expected in notes, notes
+    assert outputs(script) == ["id", "qty"]
+
+
+def test_a_statement_sqlglot_keeps_as_text_is_refused_at_its_own_line_never_at_a_comment():
+    sql = ("-- a comment on line 1\nCREATE STREAM s (k INT) WITH (connector = 'files', path = '/in');\n\n"
+           "CREATE OR REPLACE SERVER \"FileReaderServer\" TYPE 'FILE' FOREIGN DATA WRAPPER ECDA;\nSELECT STREAM k FROM s;")
+    with pytest.raises(SqlError) as error:
+        compile_sql(sql, "q.sql")
+    assert str(error.value).startswith("q.sql:4:1: error: unsupported statement: CREATE OR REPLACE SERVER")
+    assert "COMMAND" not in str(error.value)
+
+
+def test_check_and_explain_say_which_dialect_and_why(tmp_path):
+    path = tmp_path / "kda.sql"
+    path.write_text(KDA_JOIN)
+    checked = streamjoin("check", path)
+    assert checked.returncode == 0 and "dialect kda, detected: SOURCE_SQL_STREAM_001" in checked.stderr
+    explained = streamjoin("explain", path, "--dialect", "kda")
+    assert explained.stdout.startswith("dialect: kda (Amazon Kinesis Data Analytics for SQL; chosen by --dialect)")
+    refused = streamjoin("check", path, "--dialect", "risingwave")
+    assert refused.returncode == 2  # quoted upper-case names do not fold to them in RisingWave
