@@ -34,7 +34,7 @@ from sqlglot.parsers.risingwave import RisingWaveParser
 from sqlglot.tokens import TokenType
 
 from streamjoin.dialect.expressions import EMIT_MODES, Description, SelectKind, Within
-from streamjoin.dialect.syntax_errors import misspelt_keyword, token_error_position
+from streamjoin.dialect.syntax_errors import misspelt_keyword, plain_message, token_error_position, written_wrong
 from streamjoin.errors import SqlError, position_of
 
 __all__ = ["StreamJoin", "parse_script", "to_sql", "SelectKind", "Within", "EMIT_MODES"]
@@ -106,6 +106,23 @@ class StreamJoinParser(RisingWaveParser):
             return self.expression(SelectKind(this=exp.var(self._prev.text.upper())), self._prev)
         return super()._parse_hint()
 
+    # -- Lenses topic names with hyphens, unquoted: FROM src-app-users-json (no spaces around `-`;
+    #    in FROM and INTO a subtraction is no name, so nothing else reads this way)
+    def _parse_table_part(self, schema: bool = False):
+        part = super()._parse_table_part(schema)
+        if not isinstance(part, exp.Identifier) or part.quoted:
+            return part
+        name, end = part.name, self._prev.end
+        while (self._curr and self._curr.token_type == TokenType.DASH and self._curr.start == end + 1
+               and self._next and self._next.start == self._curr.end + 1
+               and self._next.token_type in (TokenType.VAR, TokenType.NUMBER, *self.ID_VAR_TOKENS)):
+            self._advance()
+            name, end = f"{name}-{self._curr.text}", self._curr.end
+            self._advance()
+        if name != part.name:
+            part = exp.Identifier(this=name, quoted=True)
+        return part
+
     # -- OVER window and WITHIN on a FROM item (they come before its alias)
     def _parse_table(self, *args, **kwargs):
         outer, self._table_suffix = self._table_suffix, {}
@@ -144,6 +161,17 @@ class StreamJoinParser(RisingWaveParser):
     def _parse_input_within(self) -> None:
         if self._curr and self._curr.text.upper() == "WITHIN" and self._next_text() != "GROUP":
             self._table_suffix["within"] = self._parse_within()
+
+    def _skip_parenthesized(self) -> None:
+        """Past `( ... )`, nested parentheses included (options that change nothing here)."""
+        if not self._match(TokenType.L_PAREN):
+            self.raise_error("Expected ( after OPTIONS")
+        depth = 1
+        while depth and not self._at_end():
+            depth += {TokenType.L_PAREN: 1, TokenType.R_PAREN: -1}.get(self._curr.token_type, 0)
+            self._advance()
+        if depth:
+            self.raise_error("Expected ) to close OPTIONS (...)")
 
     def _at_end(self) -> bool:
         return self._curr is None or self._curr.token_type == TokenType.SENTINEL
@@ -226,18 +254,24 @@ class StreamJoinParser(RisingWaveParser):
             this = self._parse_table(schema=True)
         elif self._match_text_seq("PUMP"):  # Kinesis Analytics / s-Server: a pump fills a stream
             this = self._parse_table_parts(schema=True)
+            # s-Server: CREATE PUMP p STOPPED [OPTIONS (...)] AS ...: a pump runs while the query runs
+            if self._curr and self._curr.text.upper() in ("STOPPED", "STARTED"):
+                self._advance()
+            if self._match_text_seq("OPTIONS"):
+                self._skip_parenthesized()
             if not (self._match(TokenType.ALIAS) and self._match(TokenType.INSERT)):
                 self.raise_error("Expected AS INSERT INTO stream SELECT STREAM ... after the pump's name")
             insert = self._parse_insert()
             return self.expression(exp.Create(this=this, kind="PUMP", replace=replace, expression=insert))
         elif self._match(TokenType.VIEW) or self._match_text_seq("MATERIALIZED", "VIEW"):
             kind = "VIEW"
+            exists = self._match_text_seq("IF", "NOT", "EXISTS")  # (a script run once: the view is new)
             this = self._parse_table_parts(schema=True)
             description = self._parse_string() if self._match_text_seq("DESCRIPTION") else None
             if not self._match(TokenType.ALIAS):
                 self.raise_error("Expected AS and a query after the view's name")
             query = self._parse_select()
-            create = self.expression(exp.Create(this=this, kind=kind, replace=replace, expression=query))
+            create = self.expression(exp.Create(this=this, kind=kind, replace=replace, expression=query, exists=exists or None))
             if description is not None:  # not one of sqlglot's Create args: set after validation
                 create.set("description", Description(this=description))
             return create
@@ -341,6 +375,12 @@ def parse_script(sql: str, filename: str = "<sql>") -> list[exp.Expression]:
     statement records where it starts (its first token, never a comment before it), so an error
     about a statement sqlglot kept as text (a `Command`) points at that statement."""
     try:
+        wrong = written_wrong(sql, _DIALECT.tokenize(sql))
+    except TokenError:
+        wrong = None  # reported by the parse below, at the quote
+    if wrong is not None:
+        raise SqlError(wrong[1], filename, *position_of(sql, wrong[0]), wrong[2])
+    try:
         with _quiet_fallback():
             statements = _DIALECT.parse(sql, error_level=ErrorLevel.IMMEDIATE)
     except ParseError as error:
@@ -352,7 +392,7 @@ def parse_script(sql: str, filename: str = "<sql>") -> list[exp.Expression]:
         line, col = (
             position_of(sql, offset) if offset is not None else (info.get("line", 1), info.get("col", 1))
         )
-        message = info.get("description") or str(error)
+        message = plain_message(info.get("description") or str(error))
         highlight = info.get("highlight")
         hint = f"near '{highlight}'" if highlight else None
         raise SqlError(f"syntax error: {message}", filename, line, col, hint) from None

@@ -106,7 +106,7 @@ class QueryAnalysis:
             self.where.fail(
                 f"unsupported FROM item: {node.key.upper()}",
                 node,
-                "subqueries in FROM are not supported; declare a view (CREATE VIEW v AS ... or WITH v AS (...);) and join it",
+                "a FROM item is a stream, a table, a view, a subquery or TUMBLE/HOP(...)",
             )
         time_window = None
         if isinstance(node.this, (exp.Anonymous, exp.Func)) and not isinstance(node.this, exp.Identifier):

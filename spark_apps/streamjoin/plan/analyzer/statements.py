@@ -154,13 +154,51 @@ class Analyzer:
             select = select.unnest()
         if not isinstance(select, exp.Select):
             self.where.fail(f"unsupported query form: {select.key.upper()}", select, "write a single SELECT")
-        if select.args.get("with_"):
-            self.where.fail("WITH inside a query is not supported", select.args["with_"], "declare each part as a view first: WITH name AS (query);")
+        select = self.parts_as_views(select)
         from_ = select.args.get("from_")
         if from_ is None:
             self.where.fail("a query needs a FROM clause", select, "SELECT STREAM ... FROM stream")
         named_windows = {ident_name(w.this): w for w in select.args.get("windows") or []}
         return QueryAnalysis(self, select, named_windows).run(name, sink)
+
+    def parts_as_views(self, select: exp.Select) -> exp.Select:
+        """A query's common table expressions (WITH name AS (...)) and the subqueries in its FROM
+        and JOINs, each as a view the plan already knows (named by the CTE or the subquery's
+        alias), read by name: their streams, windows and bounds are those of any view."""
+        with_ = select.args.get("with_")
+        subqueries = [item for item in (select.args.get("from_"), *(select.args.get("joins") or []))
+                      if item is not None and isinstance(item.this, exp.Subquery)]
+        if with_ is None and not subqueries:
+            return select
+        select = select.copy()
+        if with_ is not None:
+            if with_.args.get("recursive"):
+                self.where.fail("WITH RECURSIVE is not a streaming query", with_, "declare each part as a view")
+            for cte in select.args["with_"].expressions:
+                self.part_view(ident_name(cte.args["alias"]), cte.this, cte)
+            select.set("with_", None)
+        for n, item in enumerate(i for i in (select.args.get("from_"), *(select.args.get("joins") or []))
+                                 if i is not None and isinstance(i.this, exp.Subquery)):
+            sub = item.this
+            alias = sub.args.get("alias")
+            name = ident_name(alias) if alias is not None else f"subquery_{n + 1}"
+            name = self.part_view(name, sub.this, sub)
+            table = exp.Table(this=exp.Identifier(this=name, quoted=True),
+                              alias=alias.copy() if alias is not None else exp.TableAlias(this=exp.to_identifier(name, quoted=True)))
+            for key in ("window", "within"):  # a window written after the subquery is the input's
+                if sub.args.get(key) is not None:
+                    table.set(key, sub.args[key])
+            item.set("this", table)
+        return select
+
+    def part_view(self, name: str, query: exp.Expression, node: exp.Expression) -> str:
+        """A CTE's or subquery's view; its name, made unique when a declared name has it."""
+        unique, n = name, 1
+        while unique in self.relations or unique in self.sinks:
+            n += 1
+            unique = f"{name}_{n}"
+        self.view(unique, query, node)
+        return unique
 
     def relation(self, table: exp.Table) -> Relation:
         name = relation_name(table)

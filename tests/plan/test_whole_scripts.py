@@ -1,0 +1,63 @@
+"""SQL basics real programs use (issue 39): common table expressions and subqueries in FROM and
+JOIN (each a view), s-Server's CREATE PUMP ... STOPPED, CREATE MATERIALIZED VIEW IF NOT EXISTS,
+Lenses topic names with hyphens; and syntax errors at the token that caused them, in SQL words."""
+
+from __future__ import annotations
+
+import pytest
+from streamjoin.errors import SqlError
+from streamjoin.plan import compile_sql
+
+DDL = """CREATE STREAM l (k INT, v INT) WITH (connector = 'files', path = '/l');
+CREATE STREAM r (k INT, w INT) WITH (connector = 'files', path = '/r');
+"""
+
+
+def test_a_cte_and_a_subquery_in_join_are_views_the_query_reads_by_name():
+    script = compile_sql(DDL + """CREATE VIEW joined AS
+  WITH lf AS (SELECT STREAM k, v FROM l WHERE v >= 0)
+  SELECT STREAM a.k, a.v, b.w FROM lf OVER (RANGE INTERVAL '2' SECOND PRECEDING) AS a
+  LEFT JOIN (SELECT STREAM k, w FROM r WHERE w > 0) OVER (RANGE INTERVAL '2' SECOND PRECEDING) AS b ON a.k = b.k;
+SELECT STREAM * FROM joined;""")
+    joined = script.view("joined")
+    assert [(i.alias, i.relation, i.window.size_ms) for i in joined.inputs] == [("a", "lf", 2000), ("b", "b", 2000)]
+    assert script.view("lf").where is not None and script.view("b").where is not None
+    assert [c.name for c in script.final.output] == ["k", "v", "w"]
+
+
+def test_a_subquery_in_from_without_an_alias_gets_a_name_and_a_cte_a_free_one():
+    script = compile_sql(DDL + "WITH l AS (SELECT STREAM k FROM l) SELECT STREAM k FROM (SELECT STREAM k, v FROM l);")
+    names = [q.name for q in script.queries]
+    assert names == ["l_2", "subquery_1", "query"]  # `l` is the declared stream: the CTE's view is l_2
+
+
+def test_s_servers_create_pump_stopped_with_options_reads_as_a_pump():
+    script = compile_sql(DDL + """CREATE OR REPLACE STREAM "OUT" ("k" INT);
+CREATE OR REPLACE PUMP "P" STOPPED OPTIONS ("ORDER" 'ASC', "LIMIT" '(1)') AS INSERT INTO "OUT" SELECT STREAM k FROM l;""")
+    assert [p.name for p in script.pumps] == ["P"]
+
+
+def test_create_materialized_view_if_not_exists_is_a_view():
+    script = compile_sql(DDL + "CREATE MATERIALIZED VIEW IF NOT EXISTS mv AS SELECT STREAM k FROM l;")
+    assert script.final.name == "mv"
+
+
+def test_a_lenses_topic_name_with_hyphens_is_one_name():
+    script = compile_sql("""CREATE STREAM "src-app-users-json" (_key VARCHAR, name VARCHAR) WITH (connector = 'files', path = '/u');
+SELECT STREAM u.name FROM src-app-users-json AS u;""")
+    assert script.final.inputs[0].relation == "src-app-users-json"
+
+
+@pytest.mark.parametrize(("sql", "at", "message", "hint"), [
+    ("CREATE STREAM s (k INT);\n  // a comment\nSELECT STREAM k FROM s", "2:3", "`//` does not start a comment", "--"),
+    ("SELECT STREAM a, FROM s", "1:16", "a comma before FROM", "remove the comma"),
+    ("SELECT STREAM a.k FROM s AS a LEFT JION t AS b ON a.k = b.k", "1:36", "unexpected 'JION'", "did you mean JOIN?"),
+    ("SELECT STREAM a.k FROM s AS a RIGHT OUTTER JOIN t AS b ON a.k = b.k", "1:37", "unexpected 'OUTTER'", "did you mean OUTER?"),
+    ("SELECT STREAM a / FROM s", "1:19", "missing for a division (/)", "near 'FROM'"),
+])
+def test_a_syntax_error_is_at_the_token_that_caused_it_in_sql_words(sql, at, message, hint):
+    with pytest.raises(SqlError) as error:
+        compile_sql(sql, "q.sql")
+    text = str(error.value)
+    assert text.startswith(f"q.sql:{at}: error: syntax error: ") and message in text and hint in text
+    assert "<class" not in text and "sqlglot" not in text
