@@ -57,7 +57,16 @@ SELECT STREAM u.name FROM src-app-users-json AS u;""")
 ])
 def test_a_syntax_error_is_at_the_token_that_caused_it_in_sql_words(sql, at, message, hint):
     with pytest.raises(SqlError) as error:
-        compile_sql(sql, "q.sql")
+        compile_sql(sql, "q.sql", dialect="default")
     text = str(error.value)
     assert text.startswith(f"q.sql:{at}: error: syntax error: ") and message in text and hint in text
     assert "<class" not in text and "sqlglot" not in text
+
+
+def test_kda_and_s_server_read_a_double_slash_as_a_comment_and_it_tells_the_dialect():
+    sql = ("CREATE STREAM s (k INT) WITH (connector = 'files', path = '/in');\n"
+           "// KDA's SQL Reference comments its examples so\nSELECT STREAM k FROM s; // and here '--'")
+    script = compile_sql(sql, "q.sql")
+    assert script.dialect == "kda" and "// comments" in script.dialect_reason
+    assert [c.name for c in script.final.output] == ["K"]
+    assert compile_sql(sql, "q.sql", dialect="sqlstream").final.joins == ()

@@ -79,6 +79,25 @@ class StreamJoinParser(RisingWaveParser):
             return self._parse_key_value_property()
         return super()._parse_property()
 
+    def _parse_bitwise(self):
+        # RisingWave: `password = secret pg_pwd` names a secret (CREATE SECRET): the value 'secret pg_pwd'
+        if (self._curr and self._curr.text.upper() == "SECRET" and self._prev and self._prev.token_type == TokenType.EQ
+                and self._next and self._next.token_type in (TokenType.VAR, *self.ID_VAR_TOKENS)):
+            self._advance(2)
+            return exp.Literal.string(f"secret {self._prev.text}")
+        return super()._parse_bitwise()
+
+    # RisingWave: INCLUDE key [AS k], INCLUDE header 'name' type [AS h], INCLUDE timestamp ... (sqlglot
+    # reads the word after `INCLUDE key` as a header name, and `timestamp WITH (` as a type)
+    def _parse_include_property(self):
+        this = self._parse_var(any_token=True)
+        column_def = None
+        if this is not None and this.name.upper() == "HEADER" and self._curr and self._curr.token_type == TokenType.STRING:
+            header = self._parse_field()
+            column_def = self.expression(exp.ColumnDef(this=header, kind=self._parse_types()))
+        alias = self._parse_id_var(tokens=self.ALIAS_TOKENS) if self._match(TokenType.ALIAS) else None
+        return self.expression(exp.IncludeProperty(this=this, alias=alias, column_def=column_def))
+
     # -- errors carry the offending token's offset, so we can report line:col exactly
     def raise_error(self, message, token=None):
         token = token or self._curr or self._prev
@@ -247,41 +266,67 @@ class StreamJoinParser(RisingWaveParser):
         index = self._index
         replace = bool(self._match_pair(TokenType.OR, TokenType.REPLACE))
         if self._match_text_seq("STREAM") or self._match(TokenType.SOURCE):
-            kind = "STREAM"
-            this = self._parse_table(schema=True)
-        elif self._match(TokenType.SINK):
-            kind = "SINK"
-            this = self._parse_table(schema=True)
-        elif self._match_text_seq("PUMP"):  # Kinesis Analytics / s-Server: a pump fills a stream
-            this = self._parse_table_parts(schema=True)
-            # s-Server: CREATE PUMP p STOPPED [OPTIONS (...)] AS ...: a pump runs while the query runs
-            if self._curr and self._curr.text.upper() in ("STOPPED", "STARTED"):
-                self._advance()
-            if self._match_text_seq("OPTIONS"):
-                self._skip_parenthesized()
-            if not (self._match(TokenType.ALIAS) and self._match(TokenType.INSERT)):
-                self.raise_error("Expected AS INSERT INTO stream SELECT STREAM ... after the pump's name")
-            insert = self._parse_insert()
-            return self.expression(exp.Create(this=this, kind="PUMP", replace=replace, expression=insert))
-        elif self._match(TokenType.VIEW) or self._match_text_seq("MATERIALIZED", "VIEW"):
-            kind = "VIEW"
-            exists = self._match_text_seq("IF", "NOT", "EXISTS")  # (a script run once: the view is new)
-            this = self._parse_table_parts(schema=True)
-            description = self._parse_string() if self._match_text_seq("DESCRIPTION") else None
-            if not self._match(TokenType.ALIAS):
-                self.raise_error("Expected AS and a query after the view's name")
-            query = self._parse_select()
-            create = self.expression(exp.Create(this=this, kind=kind, replace=replace, expression=query, exists=exists or None))
-            if description is not None:  # not one of sqlglot's Create args: set after validation
-                create.set("description", Description(this=description))
-            return create
-        else:
-            self._retreat(index)
-            return _plain_with_options(super()._parse_create())
+            return self._declaration("STREAM", self._parse_table(schema=True), replace)
+        if self._match(TokenType.SINK):
+            return self._parse_sink(replace)
+        if self._match_text_seq("PUMP"):  # Kinesis Analytics / s-Server: a pump fills a stream
+            return self._parse_pump(replace)
+        if self._match(TokenType.VIEW) or self._match_text_seq("MATERIALIZED", "VIEW"):
+            return self._parse_view(replace)
+        self._retreat(index)
+        return _plain_with_options(super()._parse_create())
+
+    def _declaration(self, kind: str, this, replace: bool, **more):
         properties = self._parse_properties()
         return _plain_with_options(
-            self.expression(exp.Create(this=this, kind=kind, replace=replace, properties=properties))
-        )
+            self.expression(exp.Create(this=this, kind=kind, replace=replace, properties=properties, **more)))
+
+    def _parse_sink(self, replace: bool):
+        """CREATE SINK s [(columns)] WITH (...), and RisingWave's CREATE SINK s FROM mv | [INTO t
+        [(columns)]] AS query, then WITH (...) [FORMAT ... ENCODE ...]."""
+        exists = self._match_text_seq("IF", "NOT", "EXISTS") or None
+        this = self._parse_table_parts(schema=True)
+        query, into = None, None
+        if self._match(TokenType.FROM):
+            query = exp.select("*").from_(self._parse_table_parts())
+        elif self._match(TokenType.INTO):  # into a table of the program
+            into = self._parse_table_parts()
+            if self._match(TokenType.L_PAREN, advance=False):
+                into = self.expression(exp.Schema(this=into, expressions=self._parse_wrapped_id_vars()))
+        if query is None and self._match(TokenType.ALIAS):
+            query = self._parse_select()
+        if query is None:
+            if self._match(TokenType.L_PAREN, advance=False):  # CREATE SINK s (columns) WITH (...)
+                this = self._parse_schema(this=this)
+            return self._declaration("SINK", this, replace, exists=exists)
+        create = self._declaration("SINK", this, replace, expression=query, exists=exists)
+        if into is not None:  # not one of sqlglot's Create args: set after validation
+            create.set("into", into)
+        return create
+
+    def _parse_pump(self, replace: bool):
+        this = self._parse_table_parts(schema=True)
+        # s-Server: CREATE PUMP p STOPPED [OPTIONS (...)] AS ...: a pump runs while the query runs
+        if self._curr and self._curr.text.upper() in ("STOPPED", "STARTED"):
+            self._advance()
+        if self._match_text_seq("OPTIONS"):
+            self._skip_parenthesized()
+        if not (self._match(TokenType.ALIAS) and self._match(TokenType.INSERT)):
+            self.raise_error("Expected AS INSERT INTO stream SELECT STREAM ... after the pump's name")
+        insert = self._parse_insert()
+        return self.expression(exp.Create(this=this, kind="PUMP", replace=replace, expression=insert))
+
+    def _parse_view(self, replace: bool):
+        exists = self._match_text_seq("IF", "NOT", "EXISTS") or None  # (a script run once: the view is new)
+        this = self._parse_table_parts(schema=True)
+        description = self._parse_string() if self._match_text_seq("DESCRIPTION") else None
+        if not self._match(TokenType.ALIAS):
+            self.raise_error("Expected AS and a query after the view's name")
+        query = self._parse_select()
+        create = self.expression(exp.Create(this=this, kind="VIEW", replace=replace, expression=query, exists=exists))
+        if description is not None:  # not one of sqlglot's Create args: set after validation
+            create.set("description", Description(this=description))
+        return create
 
 
 _TYPED_OPTIONS = {exp.FileFormatProperty: "format", exp.PartitionedByProperty: "partitioned_by"}
@@ -370,10 +415,13 @@ class StreamJoin(RisingWave):
 _DIALECT = StreamJoin()
 
 
-def parse_script(sql: str, filename: str = "<sql>") -> list[exp.Expression]:
+def parse_script(sql: str, filename: str = "<sql>", slash_comments: bool = False) -> list[exp.Expression]:
     """Parse a script of `;`-separated statements; a syntax error raises SqlError. Each
     statement records where it starts (its first token, never a comment before it), so an error
-    about a statement sqlglot kept as text (a `Command`) points at that statement."""
+    about a statement sqlglot kept as text (a `Command`) points at that statement.
+    `slash_comments`: `//` starts a comment, as in KDA's and s-Server's parsers (Calcite's)."""
+    if slash_comments:
+        sql = _slash_comments_as_dashes(sql)
     try:
         wrong = written_wrong(sql, _DIALECT.tokenize(sql))
     except TokenError:
@@ -409,6 +457,29 @@ def parse_script(sql: str, filename: str = "<sql>") -> list[exp.Expression]:
                 statement.meta.setdefault("offset", start)
     # comment-only chunks (a comment after the last `;`) come back as Semicolon nodes
     return [s for s in statements if s is not None and not isinstance(s, exp.Semicolon)]
+
+
+def _slash_comments_as_dashes(sql: str) -> str:
+    """`//` outside quotes and comments written `--` (the same length: positions hold)."""
+    out, i, quote = list(sql), 0, None
+    while i < len(sql):
+        c = sql[i]
+        if quote:
+            quote = None if c == quote else quote
+        elif c in "'\"":
+            quote = c
+        elif sql.startswith("--", i) or sql.startswith("//", i):
+            out[i:i + 2] = "--"
+            i = sql.find("\n", i)
+            if i < 0:
+                break
+        elif sql.startswith("/*", i):
+            i = sql.find("*/", i + 2)
+            if i < 0:
+                break
+            i += 1
+        i += 1
+    return "".join(out)
 
 
 def token_text(sql: str) -> str:

@@ -42,14 +42,15 @@ class Profile:
     title: str  # the system, as its users call it
     fold: str  # unquoted names: "lower" or "upper" case
     windowless: str  # a stream-stream join without a window or time bound: CURRENT_ROW or REGULAR
+    slash_comments: bool = False  # `//` starts a comment to the end of the line (Calcite's parsers: KDA, s-Server)
 
 
 PROFILES = {
     p.name: p
     for p in (
         Profile("default", "streamjoin (s-Server, KDA, RisingWave and Lenses joins as SEMANTICS.md reads them)", "lower", CURRENT_ROW),
-        Profile("kda", "Amazon Kinesis Data Analytics for SQL", "upper", CURRENT_ROW),
-        Profile("sqlstream", "SQLstream s-Server", "upper", CURRENT_ROW),
+        Profile("kda", "Amazon Kinesis Data Analytics for SQL", "upper", CURRENT_ROW, slash_comments=True),
+        Profile("sqlstream", "SQLstream s-Server", "upper", CURRENT_ROW, slash_comments=True),
         Profile("risingwave", "RisingWave", "lower", REGULAR),
         Profile("lenses", "Lenses SQL", "lower", CURRENT_ROW),
     )
@@ -88,32 +89,42 @@ def fold(statements: list[exp.Expression], chosen: Profile) -> list[exp.Expressi
     return statements
 
 
-# constructs only one dialect has: (profile, pattern over the program's tokens, what it is)
+# constructs of one dialect: (profile, weight, pattern over the program's tokens, what it is). A
+# construct another system shares (PostgreSQL's and RisingWave's CREATE SCHEMA) weighs little.
 _EVIDENCE = (
-    ("sqlstream", r"\bCREATE (OR REPLACE )?SCHEMA\b", "CREATE SCHEMA"),
-    ("sqlstream", r"\bSET (SCHEMA|PATH)\b", "SET SCHEMA / SET PATH"),
-    ("sqlstream", r"\bCREATE (OR REPLACE )?(SERVER|FOREIGN (STREAM|TABLE))\b", "CREATE SERVER / CREATE FOREIGN STREAM"),
-    ("sqlstream", r"\bALTER PUMP\b", "ALTER PUMP"),
-    ("sqlstream", r"\bPUMP [^;]*\b(STOPPED|STARTED)\b", "CREATE PUMP ... STOPPED"),
-    ("kda", r"\bWINDOWED BY STAGGER\b", "WINDOWED BY STAGGER"),
-    ("kda", r"\bSOURCE_SQL_STREAM_001\b", "SOURCE_SQL_STREAM_001, KDA's input stream"),
-    ("risingwave", r"\bFORMAT (PLAIN|UPSERT|DEBEZIUM|CANAL|MAXWELL) ENCODE\b", "FORMAT ... ENCODE"),
-    ("risingwave", r"\bAPPEND ONLY\b", "APPEND ONLY"),
-    ("risingwave", r"\bCREATE SECRET\b", "CREATE SECRET"),
-    ("risingwave", r"\bINCLUDE (KEY|PARTITION|OFFSET|TIMESTAMP|HEADER|HEADERS)\b", "INCLUDE key/partition/offset"),
-    ("risingwave", r"\bCONNECTOR = '(POSTGRES-CDC|MYSQL-CDC|DATAGEN|NEXMARK|PULSAR)'", "a RisingWave connector"),
-    ("lenses", r"\bWINDOW BY\b", "WINDOW BY"),
-    ("lenses", r"\bSET DEFAULTS\.", "SET defaults.*"),
+    ("sqlstream", 1, r"\bCREATE (OR REPLACE )?SCHEMA\b", "CREATE SCHEMA"),
+    ("sqlstream", 1, r"\bSET SCHEMA\b", "SET SCHEMA"),
+    ("sqlstream", 3, r"\bSET PATH\b", "SET PATH"),
+    ("sqlstream", 3, r"\bCREATE (OR REPLACE )?(SERVER|FOREIGN STREAM)\b", "CREATE SERVER / CREATE FOREIGN STREAM"),
+    ("sqlstream", 3, r"\bALTER PUMP\b", "ALTER PUMP"),
+    ("sqlstream", 3, r"\bPUMP [^;]*\b(STOPPED|STARTED)\b", "CREATE PUMP ... STOPPED"),
+    ("kda", 3, r"\bWINDOWED BY STAGGER\b", "WINDOWED BY STAGGER"),
+    ("kda", 3, r"\bSOURCE_SQL_STREAM_001\b", "SOURCE_SQL_STREAM_001, KDA's input stream"),
+    ("kda", 2, r"(^|\n)\s*//", "// comments (KDA and s-Server)"),
+    ("risingwave", 3, r"\bFORMAT (PLAIN|UPSERT|DEBEZIUM|CANAL|MAXWELL) ENCODE\b", "FORMAT ... ENCODE"),
+    ("risingwave", 3, r"\bAPPEND ONLY\b", "APPEND ONLY"),
+    ("risingwave", 3, r"\bCREATE SECRET\b", "CREATE SECRET"),
+    ("risingwave", 3, r"\bINCLUDE (KEY|PARTITION|OFFSET|TIMESTAMP|HEADER|HEADERS|PAYLOAD)\b", "INCLUDE key/partition/offset"),
+    ("risingwave", 3, r"\bCONNECTOR = '(POSTGRES-CDC|MYSQL-CDC|DATAGEN|NEXMARK|PULSAR)'", "a RisingWave connector"),
+    ("risingwave", 3, r"\bEMIT ON WINDOW CLOSE\b", "EMIT ON WINDOW CLOSE"),
+    ("lenses", 3, r"\bWINDOW BY\b", "WINDOW BY"),
+    ("lenses", 3, r"\bSET DEFAULTS\s*\.", "SET defaults.*"),
 )
 
 
 def evidence(sql: str) -> tuple[Profile, str] | None:
-    """The dialect whose own constructs the program uses, and which (the first found), or None.
-    Comments are not read; every statement is."""
+    """The dialect whose own constructs the program uses most (by weight), and the first of
+    them, or None. Comments are not read (but a `//` line, which only KDA and s-Server read as a
+    comment); every statement is."""
     from streamjoin.dialect import token_text
 
     text = token_text(sql)
-    for name, pattern, what in _EVIDENCE:
-        if re.search(pattern, text, re.IGNORECASE):
-            return PROFILES[name], what
-    return None
+    scores: dict[str, tuple[int, str]] = {}
+    for name, weight, pattern, what in _EVIDENCE:
+        if re.search(pattern, sql if pattern.startswith("(^") else text, re.IGNORECASE):
+            score, first = scores.get(name, (0, what))
+            scores[name] = (score + weight, first)
+    if not scores:
+        return None
+    name = max(scores, key=lambda n: scores[n][0])
+    return PROFILES[name], scores[name][1]

@@ -57,7 +57,8 @@ def written_wrong(sql: str, tokens: list[Token]) -> tuple[int, str, str] | None:
     missing its operand); a comma right before FROM is no column (sqlglot accepts it)."""
     for token, after in zip(tokens, tokens[1:], strict=False):
         if token.token_type == TokenType.SLASH and after.token_type == TokenType.SLASH and after.start == token.end + 1:
-            return token.start, "syntax error: `//` does not start a comment in SQL", "write -- (to the end of the line) or /* ... */"
+            return (token.start, "syntax error: `//` does not start a comment in SQL",
+                    "write -- (to the end of the line) or /* ... */; KDA and s-Server read // as a comment: --dialect kda")
         if token.token_type == TokenType.COMMA and after.token_type == TokenType.FROM:
             return token.start, "syntax error: a comma before FROM", "remove the comma after the last column"
     return None

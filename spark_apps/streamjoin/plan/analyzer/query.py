@@ -140,6 +140,9 @@ class QueryAnalysis:
     def time_window_function(self, func: exp.Expression) -> tuple[Relation, TimeWindowFunction]:
         fname = (func.name or "").upper()
         args = list(func.expressions) if isinstance(func, exp.Anonymous) else list(func.args.values())
+        if fname == "TABLE" and args and isinstance(args[0], exp.Func | exp.Anonymous):  # KDA: TABLE(FN(CURSOR(...)))
+            inner = args[0]
+            fname = (inner.name if isinstance(inner, exp.Anonymous) else inner.sql_name()).upper()
         if fname not in ("TUMBLE", "HOP"):
             self.where.fail(f"unsupported table function {fname}", func, "TUMBLE(src, col, size) and HOP(src, col, slide, size) are supported in FROM")
         expected = 3 if fname == "TUMBLE" else 4

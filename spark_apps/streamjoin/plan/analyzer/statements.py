@@ -33,14 +33,14 @@ def analyze(sql: str, filename: str = "<sql>", declared: tuple[tuple[str, str], 
     analyzer = Analyzer(Located(sql, filename), profile)
     for where, text in declared:
         outside = Analyzer(Located(text, where), profile)
-        for st in fold(parse_script(text, where), profile):
+        for st in fold(parse_script(text, where, profile.slash_comments), profile):
             outside.create(st)
         for name, relation in outside.relations.items():
             if name in analyzer.relations:
                 raise SqlError(f"'{name}' is declared twice in the app's config", where)
             analyzer.relations[name] = relation
             analyzer.declared_by[name] = where
-    script = analyzer.script(fold(parse_script(sql, filename), profile))
+    script = analyzer.script(fold(parse_script(sql, filename, profile.slash_comments), profile))
     return replace(script, dialect=profile.name)
 
 
@@ -108,7 +108,9 @@ class Analyzer:
 
     def create(self, st: exp.Create) -> None:
         kind = (st.text("kind") or "").upper()
-        if kind == "VIEW":
+        if kind == "SINK" and st.expression is not None:
+            self.sink_query(st)
+        elif kind == "VIEW":
             self.view(relation_name(st.this), st.expression, st)
         elif kind in ("STREAM", "TABLE", "SINK") and st.expression is None:
             relation = relation_from_create(st, self.where)
@@ -125,6 +127,26 @@ class Analyzer:
                 st.this,
                 "use CREATE STREAM | TABLE | SOURCE | SINK name (...) WITH (...) or CREATE VIEW name AS query",
             )
+
+    def sink_query(self, st: exp.Create) -> None:
+        """RisingWave's `CREATE SINK s FROM mv | AS query WITH (...)`: the sink, and the query that
+        writes it, one output of the file (`Script.outputs`); `CREATE SINK s INTO t AS query`
+        writes the program's table t."""
+        into = st.args.get("into")
+        name = relation_name(st.this.this if isinstance(st.this, exp.Schema) else st.this)
+        if into is not None:
+            target = relation_name(into.this if isinstance(into, exp.Schema) else into)
+            if target not in self.relations:
+                self.where.fail(f"sink '{name}' writes into '{target}', which is not declared", into,
+                                f"declare it: CREATE TABLE {target} (...)")
+        else:
+            sink = relation_from_create(st, self.where)
+            if name in self.sinks or name in self.relations:
+                self.where.fail(f"'{name}' is declared twice", st.this, "give each stream, table and sink its own name")
+            self.sinks[name] = sink
+            target = name
+        self.queries.append(self.query(st.expression, name, target))
+        self.outputs.append(name)
 
     def view(self, name: str, query: exp.Expression, node: exp.Expression) -> None:
         if name in self.relations:
@@ -147,6 +169,9 @@ class Analyzer:
     def final(self, query: exp.Expression, sink: str | None = None) -> None:
         if any(q.name == "query" for q in self.queries):
             self.where.fail("a file holds one final query; this is a second one", query, "turn the earlier one into a CREATE VIEW")
+        if self.outputs and not self.pumps:
+            self.where.fail("the file writes its sinks (CREATE SINK ... AS) and has a final query as well", query,
+                            "write the query into a sink too, or make it a view")
         self.queries.append(self.query(query, "query", sink))
 
     def query(self, select: exp.Expression, name: str, sink: str | None = None) -> Query:
@@ -154,6 +179,9 @@ class Analyzer:
             select = select.unnest()
         if not isinstance(select, exp.Select):
             self.where.fail(f"unsupported query form: {select.key.upper()}", select, "write a single SELECT")
+        if select.args.get("laterals"):
+            self.where.fail("LATERAL is not supported: it flattens a column of each row, it joins no other input",
+                            select.args["laterals"][0], "select the array column itself")
         select = self.parts_as_views(select)
         from_ = select.args.get("from_")
         if from_ is None:
