@@ -70,3 +70,27 @@ def test_kda_and_s_server_read_a_double_slash_as_a_comment_and_it_tells_the_dial
     assert script.dialect == "kda" and "// comments" in script.dialect_reason
     assert [c.name for c in script.final.output] == ["K"]
     assert compile_sql(sql, "q.sql", dialect="sqlstream").final.joins == ()
+
+
+RW = """SET streaming_parallelism = 1;
+CREATE SECRET pg_pwd WITH (backend = 'meta') AS 'x';
+CREATE TABLE scans (scan_id INT, kiosk INT, at TIMESTAMP, WATERMARK FOR at AS at - INTERVAL '10' SECOND) APPEND ONLY;
+CREATE TABLE kiosks (kiosk_id INT PRIMARY KEY, zone INT) WITH (connector = 'postgres-cdc', password = secret pg_pwd);
+CREATE MATERIALIZED VIEW per_window AS SELECT window_start, COUNT(scan_id) AS n FROM TUMBLE(scans, at, INTERVAL '5' SECOND)
+  GROUP BY window_start EMIT ON WINDOW CLOSE;
+CREATE SINK counts FROM per_window WITH (connector = 'kafka', topic = 'counts') FORMAT PLAIN ENCODE JSON;
+CREATE SINK zoned AS SELECT s.scan_id, k.zone FROM scans AS s JOIN kiosks AS k ON s.kiosk = k.kiosk_id WITH (connector = 'blackhole');
+DROP SINK zoned;
+DROP TABLE scans CASCADE;
+"""
+
+
+def test_a_risingwave_program_with_sinks_append_only_tables_secrets_and_teardown_reads_whole():
+    script = compile_sql(RW, "rw.sql")
+    assert script.dialect == "risingwave"
+    assert script.relation("scans").kind.name == "STREAM" and script.relation("scans").rowtime == "at"
+    assert script.relation("kiosks").kind.name == "TABLE" and dict(script.relation("kiosks").options)["password"] == "secret pg_pwd"
+    assert script.outputs == ("counts", "zoned") and [q.sink for q in script.runs] == ["counts", "zoned"]
+    assert script.view("per_window").emit.name == "FINAL"
+    notes = "\n".join(script.notes)
+    assert "line 2: CREATE SECRET" in notes and "line 9: DROP SINK zoned: the script's teardown" in notes

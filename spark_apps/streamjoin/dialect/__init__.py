@@ -70,6 +70,35 @@ class StreamJoinParser(RisingWaveParser):
         super().__init__(*args, **kwargs)
         self._table_suffix: dict = {}
 
+    # RisingWave's clauses after a table's columns, kept as plain options: APPEND ONLY (the table
+    # is a stream), ON CONFLICT DO ..., FROM source TABLE 'schema.table' (a CDC table of a shared source)
+    PROPERTY_PARSERS = {
+        **RisingWaveParser.PROPERTY_PARSERS,
+        "APPEND": lambda self: self._parse_word_option("append_only", "APPEND", "ONLY"),
+        "ON": lambda self: self._parse_on_conflict() or RisingWaveParser.PROPERTY_PARSERS["ON"](self),
+        "FROM": lambda self: self._parse_from_source(),
+    }
+
+    def _parse_word_option(self, key: str, *words: str):
+        self._match_text_seq(*words[1:])
+        return exp.Property(this=exp.var(key), value=exp.Literal.string("true"))
+
+    def _parse_on_conflict(self):
+        if not self._match_text_seq("CONFLICT"):
+            return None
+        words = []
+        while self._curr and self._curr.token_type not in (TokenType.SEMICOLON, TokenType.WITH) and not self._at_end():
+            words.append(self._curr.text.upper())
+            self._advance()
+        return exp.Property(this=exp.var("on_conflict"), value=exp.Literal.string(" ".join(words)))
+
+    def _parse_from_source(self):
+        source = self._parse_table_parts()
+        if not self._match(TokenType.TABLE):
+            self.raise_error("Expected TABLE 'schema.table' after FROM source")
+        table = self._parse_string()
+        return exp.Property(this=exp.var("from_source"), value=exp.Literal.string(f"{source.sql()} {table.name}"))
+
     # `WITH (start = 'trim_horizon')` (the Kinesis connector) is an option like any other, not a
     # sequence's START WITH
     _KEY_WORDS = ("START", "INCREMENT", "MINVALUE", "MAXVALUE", "CACHE", "CYCLE")
@@ -249,10 +278,13 @@ class StreamJoinParser(RisingWaveParser):
         if self._curr and self._curr.text.upper() == "EMIT":
             emit_token = self._curr
             self._advance()
-            if not (self._curr and self._curr.text.upper() in EMIT_MODES):
-                self.raise_error("EMIT must be followed by FINAL, EAGER or CHANGES")
-            mode = self._curr.text.upper()
-            self._advance()
+            if self._match_text_seq("ON", "WINDOW", "CLOSE"):  # RisingWave: a window's rows once it closes
+                mode = "FINAL"
+            elif not (self._curr and self._curr.text.upper() in EMIT_MODES):
+                self.raise_error("EMIT must be followed by FINAL, EAGER, CHANGES or ON WINDOW CLOSE")
+            else:
+                mode = self._curr.text.upper()
+                self._advance()
             query = statement if isinstance(statement, exp.Query) else statement.expression
             if isinstance(query, exp.Insert):  # CREATE PUMP p AS INSERT INTO s SELECT ... EMIT ...
                 query = query.expression

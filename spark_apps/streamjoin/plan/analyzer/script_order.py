@@ -3,7 +3,8 @@ scripts do before the analyzer reads the declarations and queries (issue 24).
 
 - **Applied in order**: `DROP ... [IF EXISTS] name` removes what an earlier statement of the file
   created (nothing, for a name not created yet: a script that starts by dropping what an earlier
-  run left); `CREATE OR REPLACE` replaces an earlier statement that created the same name.
+  run left); `CREATE OR REPLACE` replaces an earlier statement that created the same name. DROPs
+  after the last statement that creates or queries are the script's teardown, ignored.
 - **Accepted as no-ops, with a note** (explain lists them): schemas (`CREATE SCHEMA`, `SET
   SCHEMA`, `SET PATH`: names resolve by their last part, `plan.analyzer.statements`), starting
   and stopping pumps (`ALTER PUMP ... START | STOP`: pumps run while the query runs), indexes,
@@ -25,6 +26,10 @@ _NO_OPS = (
     (r"SET\s+PATH\b", "schemas do not qualify names here: a name resolves by its last part"),
     (r"SET\s+TIME\s+ZONE\b", "rowtimes and timestamps are read and written as UTC"),
     (r"ALTER\s+PUMP\b.*\b(START|STOP)\s*$", "pumps run while the application runs (streamjoin run, the apps DAG)"),
+    (r"CREATE\s+(OR\s+REPLACE\s+)?SECRET\b", "credentials come from the environment (${NAME} in options); "
+                                              "an option `secret name` keeps the secret's name"),
+    (r"CREATE\s+(OR\s+REPLACE\s+)?CONNECTION\b", "a connection is read by the connectors that name it, "
+                                                  "when streamjoin has them"),
 )
 
 
@@ -39,8 +44,16 @@ def in_order(statements: list[exp.Expression], where: Located) -> tuple[list[exp
     was dropped, replaced or ignored), in file order."""
     kept: list[exp.Expression] = []
     notes: list[str] = []
-    for statement in statements:
+    # DROPs after the program's last statement that creates or queries are its teardown (a test
+    # script cleaning up): the program is what stands before them
+    last = max((i for i, st in enumerate(statements) if not isinstance(st, exp.Drop | exp.Set) and _no_op(st) is None),
+               default=-1)
+    for n, statement in enumerate(statements):
         line = where.position(statement)[0]
+        if isinstance(statement, exp.Drop) and n > last:
+            notes.append(f"line {line}: DROP {statement.text('kind').upper()} {_dropped(statement)}: the script's "
+                         "teardown after its program: ignored")
+            continue
         note = _no_op(statement)
         if note is not None:
             notes.append(f"line {line}: {_describe(statement)}: ignored ({note})")
