@@ -94,3 +94,28 @@ def test_a_risingwave_program_with_sinks_append_only_tables_secrets_and_teardown
     assert script.view("per_window").emit.name == "FINAL"
     notes = "\n".join(script.notes)
     assert "line 2: CREATE SECRET" in notes and "line 9: DROP SINK zoned: the script's teardown" in notes
+
+
+SSERVER_FOREIGN = """!set force on
+CREATE OR REPLACE SCHEMA buses;
+SET SCHEMA 'buses';
+CREATE OR REPLACE FOREIGN STREAM "positions" ("bus" INT, "route" VARCHAR(8))
+SERVER FILE_SERVER OPTIONS (PARSER 'CSV', DIRECTORY $(BUS_DIR) DEFAULT '/srv/buses', FILENAME_PATTERN 'p.*\\.csv');
+CREATE OR REPLACE SERVER "routes_db" FOREIGN DATA WRAPPER SYS_JDBC
+  OPTIONS ("URL" 'jdbc:postgresql://localhost/transit', "SCHEMA_NAME" 'public', "USER_NAME" 'x');
+CREATE OR REPLACE FOREIGN TABLE "routes" ("route" VARCHAR(8), "name" VARCHAR(64))
+SERVER "routes_db" OPTIONS (TABLE_NAME 'routes');
+!set force off
+SELECT STREAM p."bus", r."name" FROM "positions" AS p LEFT JOIN "routes" AS r ON p."route" = r."route";
+"""
+
+
+def test_s_server_foreign_streams_and_tables_map_onto_files_and_postgres_and_directives_are_blank():
+    script = compile_sql(SSERVER_FOREIGN, "buses.sql")
+    assert script.dialect == "sqlstream"
+    positions, routes = dict(script.relation("positions").options), dict(script.relation("routes").options)
+    assert (positions["connector"], positions["format"], positions["path"]) == ("files", "csv", "${BUS_DIR:-/srv/buses}")
+    assert (routes["connector"], routes["url"], routes["table"]) == ("postgres", "postgresql://localhost/transit", "public.routes")
+    assert script.relation("routes").kind.name == "TABLE" and script.final.joins[0].kind.name == "SNAPSHOT"
+    notes = "\n".join(script.notes)
+    assert "line 1: !set force on: a client's directive" in notes and "line 10: !set force off" in notes

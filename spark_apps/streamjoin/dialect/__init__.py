@@ -303,6 +303,10 @@ class StreamJoinParser(RisingWaveParser):
             return self._parse_sink(replace)
         if self._match_text_seq("PUMP"):  # Kinesis Analytics / s-Server: a pump fills a stream
             return self._parse_pump(replace)
+        if self._match_text_seq("SERVER"):  # s-Server: a connector's settings, named
+            return self._parse_foreign("SERVER", replace)
+        if self._match_text_seq("FOREIGN", "STREAM") or self._match_text_seq("FOREIGN", "TABLE"):
+            return self._parse_foreign(f"FOREIGN {self._prev.text.upper()}", replace)
         if self._match(TokenType.VIEW) or self._match_text_seq("MATERIALIZED", "VIEW"):
             return self._parse_view(replace)
         self._retreat(index)
@@ -335,6 +339,52 @@ class StreamJoinParser(RisingWaveParser):
         if into is not None:  # not one of sqlglot's Create args: set after validation
             create.set("into", into)
         return create
+
+    def _parse_foreign(self, kind: str, replace: bool):
+        """s-Server: CREATE SERVER name [TYPE 't'] [FOREIGN DATA WRAPPER w] [OPTIONS (...)], and
+        CREATE FOREIGN STREAM | TABLE name [(columns)] SERVER s [OPTIONS (...)]: the options as
+        plain key = 'value' options (keys lower case), the server as `server`, for the analyzer to
+        map onto a connector (`plan.analyzer.foreign`)."""
+        this = self._parse_table(schema=True) if kind != "SERVER" else self._parse_table_parts()
+        options = []
+        while self._curr and not self._at_end() and self._curr.token_type != TokenType.SEMICOLON:
+            if self._match_text_seq("TYPE"):
+                options.append(("type", self._parse_string()))
+            elif self._match_text_seq("FOREIGN", "DATA", "WRAPPER") or self._match_text_seq("SERVER"):
+                key = "wrapper" if self._prev.text.upper() == "WRAPPER" else "server"
+                options.append((key, exp.Literal.string(self._parse_id_var(any_token=True).name)))
+            elif self._match_text_seq("OPTIONS"):
+                options.extend(self._parse_foreign_options())
+            elif self._match_text_seq("DESCRIPTION"):
+                self._parse_string()
+            else:
+                self.raise_error(f"Expected SERVER, OPTIONS or DESCRIPTION in CREATE {kind}")
+        properties = exp.Properties(expressions=[exp.Property(this=exp.var(k), value=v) for k, v in options])
+        return self.expression(exp.Create(this=this, kind=kind, replace=replace, properties=properties))
+
+    def _parse_foreign_options(self) -> list[tuple[str, exp.Expression]]:
+        """OPTIONS ("KEY" 'value', KEY 'value', ...)."""
+        if not self._match(TokenType.L_PAREN):
+            self.raise_error("Expected ( after OPTIONS")
+        options = []
+        while not self._match(TokenType.R_PAREN):
+            key = self._parse_id_var(any_token=True) or self._parse_string()
+            if self._match_pair(TokenType.PARAMETER, TokenType.L_PAREN):
+                value = self._parse_template()  # StreamLab's $(NAME) DEFAULT 'value': ${NAME:-value}
+            else:
+                value = self._parse_primary()
+            if key is None or value is None:
+                self.raise_error("Expected KEY 'value' in OPTIONS (...)")
+            options.append((key.name.lower(), exp.Literal.string(value.name)))
+            self._match(TokenType.COMMA)
+        return options
+
+    def _parse_template(self) -> exp.Literal:
+        name = self._parse_id_var(any_token=True)
+        if name is None or not self._match(TokenType.R_PAREN):
+            self.raise_error("Expected $(NAME)")
+        default = self._parse_string() if self._match(TokenType.DEFAULT) else None
+        return exp.Literal.string(f"${{{name.name}:-{default.name}}}" if default is not None else f"${{{name.name}}}")
 
     def _parse_pump(self, replace: bool):
         this = self._parse_table_parts(schema=True)
@@ -454,6 +504,7 @@ def parse_script(sql: str, filename: str = "<sql>", slash_comments: bool = False
     `slash_comments`: `//` starts a comment, as in KDA's and s-Server's parsers (Calcite's)."""
     if slash_comments:
         sql = _slash_comments_as_dashes(sql)
+    sql = _DIRECTIVE.sub(lambda m: " " * len(m.group(0)), sql)  # sqlline's !set, StreamLab's !step=: not SQL
     try:
         wrong = written_wrong(sql, _DIALECT.tokenize(sql))
     except TokenError:
@@ -489,6 +540,15 @@ def parse_script(sql: str, filename: str = "<sql>", slash_comments: bool = False
                 statement.meta.setdefault("offset", start)
     # comment-only chunks (a comment after the last `;`) come back as Semicolon nodes
     return [s for s in statements if s is not None and not isinstance(s, exp.Semicolon)]
+
+
+_DIRECTIVE = re.compile(r"(?m)^[ \t]*![^\n]*")
+
+
+def directives(sql: str) -> list[tuple[int, str]]:
+    """(line, text) of each line that is a client directive (`!set force on`, `!step=...`), which
+    `parse_script` reads as blank: sqlline and StreamLab scripts hold them between statements."""
+    return [(sql.count("\n", 0, m.start()) + 1, m.group(0).strip()) for m in _DIRECTIVE.finditer(sql)]
 
 
 def _slash_comments_as_dashes(sql: str) -> str:

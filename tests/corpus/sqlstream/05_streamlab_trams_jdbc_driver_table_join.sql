@@ -1,7 +1,7 @@
 -- source: github NigelThomas/azure_event_hub:buses_azure_event_hub.slab (StreamLab buses demo, projectModel.mainScript), commit 65e877e17b9e73471d5eb80d9f027f996d41ff01 (2020-03-27)
 -- modeled on: StreamLab version of the s-Server buses demo on Kafka (Azure Event Hub): CREATE SERVER ... FOREIGN DATA WRAPPER "SYS_JDBC", JDBC foreign tables (lookup and MERGE sink), KAFKA10_SERVER foreign streams (XML parser, CSV lines, JSON formatter sink), native streams fed by pumps STOPPED, !step markers, ROWTIME promotion by alias, a Java parser UDX over CURSOR(...) with ROW(...) and a VALUES options cursor, a stream INNER JOIN to the drivers table, RANGE-window Bollinger bands, MERGE INTO ... USING pump
 -- dialect: sqlstream
--- check: 05_streamlab_trams_jdbc_driver_table_join.sql:247:12: error: syntax error: Invalid expression / Unexpected token
+-- check: 05_streamlab_trams_jdbc_driver_table_join.sql:287:15: error: syntax error: Expecting )
 DROP SCHEMA "StreamLab_Output_trams" CASCADE;
 CREATE OR REPLACE SCHEMA "StreamLab_Output_trams";
 -- StreamApp start

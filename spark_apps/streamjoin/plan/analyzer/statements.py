@@ -13,9 +13,10 @@ from dataclasses import replace
 
 from sqlglot import exp
 
-from streamjoin.dialect import parse_script
+from streamjoin.dialect import directives, parse_script
 from streamjoin.dialect.profiles import DEFAULT, Profile, fold
 from streamjoin.errors import SqlError
+from streamjoin.plan.analyzer.foreign import as_declaration, options_of
 from streamjoin.plan.analyzer.pumps import Application, is_pump
 from streamjoin.plan.analyzer.query import QueryAnalysis
 from streamjoin.plan.analyzer.script_order import command_text, in_order
@@ -41,7 +42,9 @@ def analyze(sql: str, filename: str = "<sql>", declared: tuple[tuple[str, str], 
             analyzer.relations[name] = relation
             analyzer.declared_by[name] = where
     script = analyzer.script(fold(parse_script(sql, filename, profile.slash_comments), profile))
-    return replace(script, dialect=profile.name)
+    read_as_blank = tuple(f"line {line}: {text[:40]}: a client's directive (sqlline, StreamLab), not SQL: ignored"
+                          for line, text in directives(sql))
+    return replace(script, dialect=profile.name, notes=read_as_blank + script.notes)
 
 
 class Analyzer:
@@ -56,6 +59,7 @@ class Analyzer:
         self.outputs: list[str] = []  # an application's output queries, when it has several
         self.declared_by: dict[str, str] = {}  # relations the app's config declares: where
         self.notes: list[str] = []  # statements dropped, replaced or ignored (script_order)
+        self.servers: dict[str, dict[str, str]] = {}  # s-Server's CREATE SERVER, by name
 
     def script(self, statements: list[exp.Expression]) -> Script:
         statements, self.notes = in_order(statements, self.where)
@@ -108,6 +112,11 @@ class Analyzer:
 
     def create(self, st: exp.Create) -> None:
         kind = (st.text("kind") or "").upper()
+        if kind == "SERVER":  # s-Server: the settings its foreign streams name (plan.analyzer.foreign)
+            self.servers[relation_name(st.this)] = options_of(st)
+            return
+        if kind.startswith("FOREIGN "):
+            st, kind = as_declaration(st, self.servers), kind.removeprefix("FOREIGN ")
         if kind == "SINK" and st.expression is not None:
             self.sink_query(st)
         elif kind == "VIEW":
