@@ -84,4 +84,4 @@ def token_error_position(sql: str, message: str) -> tuple[int, int]:
     quote, line, col = match.group(1), int(match.group(2)), int(match.group(3))
     text = sql.splitlines()[line - 1] if line <= len(sql.splitlines()) else ""
     opening = text.rfind(quote, 0, col)
-    return line, (opening + 1 if opening >= 0 else col)
+    return line, (opening + 1 if opening >= 0 else max(col, 1))
