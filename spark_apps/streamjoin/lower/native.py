@@ -86,13 +86,12 @@ class NativeLowering:
         streams = query.streams()
         if query.where is not None and bucketed_join is None:
             joined = joined.where(F.expr(or_bound(spark_sql(query.where), streams)))
+        # a view's bound rows go on, marked, to the joins that read it (their guards reject them)
         keep_bounds = bounds and bucketed_join is None and query.aggregation is None
-        if keep_bounds:
-            pass  # a view's bound rows go on, marked, to the joins that read it (their guards reject them)
-        elif not inner_only(query) or (not query.joins and query.aggregation is None):
+        if not keep_bounds and (not inner_only(query) or (not query.joins and query.aggregation is None)):
             # an inner join's own guard keeps bound rows out. Without joins, an aggregation needs
             # its bound row to move the watermark past its last group (Spark pushes a filter
-            # below the watermark); the bound's own group never closes, so it is never written.
+            # below the watermark); it puts bound rows in groups of their own, never written.
             joined = joined.where(F.expr(not_bound(streams, [rowtime_of(query, a) for a in streams])))
         if bucketed_join is not None:
             return self.bucketed(query, frames, joined, bucketed_join)
