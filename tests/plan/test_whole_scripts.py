@@ -119,3 +119,15 @@ def test_s_server_foreign_streams_and_tables_map_onto_files_and_postgres_and_dir
     assert script.relation("routes").kind.name == "TABLE" and script.final.joins[0].kind.name == "SNAPSHOT"
     notes = "\n".join(script.notes)
     assert "line 1: !set force on: a client's directive" in notes and "line 10: !set force off" in notes
+
+
+def test_lenses_value_facet_names_the_values_field():
+    script = compile_sql("""CREATE STREAM members (_key VARCHAR, nickname VARCHAR) WITH (connector = 'files', path = '/m');
+SELECT STREAM m._value.nickname, m._key FROM members AS m;""")
+    assert [sql_of(c) for c in script.final.output] == ["m.nickname", "m._key"]
+
+
+def sql_of(column) -> str:
+    from streamjoin.plan.model import sql
+
+    return sql(column.expression)

@@ -129,6 +129,10 @@ class Scope:
         for col in list(node.find_all(exp.Column)):
             if isinstance(col.this, exp.Star):
                 continue
+            if col.args.get("db") is not None and ident_name(col.args.get("table")) == "_value":
+                # Lenses' value facet: `m._value.name` is the value's field `m.name`
+                col.set("table", col.args["db"])
+                col.set("db", None)
             target = self.resolve(col, items, output_rowtime)
             if target == OUTPUT_ROWTIME:
                 replacement = exp.Column(this=exp.Identifier(this=OUTPUT_ROWTIME, quoted=False))
