@@ -284,3 +284,19 @@ def test_a_stream_asof_left_join_against_a_table_keeps_unmatched_rows_and_can_lo
         ("+I", "GOOG", DAY + "09:30:00.000", 1400, None), ("+I", "TSLA", DAY + "09:30:00.000", 250, 0.8),
         ("+I", "TSLA", DAY + "10:30:00.000", 252, 0.95), ("+I", "TSLA", DAY + "11:00:00.000", 255, None),
     ]
+
+
+def test_a_table_seeded_by_insert_values_is_the_snapshot_a_stream_joins(spark, tmp_path):
+    """RisingWave's tests and demos seed tables with INSERT ... VALUES (issue 39): the rows, in
+    any column order, NULLs and typed literals included, are the table's snapshot."""
+    write_jsonl(tmp_path / "l" / "a.json", [{"k": 1, "rowtime": "2024-01-01 00:00:00"}, {"k": 2, "rowtime": "2024-01-01 00:00:05"},
+                                            {"k": 3, "rowtime": "2024-01-01 00:00:10"}])
+    sql = (f"CREATE STREAM l (k INT) WITH (connector = 'files', format = 'json', path = '{tmp_path / 'l'}');\n"
+           "CREATE TABLE names (k INT PRIMARY KEY, name VARCHAR, since TIMESTAMP);\n"
+           "INSERT INTO names VALUES (1, 'one', TIMESTAMP '2024-01-01 00:00:00'), (2, 'two', NULL);\n"
+           "INSERT INTO names (name, k) VALUES ('minus', -1);\n"
+           "SELECT STREAM a.k, n.name, n.since FROM l AS a LEFT JOIN names AS n ON a.k = n.k;")
+    rows, status = run_until_idle(spark, sql, tmp_path / "run")
+    assert rows == [{"k": 1, "name": "one", "since": "2024-01-01 00:00:00.000"}, {"k": 2, "name": "two", "since": None},
+                    {"k": 3, "name": None, "since": None}]
+    assert [s["rows"] for s in status["snapshots"]] == [3]

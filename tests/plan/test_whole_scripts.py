@@ -131,3 +131,13 @@ def sql_of(column) -> str:
     from streamjoin.plan.model import sql
 
     return sql(column.expression)
+
+
+def test_insert_values_seeds_a_table_and_is_refused_for_a_stream_or_a_non_literal():
+    ddl = "CREATE TABLE t (k INT, name VARCHAR);\nCREATE STREAM s (k INT) WITH (connector = 'files', path = '/s');\n"
+    script = compile_sql(ddl + "INSERT INTO t VALUES (1, 'a'), (-2, NULL);\nSELECT STREAM s.k, t.name FROM s JOIN t ON s.k = t.k;")
+    assert dict(script.relation("t").options)["connector"] == "values"
+    with pytest.raises(SqlError, match="seeds a table declared without a connector; 's' is a stream"):
+        compile_sql(ddl + "INSERT INTO s VALUES (1);\nSELECT STREAM k FROM s;")
+    with pytest.raises(SqlError, match=r"q.sql:3:23: error: a seed row's value must be a literal, not 1 \+ 1"):
+        compile_sql(ddl + "INSERT INTO t VALUES (1 + 1, 'a');\nSELECT STREAM k FROM s;", "q.sql")

@@ -44,6 +44,13 @@ def read_table(name: str, options: Mapping[str, str], schema: pa.Schema, where: 
             raise Unsupported(f"table '{name}': connector 'postgres' needs url and table (or query)")
         rows = postgres.read_table(url, table, sql, schema, where=where, columns=None)
         return TableRead(rows, f"postgres {redact(url)} {table or '(query)'}" + (f" WHERE {where}" if where else ""))
+    if connector == "values":  # rows the program inserted (INSERT INTO t VALUES ...): JSON in the options
+        import json
+
+        rows = json.loads(options.get("rows") or "[]")
+        table = pa.Table.from_pylist([{k: (None if v is None else str(v) if not isinstance(v, bool | int | float) else v)
+                                       for k, v in r.items()} for r in rows]) if rows else pa.table({})
+        return TableRead(_rows_only(conform(table, schema, None, f"table {name}")), f"values ({len(rows)} rows inserted)")
     if connector not in ("files", "s3"):
         raise Unsupported(f"table '{name}': connector '{connector}' is not supported (use 'files', 'postgres' or 's3')")
     path = expand(options.get("path"))

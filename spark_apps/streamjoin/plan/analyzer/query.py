@@ -31,7 +31,7 @@ from streamjoin.plan.model import (
 )
 from streamjoin.plan.scope import Located, ident_name, interval_to_ms
 from streamjoin.plan.state import describe_state
-from streamjoin.plan.windows import CURRENT_ROW
+from streamjoin.plan.windows import CURRENT_ROW, interval_ms
 
 
 class Relations(Protocol):
@@ -137,6 +137,17 @@ class QueryAnalysis:
         self.items.append(item)
         return item
 
+    def size_ms(self, node: exp.Expression) -> int | None:
+        """A window size: INTERVAL '1' MINUTE, or RisingWave's interval text '10 MINUTES'."""
+        if isinstance(node, exp.Interval):
+            return interval_to_ms(node, self.where)
+        if isinstance(node, exp.Literal) and node.is_string:
+            try:
+                return interval_ms(node.name, None)
+            except ValueError:
+                return None
+        return None
+
     def time_window_function(self, func: exp.Expression) -> tuple[Relation, TimeWindowFunction]:
         fname = (func.name or "").upper()
         args = list(func.expressions) if isinstance(func, exp.Anonymous) else list(func.args.values())
@@ -159,7 +170,7 @@ class QueryAnalysis:
         column = ident_name(args[1])
         if column not in relation.column_names():
             self.where.fail(f"unknown column '{column}' in {fname}", args[1], f"columns are: {', '.join(relation.column_names())}")
-        sizes = [interval_to_ms(a, self.where) if isinstance(a, exp.Interval) else None for a in args[2:]]
+        sizes = [self.size_ms(a) for a in args[2:]]
         if None in sizes or min(sizes) <= 0:
             self.where.fail(f"{fname} sizes must be positive intervals", func, "e.g. INTERVAL '1' MINUTE")
         size, slide = (sizes[0], sizes[0]) if fname == "TUMBLE" else (sizes[1], sizes[0])
