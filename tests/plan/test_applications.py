@@ -242,7 +242,8 @@ BIG = [{"stream": "BIG_ORDERS", "rowtime": D + "10:25:00.000", "order_id": 103},
 def test_an_application_with_two_output_streams_writes_both_with_a_stream_key_naming_each_rows_stream(tmp_path):
     app = write_app(tmp_path, SEVERAL)
     check = streamjoin("check", app, timeout=120)
-    assert check.returncode == 0 and check.stderr.strip() == f"{app}: ok (3 queries, 1 join, 3 pumps)", check.stderr
+    # the last line: a warning that KDA would read the unquoted names in upper case comes first (issue 39)
+    assert check.returncode == 0 and check.stderr.strip().splitlines()[-1] == f"{app}: ok (3 queries, 1 join, 3 pumps)", check.stderr
     result = streamjoin("run", app, "--until-idle", "--output", "-")
     assert result.returncode == 0, result.stderr[-3000:]
     rows = [json.loads(line) for line in result.stdout.splitlines()]
