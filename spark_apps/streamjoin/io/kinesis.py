@@ -112,12 +112,16 @@ class KinesisSource:
         (the manifest's). `ending`: read until every shard is caught up, then release all."""
         self.rowtime = rowtime
         new: list[pa.Table] = []
+        quiet = 0  # at the end of input: passes in a row that found nothing (two end it)
         while True:
             self._list(positions)
             got = self._read_all(positions, first_start_us, new)
             unread = [s for s in self.shards.values()
                       if not self._done(s, positions) and self._ready(s, positions) and not s.caught_up]
-            if not ending or (not got and not unread):
+            quiet = 0 if got or unread else quiet + 1
+            # a shard that became readable in this pass (a split's children, once their parent is
+            # done) gets one more pass before the input ends: its first read may come back empty
+            if not ending or quiet >= 2:
                 break
         if new:
             self._hold(new)

@@ -83,8 +83,12 @@ class OrderedSink:
         it at every read was a sixth of the driver's CPU, 2026-11-27.)"""
         with self._parsed_lock:
             if self._parsed is None or self._parsed[0] != self._writes:
+                # the count before the read: a write that lands while the file is read leaves the
+                # entry stale (parsed again next time), never the old text under the new count
+                # (whose carry file that write removed: FileNotFoundError, seen under load)
+                writes = self._writes
                 parsed = json.loads(self.state_path.read_text()) if self.state_path.exists() else {}
-                self._parsed = (self._writes, parsed)
+                self._parsed = (writes, parsed)
             return SinkState(**self._parsed[1])
 
     def __call__(self, frame, batch_id: int) -> None:
