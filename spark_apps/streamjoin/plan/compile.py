@@ -38,11 +38,11 @@ def choose(sql: str, filename: str, declared: tuple[tuple[str, str], ...]) -> Sc
     try:
         script = analyze(sql, filename, declared, DEFAULT)
     except SqlError:
-        if found is None or found[0] is DEFAULT:
+        if found is None:
             raise
         chosen, what = found
         return replace(analyze(sql, filename, declared, chosen), dialect_reason=f"detected: {what}")
-    if found is None or found[0] is DEFAULT:
+    if found is None:
         return script
     chosen, what = found
     try:
