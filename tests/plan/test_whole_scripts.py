@@ -141,3 +141,10 @@ def test_insert_values_seeds_a_table_and_is_refused_for_a_stream_or_a_non_litera
         compile_sql(ddl + "INSERT INTO s VALUES (1);\nSELECT STREAM k FROM s;")
     with pytest.raises(SqlError, match=r"q.sql:3:23: error: a seed row's value must be a literal, not 1 \+ 1"):
         compile_sql(ddl + "INSERT INTO t VALUES (1 + 1, 'a');\nSELECT STREAM k FROM s;", "q.sql")
+
+
+def test_a_view_column_list_names_the_views_columns_in_order():
+    script = compile_sql(DDL + 'CREATE OR REPLACE VIEW v ("dummy", "rowno") AS SELECT STREAM 1, k FROM l;\nSELECT STREAM * FROM v;')
+    assert [c.name for c in script.final.output] == ["dummy", "rowno"]
+    with pytest.raises(SqlError, match="the view lists 1 columns, its query selects 2"):
+        compile_sql(DDL + 'CREATE VIEW v ("only") AS SELECT STREAM 1, k FROM l;\nSELECT STREAM * FROM v;')

@@ -182,6 +182,8 @@ class ScriptStatements:
     def _parse_view(self, replace: bool):
         exists = self._match_text_seq("IF", "NOT", "EXISTS") or None  # (a script run once: the view is new)
         this = self._parse_table_parts(schema=True)
+        if self._match(TokenType.L_PAREN, advance=False):  # CREATE VIEW v ("a", "b") AS: its columns' names
+            this = self.expression(exp.Schema(this=this, expressions=self._parse_wrapped_id_vars()))
         description = self._parse_string() if self._match_text_seq("DESCRIPTION") else None
         if not self._match(TokenType.ALIAS):
             self.raise_error("Expected AS and a query after the view's name")

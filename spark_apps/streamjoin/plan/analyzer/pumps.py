@@ -39,7 +39,7 @@ def produces(st: exp.Expression) -> str | None:
     if is_pump(st):
         return relation_name(pump_target(st))
     if isinstance(st, exp.Create) and (st.text("kind") or "").upper() == "VIEW":
-        return relation_name(st.this)
+        return relation_name(st.this.this if isinstance(st.this, exp.Schema) else st.this)
     return None
 
 

@@ -121,6 +121,8 @@ class Analyzer:
             st, kind = as_declaration(st, self.servers), kind.removeprefix("FOREIGN ")
         if kind == "SINK" and st.expression is not None:
             self.sink_query(st)
+        elif kind == "VIEW" and isinstance(st.this, exp.Schema):  # CREATE VIEW v ("a", "b") AS ...
+            self.view(relation_name(st.this.this), renamed(st.expression, st.this, self.where), st)
         elif kind == "VIEW":
             self.view(relation_name(st.this), st.expression, st)
         elif kind in ("STREAM", "TABLE", "SINK") and st.expression is None:
@@ -302,3 +304,20 @@ def literal_value(node: exp.Expression, where: Located):
     if isinstance(node, exp.Cast | exp.TryCast) and isinstance(node.this, exp.Literal | exp.Neg | exp.Null):
         return literal_value(node.this, where)
     where.fail(f"a seed row's value must be a literal, not {node.sql()}", node, "write the value itself: 1, 'text', NULL")
+
+
+def renamed(query: exp.Expression, columns: exp.Schema, where: Located) -> exp.Expression:
+    """A view's query with its output columns named as `CREATE VIEW v (a, b)` lists them, in order."""
+    select = query.unnest() if isinstance(query, exp.Subquery) else query
+    names = [ident_name(c) for c in columns.expressions]
+    if not isinstance(select, exp.Select) or any(isinstance(e, exp.Star) or (isinstance(e, exp.Column) and e.is_star)
+                                                 for e in select.expressions):
+        where.fail("a view's column list names its query's columns one by one", columns,
+                   "list the query's columns instead of *, or drop the view's column list")
+    if len(names) != len(select.expressions):
+        where.fail(f"the view lists {len(names)} columns, its query selects {len(select.expressions)}", columns,
+                   "name each selected column once")
+    select = select.copy()
+    select.set("expressions", [exp.alias_(e.this if isinstance(e, exp.Alias) else e, n, quoted=True)
+                               for e, n in zip(select.expressions, names, strict=True)])
+    return select
