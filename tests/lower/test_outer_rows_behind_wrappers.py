@@ -155,3 +155,16 @@ def test_a_writers_rowtime_bound_is_no_row_of_an_aggregation(spark, tmp_path):
     rows, _ = run_until_idle(spark, sql, tmp_path / "run")
     assert rows == [{"rowtime": "2024-01-01 00:00:00.000", "c": 1, "n": 1}, {"rowtime": "2024-01-01 00:00:01.000", "c": 1, "n": 1},
                     {"rowtime": "2024-01-01 00:00:05.000", "c": 2, "n": 1}]
+
+
+@pytest.mark.parametrize("operator", ["auto", "native", "custom"])
+def test_a_condition_on_the_preserved_side_in_on_null_extends_the_rows_that_fail_it(spark, tmp_path, operator):
+    """ON keeps its outer meaning: k=1 (v=10) fails `a.v > 15`, so it matches nothing and comes out
+    NULL-extended (WHERE would drop it)."""
+    sql = streams(tmp_path) + (
+        "SELECT STREAM ROWTIME, a.k, a.v, b.w FROM l OVER (RANGE INTERVAL '2' SECOND PRECEDING) AS a "
+        "LEFT JOIN r OVER (RANGE INTERVAL '2' SECOND PRECEDING) AS b ON a.k = b.k AND a.v > 15;")
+    rows, _ = run_until_idle(spark, sql, tmp_path / "run", settings(operator))
+    assert rows == [{"rowtime": "2024-01-01 00:00:00.000", "k": 1, "v": 10, "w": None},
+                    {"rowtime": "2024-01-01 00:00:05.000", "k": 2, "v": 20, "w": None},
+                    {"rowtime": "2024-01-01 00:00:10.000", "k": 3, "v": 30, "w": None}]
