@@ -26,6 +26,11 @@ pytestmark = [pytest.mark.ui, pytest.mark.airflow, pytest.mark.s3]
 ROOT = Path(__file__).resolve().parents[2]
 SNAPSHOTS = "s3://streamjoin/ui/snapshots/city_info"
 DAGS = ("streaming_join_apps", "lookup_snapshot_refresh", "hourly_enrichment_report")
+HOMES: dict[str, Path] = {}  # the launcher's Airflow home by UI address, for the diagnostics of a timeout
+
+
+def airflow_home(url: str) -> Path:
+    return HOMES[url]
 
 
 def wait_for(condition, timeout: float, what: str, every: float = 1.0, seen=lambda: ""):
@@ -57,6 +62,7 @@ def airflow_up(tmp_path):
         login = re.search(r"login admin / (\S+)\)", text)
         exports = dict(re.findall(r"^  export (\w+)=(\S*)$", text, re.M))
         assert login and "AWS_ENDPOINT_URL" in exports, text
+        HOMES[f"http://127.0.0.1:{port}"] = tmp_path / "airflow"
         yield f"http://127.0.0.1:{port}", login.group(1), exports, data
     finally:
         if launcher.poll() is None:
@@ -106,8 +112,13 @@ def test_an_operator_logs_in_triggers_the_report_for_a_complete_hour_and_opens_i
     page.get_by_role("button", name="Sign in").click()
     page.wait_for_url(lambda address: "/auth/login" not in address)  # signed in: the UI's home page
 
-    def seen():
-        return f"the page at {page.url} shows: {page.locator('body').inner_text()[:600]!r}"
+    def seen():  # enough to tell a queued run (paused DAG, slow scheduler) from a running or stuck task
+        rows = page.locator("tbody tr").all_inner_texts() if page.locator("tbody tr").count() else []
+        log = Path(airflow_home(url)) / "standalone.log"
+        tail = [line for line in (log.read_text(errors="replace").splitlines() if log.exists() else [])
+                if "hourly_enrichment_report" in line or "ERROR" in line or "scheduler" in line.lower()][-25:]
+        return (f"the page at {page.url} shows: {page.locator('body').inner_text()[:600]!r}; its rows: {rows!r}; "
+                "the launcher's log says:\n" + "\n".join(tail))
 
     def listed():  # a fresh home: the DAG processor's first parse may come after the UI is up
         from playwright.sync_api import TimeoutError as NotYet
