@@ -33,7 +33,7 @@ from sqlglot.generators.risingwave import RisingWaveGenerator
 from sqlglot.parsers.risingwave import RisingWaveParser
 from sqlglot.tokens import TokenType
 
-from streamjoin.dialect.expressions import EMIT_MODES, SelectKind, Within
+from streamjoin.dialect.expressions import EMIT_MODES, SelectKind, StepBy, Within
 from streamjoin.dialect.statements import ScriptStatements
 from streamjoin.dialect.syntax_errors import misspelt_keyword, plain_message, token_error_position, written_wrong
 from streamjoin.dialect.text import DIRECTIVE, directives, quiet_fallback, slash_comments_as_dashes, statement_starts
@@ -72,6 +72,21 @@ class StreamJoinParser(ScriptStatements, RisingWaveParser):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self._table_suffix: dict = {}
+
+    FUNCTION_PARSERS = {**RisingWaveParser.FUNCTION_PARSERS, "STEP": lambda self: self._parse_step()}
+
+    def _parse_step(self):
+        """s-Server `STEP(ts BY INTERVAL 'n' unit)`; one whole unit is `FLOOR(ts TO unit)`."""
+        this = self._parse_assignment()
+        if not self._match_text_seq("BY"):
+            self.raise_error("STEP expects STEP(<timestamp> BY INTERVAL 'n' <unit>)")
+        interval = self._parse_interval()
+        if not isinstance(interval, exp.Interval):
+            self.raise_error("STEP expects an interval after BY, e.g. STEP(ROWTIME BY INTERVAL '10' SECOND)")
+        unit = interval.args.get("unit")
+        if interval.name.strip() == "1" and isinstance(unit, exp.Var) and unit.name.upper() in _DURATION_ABBREVIATIONS:
+            return self.expression(exp.Floor(this=this, to=exp.var(unit.name.upper())))
+        return self.expression(StepBy(this=this, expression=interval))
 
     # `WITH (start = 'trim_horizon')` (the Kinesis connector) is an option like any other, not a
     # sequence's START WITH
@@ -244,6 +259,7 @@ class StreamJoinGenerator(RisingWaveGenerator):
         **RisingWaveGenerator.TRANSFORMS,
         SelectKind: lambda self, e: f" {e.name}",
         Within: lambda self, e: self.within_sql(e),
+        StepBy: lambda self, e: f"STEP({self.sql(e, 'this')} BY {self.sql(e, 'expression')})",
     }
 
     def within_sql(self, expression: Within) -> str:

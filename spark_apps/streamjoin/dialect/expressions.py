@@ -24,3 +24,10 @@ class Description(exp.Expression):
 
 
 EMIT_MODES = ("FINAL", "EAGER", "CHANGES")
+
+
+class StepBy(exp.Expression):
+    """s-Server `STEP(ts BY INTERVAL 'n' unit)`: `ts` rounded down to a multiple of the interval
+    (counted from the epoch). A one-unit step is parsed as `FLOOR(ts TO unit)` instead."""
+
+    arg_types = {"this": True, "expression": True}  # expression: an exp.Interval

@@ -94,6 +94,8 @@ def _typed_json(source, declared: pa.Schema) -> pa.Table | None:
 def as_text(value):
     if value is None:
         return None
+    if isinstance(value, dict | list):  # a record or a list: its JSON, read back by cast_column
+        return json.dumps(value)
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
@@ -134,6 +136,13 @@ def match_names(table: pa.Table, schema: pa.Schema, path: str) -> pa.Table:
 
 
 def cast_column(col, target: pa.DataType):
+    if pa.types.is_struct(target) or pa.types.is_list(target):  # a declared STRUCT<...> / ARRAY<...>
+        if not pa.types.is_string(col.type):
+            return pc.cast(col, target)
+        try:
+            return pa.array([None if v is None else json.loads(v) for v in col.to_pylist()], target)
+        except (ValueError, TypeError, pa.ArrowTypeError) as error:
+            raise pa.ArrowInvalid(f"does not read as {target}: {error}") from None
     if pa.types.is_timestamp(target):
         if pa.types.is_timestamp(col.type):
             return pc.cast(col, _TS) if col.type.tz else pc.assume_timezone(pc.cast(col, pa.timestamp("us")), "UTC")

@@ -130,10 +130,6 @@ def _parse_lines(data: bytes, fmt: str, reject, rejected: list[dict]):
             if not isinstance(value, dict):
                 rejected.append(reject(number, text, f"not a JSON object: {type(value).__name__}"))
                 continue
-            nested = [k for k, v in value.items() if isinstance(v, (dict, list))]
-            if nested:
-                rejected.append(reject(number, text, f"field {nested[0]} holds a nested value, not a column value"))
-                continue
             rows.append(value)
             lines.append(number)
             raws.append(text)

@@ -29,6 +29,8 @@ _SIMPLE = {
 def arrow_type(sql_type: str) -> pa.DataType:
     """`DECIMAL(10, 2)` -> decimal128(10, 2); `VARCHAR(8)` -> string; unknown types are errors."""
     t = sql_type.upper().strip()
+    if t.startswith(("STRUCT<", "ROW(", "ARRAY<")) or t.endswith("[]"):
+        return _nested(sql_type.strip())
     base = re.sub(r"\(.*\)", "", t).strip()
     if base in ("VARCHAR", "CHAR", "STRING", "NVARCHAR", "CHARACTER VARYING"):
         return pa.string()
@@ -40,6 +42,32 @@ def arrow_type(sql_type: str) -> pa.DataType:
     if base in _SIMPLE:
         return _SIMPLE[base]
     raise ValueError(f"column type {sql_type} is not supported by the files connector")
+
+
+def _nested(sql_type: str) -> pa.DataType:
+    """`STRUCT<a INT, b VARCHAR>` (RisingWave, Lenses records), `ROW(a INT)`, `ARRAY<T>`, `T[]`:
+    structs and lists, their fields' types read the same way (nested to any depth)."""
+    from sqlglot import exp
+
+    try:
+        parsed = exp.DataType.build(sql_type, dialect="risingwave")
+    except Exception as error:  # sqlglot's ParseError: the type's own text is the message
+        raise ValueError(f"cannot read column type {sql_type}") from error
+    return _arrow_of(parsed)
+
+
+def _arrow_of(node) -> pa.DataType:
+    from sqlglot import exp
+
+    kind = node.this
+    if kind == exp.DataType.Type.STRUCT:
+        fields = []
+        for field in node.expressions:  # ColumnDef(name, DataType)
+            fields.append(pa.field(field.name, _arrow_of(field.args["kind"])))
+        return pa.struct(fields)
+    if kind == exp.DataType.Type.ARRAY:
+        return pa.list_(_arrow_of(node.expressions[0]))
+    return arrow_type(node.sql(dialect="risingwave"))
 
 
 def arrow_schema(columns) -> pa.Schema:

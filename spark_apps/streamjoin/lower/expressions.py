@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from streamjoin.dialect.expressions import StepBy
 from streamjoin.lower.columns import ROWTIME_COLUMN, flat
+from streamjoin.plan.windows import interval_ms
 
 
 def spark_sql(expression: exp.Expression) -> str:
@@ -28,7 +30,20 @@ def spark_sql(expression: exp.Expression) -> str:
             trunc = exp.Anonymous(this="date_trunc", expressions=[exp.Literal.string(floor.text("to").upper()), floor.this])
             tree = trunc if floor is tree else tree
             floor.replace(trunc)
+    for step in list(tree.find_all(StepBy)):  # STEP(ts BY INTERVAL '20' MINUTE): whole steps since the epoch
+        span = step_ms(step)
+        stepped = exp.maybe_parse(f"timestamp_millis(floor(unix_millis(__ts) / {span}) * {span})", dialect="spark")
+        stepped.find(exp.Column).replace(step.this)
+        tree = stepped if step is tree else tree
+        step.replace(stepped)
     return tree.sql(dialect="spark")
+
+
+def step_ms(step: StepBy) -> int:
+    """The milliseconds of a STEP's interval (the analyzer has checked it is a fixed length)."""
+    interval = step.expression
+    unit = interval.args.get("unit")
+    return interval_ms(interval.name, unit.name if isinstance(unit, exp.Var) else None)
 
 
 def local_sql(expression: exp.Expression, alias: str) -> str:

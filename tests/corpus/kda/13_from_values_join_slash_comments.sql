@@ -1,7 +1,7 @@
 -- source: https://docs.aws.amazon.com/kinesisanalytics/latest/sqlref/sql-reference-from-clause.html (Amazon Kinesis Data Analytics SQL Reference, "FROM clause", section "Relations", second subquery example), page as stored in the search index
 -- modeled on: a non-streaming SELECT * joining a table to a VALUES table constructor with a correlation column list (AS e (col, col)), ON equality, preceded by "//" comment lines as the reference writes them
 -- dialect: kda
--- check: 13_from_values_join_slash_comments.sql:11:17: error: unsupported FROM item: VALUES
+-- check: ok
 -- config (the example's table, which the source does not declare):
 CREATE TABLE Region (regionno INTEGER PRIMARY KEY, label VARCHAR(16)) WITH (connector = 'files', format = 'csv', path = '/data/regions');
 -- program:

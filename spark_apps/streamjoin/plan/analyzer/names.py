@@ -133,6 +133,15 @@ class Scope:
                 # Lenses' value facet: `m._value.name` is the value's field `m.name`
                 col.set("table", col.args["db"])
                 col.set("db", None)
+            fields: list[str] = []
+            nested = self.nested(col, items)
+            if nested is not None:  # `s.location.region`: the field `region` of the column `s.location`
+                fields = nested[1]
+                if col is node:
+                    node = nested[0]
+                else:
+                    col.replace(nested[0])
+                col = nested[0]
             target = self.resolve(col, items, output_rowtime)
             if target == OUTPUT_ROWTIME:
                 replacement = exp.Column(this=exp.Identifier(this=OUTPUT_ROWTIME, quoted=False))
@@ -143,11 +152,34 @@ class Scope:
             offset = offset_of(col)
             if offset is not None:
                 replacement.meta["offset"] = offset
+            for name in fields:
+                replacement = exp.Dot(this=replacement, expression=exp.to_identifier(name))
             if col is node:
                 node = replacement
             else:
                 col.replace(replacement)
         return node
+
+    def nested(self, col: exp.Column, items: list[Item]) -> tuple[exp.Column, list[str]] | None:
+        """A record's field written as a qualified name (Lenses, RisingWave): `a.col.f.g` where
+        `a` is an input and `col` its column, or `col.f` where `col` is a column in scope and no
+        input is called `col`. Returns (the column, the field path), or None for a plain column."""
+        parts = [ident_name(col.args[k]) for k in ("catalog", "db", "table") if col.args.get(k) is not None]
+        if not parts or ".".join(parts) in {i.alias for i in items} or \
+                any(i.relation.name == ".".join(parts) for i in items):
+            return None
+        names = [*parts, ident_name(col.this)]
+        offset = offset_of(col)
+        by_alias = next((i for i in items if i.alias == names[0]), None)
+        if by_alias is not None and len(names) >= 3 and names[1] in by_alias.columns:
+            base, fields = exp.Column(this=ident(names[1]), table=ident(names[0])), names[2:]
+        elif by_alias is None and any(names[0] in i.columns for i in items):
+            base, fields = exp.Column(this=ident(names[0])), names[1:]
+        else:
+            return None
+        if offset is not None:
+            base.meta["offset"] = offset
+        return base, fields
 
     def star(self, node: exp.Column | None) -> list[tuple[str, exp.Expression, str]]:
         """(name, expression, name if a star brings it twice) of each column `*` or `alias.*` selects."""

@@ -154,6 +154,11 @@ class QueryAnalysis:
         if fname == "TABLE" and args and isinstance(args[0], exp.Func | exp.Anonymous):  # KDA: TABLE(FN(CURSOR(...)))
             inner = args[0]
             fname = (inner.name if isinstance(inner, exp.Anonymous) else inner.sql_name()).upper()
+        if fname == "STREAM" and args:  # s-Server: STREAM(fn(...)) reads a table function's rows
+            called = args[0].sql(dialect="postgres")
+            self.where.fail(f"STREAM({called.split('(')[0]}(...)) reads an s-Server table function's rows "
+                            "(a UDX or s-Server's own telemetry); streamjoin runs no s-Server functions", func,
+                            "declare the rows it gives as a stream (CREATE STREAM ... WITH (connector = ...)) and read that")
         if fname not in ("TUMBLE", "HOP"):
             self.where.fail(f"unsupported table function {fname}", func, "TUMBLE(src, col, size) and HOP(src, col, slide, size) are supported in FROM")
         expected = 3 if fname == "TUMBLE" else 4

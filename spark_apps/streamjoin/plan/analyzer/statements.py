@@ -122,7 +122,7 @@ class Analyzer:
         if kind == "SINK" and st.expression is not None:
             self.sink_query(st)
         elif kind == "VIEW" and isinstance(st.this, exp.Schema):  # CREATE VIEW v ("a", "b") AS ...
-            self.view(relation_name(st.this.this), renamed(st.expression, st.this, self.where), st)
+            self.view(relation_name(st.this.this), self.renamed(st.expression, st.this, st), st)
         elif kind == "VIEW":
             self.view(relation_name(st.this), st.expression, st)
         elif kind in ("STREAM", "TABLE", "SINK") and st.expression is None:
@@ -169,6 +169,43 @@ class Analyzer:
             rows.append({c: literal_value(v, self.where) for c, v in zip(columns, values, strict=True)})
         options = {**dict(relation.options), "connector": "values", "rows": json.dumps(rows, default=str)}
         self.relations[name] = replace(relation, options=tuple(sorted(options.items())))
+
+    def renamed(self, query: exp.Expression, columns: exp.Schema, node: exp.Expression) -> exp.Expression:
+        """`CREATE VIEW v (a, b) AS SELECT 1, * FROM ...`: a `*` is expanded through a part view."""
+        def expand(select: exp.Select) -> exp.Select:
+            name = self.part_view(f"{relation_name(node.this.this)}_columns", select, node)
+            planned = next(q for q in self.queries if q.name == name)
+            return exp.select(*(exp.column(c.name, quoted=True) for c in planned.output)).from_(
+                exp.Table(this=exp.to_identifier(name, quoted=True)))
+        return renamed(query, columns, self.where, expand)
+
+    def values_table(self, values: exp.Values, name: str) -> str:
+        """`(VALUES (...), ...) AS t (a, b)` in FROM: a table of those rows (the seed rows'
+        connector), its columns named by the alias's list, else column1, column2, ... (PostgreSQL)."""
+        import json
+
+        alias = values.args.get("alias")
+        listed = [ident_name(c) for c in alias.args.get("columns") or []] if alias is not None else []
+        rows = [row.expressions if isinstance(row, exp.Tuple) else [row] for row in values.expressions]
+        width = len(rows[0]) if rows else 0
+        for row, node in zip(rows, values.expressions, strict=True):
+            if len(row) != width:
+                self.where.fail(f"a VALUES row of {len(row)} values where the first has {width}", node,
+                                "give every row the same number of values")
+        names = listed or [f"column{n + 1}" for n in range(width)]
+        if len(names) != width:
+            self.where.fail(f"the VALUES alias names {len(names)} columns for rows of {width}", alias,
+                            "name each column once: AS t (a, b)")
+        data = [{c: literal_value(v, self.where) for c, v in zip(names, row, strict=True)} for row in rows]
+        columns = tuple(Column(c, _literal_type([r[c] for r in data])) for c in names)
+        unique, n = name, 1
+        while unique in self.relations or unique in self.sinks:
+            n += 1
+            unique = f"{name}_{n}"
+        options = {"connector": "values", "rows": json.dumps(data, default=str)}
+        self.relations[unique] = Relation(name=unique, kind=Kind.TABLE, columns=columns,
+                                          options=tuple(sorted(options.items())))
+        return unique
 
     def sink_query(self, st: exp.Create) -> None:
         """RisingWave's `CREATE SINK s FROM mv | AS query WITH (...)`: the sink, and the query that
@@ -237,7 +274,7 @@ class Analyzer:
         alias), read by name: their streams, windows and bounds are those of any view."""
         with_ = select.args.get("with_")
         subqueries = [item for item in (select.args.get("from_"), *(select.args.get("joins") or []))
-                      if item is not None and isinstance(item.this, exp.Subquery)]
+                      if item is not None and isinstance(item.this, exp.Subquery | exp.Values)]
         if with_ is None and not subqueries:
             return select
         select = select.copy()
@@ -248,8 +285,15 @@ class Analyzer:
                 self.part_view(ident_name(cte.args["alias"]), cte.this, cte)
             select.set("with_", None)
         for n, item in enumerate(i for i in (select.args.get("from_"), *(select.args.get("joins") or []))
-                                 if i is not None and isinstance(i.this, exp.Subquery)):
+                                 if i is not None and isinstance(i.this, exp.Subquery | exp.Values)):
             sub = item.this
+            if isinstance(sub, exp.Values):  # rows written in the query: a table of them
+                alias = sub.args.get("alias")
+                name = self.values_table(sub, ident_name(alias) if alias is not None else f"values_{n + 1}")
+                item.set("this", exp.Table(this=exp.Identifier(this=name, quoted=True),
+                                           alias=exp.TableAlias(this=(alias.this.copy() if alias is not None
+                                                                      else exp.to_identifier(name, quoted=True)))))
+                continue
             alias = sub.args.get("alias")
             name = ident_name(alias) if alias is not None else f"subquery_{n + 1}"
             name = self.part_view(name, sub.this, sub)
@@ -306,12 +350,18 @@ def literal_value(node: exp.Expression, where: Located):
     where.fail(f"a seed row's value must be a literal, not {node.sql()}", node, "write the value itself: 1, 'text', NULL")
 
 
-def renamed(query: exp.Expression, columns: exp.Schema, where: Located) -> exp.Expression:
-    """A view's query with its output columns named as `CREATE VIEW v (a, b)` lists them, in order."""
+def renamed(query: exp.Expression, columns: exp.Schema, where: Located,
+            expand=None) -> exp.Expression:
+    """A view's query with its output columns named as `CREATE VIEW v (a, b)` lists them, in order.
+    `expand(select)`: for a query that selects `*`, the query over a part view of it selecting
+    each of its columns (the caller's, which plans the part)."""
     select = query.unnest() if isinstance(query, exp.Subquery) else query
     names = [ident_name(c) for c in columns.expressions]
-    if not isinstance(select, exp.Select) or any(isinstance(e, exp.Star) or (isinstance(e, exp.Column) and e.is_star)
-                                                 for e in select.expressions):
+    starred = any(isinstance(e, exp.Star) or (isinstance(e, exp.Column) and e.is_star) for e in select.expressions) \
+        if isinstance(select, exp.Select) else False
+    if starred and expand is not None:
+        select = expand(select)
+    elif not isinstance(select, exp.Select) or starred:
         where.fail("a view's column list names its query's columns one by one", columns,
                    "list the query's columns instead of *, or drop the view's column list")
     if len(names) != len(select.expressions):
@@ -321,3 +371,15 @@ def renamed(query: exp.Expression, columns: exp.Schema, where: Located) -> exp.E
     select.set("expressions", [exp.alias_(e.this if isinstance(e, exp.Alias) else e, n, quoted=True)
                                for e, n in zip(select.expressions, names, strict=True)])
     return select
+
+
+def _literal_type(values: list) -> str:
+    """The SQL type of a VALUES column from its literals (NULLs alone: VARCHAR)."""
+    present = [v for v in values if v is not None]
+    if present and all(isinstance(v, bool) for v in present):
+        return "BOOLEAN"
+    if present and all(isinstance(v, int) and not isinstance(v, bool) for v in present):
+        return "BIGINT"
+    if present and all(isinstance(v, int | float) and not isinstance(v, bool) for v in present):
+        return "DOUBLE"
+    return "VARCHAR"

@@ -1,0 +1,65 @@
+"""Constructs real programs use (issue 39), run to the end of input on Spark, not only read by
+`check`: a record's field as a join key (Lenses `a._key.incr`), s-Server's `STEP(ts BY ...)`,
+and `(VALUES ...) AS t (cols)` in FROM."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from runtime_helpers import run_until_idle, write_jsonl
+
+T = "2026-11-27 10:00:"
+
+
+def test_a_join_on_a_field_of_a_structured_key_matches_rows_whose_fields_are_equal(spark, tmp_path: Path):
+    write_jsonl(tmp_path / "checkout" / "rows.json", [
+        {"rowtime": T + "01", "_key": {"incr": 1}, "total": 10.5},
+        {"rowtime": T + "02", "_key": {"incr": 2}, "total": 20.0},
+        {"rowtime": T + "03", "_key": {"incr": 9}, "total": 99.0},
+    ])
+    write_jsonl(tmp_path / "device" / "rows.json", [
+        {"rowtime": T + "04", "_key": {"incr": 2}, "vendor": "acme"},
+        {"rowtime": T + "05", "_key": {"incr": 1}, "vendor": "bolt"},
+    ])
+    sql = f"""
+    CREATE STREAM checkout (_key STRUCT<incr INT>, total DOUBLE)
+      WITH (connector = 'files', format = 'json', path = '{tmp_path}/checkout');
+    CREATE STREAM device (_key STRUCT<incr INT>, vendor VARCHAR)
+      WITH (connector = 'files', format = 'json', path = '{tmp_path}/device');
+    SELECT STREAM vendor, total, c._key.incr AS incr
+    FROM checkout AS c JOIN device AS d ON c._key.incr = d._key.incr WITHIN 1m;
+    """
+    rows, status = run_until_idle(spark, sql, tmp_path / "run")
+    assert sorted((r["vendor"], r["total"], r["incr"]) for r in rows) == [("acme", 20.0, 2), ("bolt", 10.5, 1)], status
+
+
+def test_step_rounds_a_timestamp_down_to_whole_steps_of_its_interval_in_a_view(spark, tmp_path: Path):
+    write_jsonl(tmp_path / "usage" / "rows.json", [
+        {"rowtime": T + "01", "k": 1},
+        {"rowtime": "2026-11-27 10:27:59", "k": 2},
+        {"rowtime": "2026-11-27 10:40:00", "k": 3},
+    ])
+    sql = f"""
+    CREATE STREAM usage (k INT) WITH (connector = 'files', format = 'json', path = '{tmp_path}/usage');
+    CREATE VIEW slots AS SELECT STREAM k, STEP(usage.ROWTIME BY INTERVAL '20' MINUTE) AS slot,
+      STEP(usage.ROWTIME BY INTERVAL '1' HOUR) AS hour_start FROM usage;
+    SELECT STREAM k, slot, hour_start FROM slots;
+    """
+    rows, status = run_until_idle(spark, sql, tmp_path / "run")
+    got = sorted((r["k"], r["slot"][11:16], r["hour_start"][11:16]) for r in rows)
+    assert got == [(1, "10:00", "10:00"), (2, "10:20", "10:00"), (3, "10:40", "10:00")], (rows, status)
+
+
+def test_a_values_list_in_from_is_a_table_the_stream_joins(spark, tmp_path: Path):
+    write_jsonl(tmp_path / "orders" / "rows.json", [
+        {"rowtime": T + "01", "regionno": 7, "amount": 5},
+        {"rowtime": T + "02", "regionno": 8, "amount": 6},
+    ])
+    sql = f"""
+    CREATE STREAM orders (regionno INT, amount INT)
+      WITH (connector = 'files', format = 'json', path = '{tmp_path}/orders');
+    SELECT STREAM o.amount, c.city FROM orders AS o
+      LEFT JOIN (VALUES ('Oslo', 7), ('Lima', 9)) AS c (city, regionno) ON o.regionno = c.regionno;
+    """
+    rows, status = run_until_idle(spark, sql, tmp_path / "run")
+    assert sorted((r["amount"], r["city"]) for r in rows) == [(5, "Oslo"), (6, None)], (rows, status)
