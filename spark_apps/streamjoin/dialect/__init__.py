@@ -34,7 +34,7 @@ from sqlglot.parsers.risingwave import RisingWaveParser
 from sqlglot.tokens import TokenType
 
 from streamjoin.dialect.expressions import EMIT_MODES, SelectKind, StepBy, Within
-from streamjoin.dialect.statements import ScriptStatements
+from streamjoin.dialect.statements import NOT_SYNTAX, ScriptStatements
 from streamjoin.dialect.syntax_errors import misspelt_keyword, plain_message, token_error_position, written_wrong
 from streamjoin.dialect.text import DIRECTIVE, directives, quiet_fallback, slash_comments_as_dashes, statement_starts
 from streamjoin.dialect.text import token_text as text_of_tokens
@@ -352,6 +352,8 @@ def parse_script(sql: str, filename: str = "<sql>", slash_comments: bool = False
             position_of(sql, offset) if offset is not None else (info.get("line", 1), info.get("col", 1))
         )
         message = plain_message(info.get("description") or str(error))
+        if message.startswith(NOT_SYNTAX):  # valid SQL that streamjoin does not run
+            raise SqlError(message.removeprefix(NOT_SYNTAX), filename, line, col) from None
         highlight = info.get("highlight")
         hint = f"near '{highlight}'" if highlight else None
         raise SqlError(f"syntax error: {message}", filename, line, col, hint) from None

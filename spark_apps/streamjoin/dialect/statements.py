@@ -90,6 +90,15 @@ class ScriptStatements:
             return self._parse_foreign(f"FOREIGN {self._prev.text.upper()}", replace)
         if self._match(TokenType.VIEW) or self._match_text_seq("MATERIALIZED", "VIEW"):
             return self._parse_view(replace)
+        if self._match(TokenType.FUNCTION) or self._match_text_seq("JAR"):  # s-Server UDXs: read, refused later
+            kind = self._prev.text.upper()
+            parts = [self._parse_id_var(any_token=True)]
+            while self._match(TokenType.DOT):
+                parts.append(self._parse_id_var(any_token=True))
+            this = exp.Table(this=parts[-1], db=parts[-2] if len(parts) > 1 else None)
+            while not self._at_end():  # the signature and body: Java (EXTERNAL NAME) or SQL, not read here
+                self._advance()
+            return self.expression(exp.Create(this=this, kind=kind, replace=replace))
         self._retreat(index)
         return _plain_with_options(super()._parse_create())
 
@@ -174,7 +183,10 @@ class ScriptStatements:
             self._advance()
         if self._match_text_seq("OPTIONS"):
             self._skip_parenthesized()
-        if not (self._match(TokenType.ALIAS) and self._match(TokenType.INSERT)):
+        if self._match(TokenType.ALIAS) and self._curr and self._curr.token_type == TokenType.MERGE:
+            self.raise_error(f"{NOT_SYNTAX}a pump that MERGEs INTO a table (an upsert into a JDBC table) is not "
+                             "supported: a pump INSERTs INTO a stream or a sink")
+        if not (self._prev.token_type == TokenType.ALIAS and self._match(TokenType.INSERT)):
             self.raise_error("Expected AS INSERT INTO stream SELECT STREAM ... after the pump's name")
         insert = self._parse_insert()
         return self.expression(exp.Create(this=this, kind="PUMP", replace=replace, expression=insert))
@@ -195,6 +207,9 @@ class ScriptStatements:
 
 
 _TYPED_OPTIONS = {exp.FileFormatProperty: "format", exp.PartitionedByProperty: "partitioned_by"}
+
+
+NOT_SYNTAX = "unsupported: "  # a parse error's message that is no syntax error: said as it is
 
 
 def _plain_with_options(create):

@@ -1,7 +1,8 @@
 -- source: github NigelThomas/azure_event_hub:buses_azure_event_hub.slab (StreamLab buses demo, projectModel.mainScript), commit 65e877e17b9e73471d5eb80d9f027f996d41ff01 (2020-03-27)
 -- modeled on: StreamLab version of the s-Server buses demo on Kafka (Azure Event Hub): CREATE SERVER ... FOREIGN DATA WRAPPER "SYS_JDBC", JDBC foreign tables (lookup and MERGE sink), KAFKA10_SERVER foreign streams (XML parser, CSV lines, JSON formatter sink), native streams fed by pumps STOPPED, !step markers, ROWTIME promotion by alias, a Java parser UDX over CURSOR(...) with ROW(...) and a VALUES options cursor, a stream INNER JOIN to the drivers table, RANGE-window Bollinger bands, MERGE INTO ... USING pump
 -- dialect: sqlstream
--- check: 05_streamlab_trams_jdbc_driver_table_join.sql:287:15: error: syntax error: Expecting )
+-- check: 05_streamlab_trams_jdbc_driver_table_join.sql:360:1: error: a pump that MERGEs INTO a table (an upsert into a JDBC table) is not supported: a pump INSERTs INTO a stream or a sink
+-- fair rejection: its parsing step is a Java UDX (CREATE FUNCTION ... LANGUAGE JAVA EXTERNAL NAME) over CURSOR(...), and its sink is a MERGE INTO a JDBC table (an upsert), neither of which streamjoin runs
 DROP SCHEMA "StreamLab_Output_trams" CASCADE;
 CREATE OR REPLACE SCHEMA "StreamLab_Output_trams";
 -- StreamApp start

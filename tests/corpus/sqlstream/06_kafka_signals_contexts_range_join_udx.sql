@@ -1,7 +1,8 @@
 -- source: github NigelThomas/fpp-dev:bps-files/fpp-prepare.sql, commit 69cf5b2daa8aa911f285ba0fa8ea98feed2bfe88 (2020-05-05)
 -- modeled on: fraud-scoring preparation: !set force and ALTER PUMP/ALTER STREAM ... RESET of another schema, SET SCHEMA/SET PATH '"quoted-with-dashes"', two KAFKA10_SERVER JSON foreign streams each copied by a pump STOPPED into a native stream, a stream-stream INNER JOIN "signals" OVER (RANGE INTERVAL '1' HOUR PRECEDING) with the window after the name, CREATE JAR + Java table UDX over CURSOR(...), and a pump with an explicit column list into a stream of another schema
 -- dialect: sqlstream
--- check: 06_kafka_signals_contexts_range_join_udx.sql:120:6: error: syntax error: Expecting )
+-- check: 06_kafka_signals_contexts_range_join_udx.sql:120:28: error: CREATE FUNCTION extractProperties: user-defined functions are not supported (a Java UDX runs inside s-Server; streamjoin runs SQL's built-in functions)
+-- fair rejection: its features come from a Java table UDX (CREATE JAR + CREATE FUNCTION ... EXTERNAL NAME) over CURSOR(...); streamjoin runs no Java code
 -- declared elsewhere in the original (interface.sql; a native stream that this script's pump fills):
 CREATE STREAM "interface"."transactions" ("transaction_id" VARCHAR(64), "device_id" VARCHAR(64), "user_id" VARCHAR(64), "client_app" VARCHAR(64), "event_kind" VARCHAR(64), "browser_name" VARCHAR(64), "os_name" VARCHAR(64), "network_ip" VARCHAR(64), "day_of_week" VARCHAR(64), "hour_of_day" VARCHAR(64), "visitId" VARCHAR(64));
 

@@ -1,7 +1,7 @@
 -- source: github NigelThomas/fpp-dev:bps-files/fpp-score.sql, commit 69cf5b2daa8aa911f285ba0fa8ea98feed2bfe88 (2020-05-05)
 -- modeled on: fraud-scoring sink: SET SCHEMA/SET PATH only (schema made by another script), a Java table UDX applied with FROM STREAM("f"(CURSOR(SELECT STREAM ...))) AS "result", then three chained INNER JOINs of that result to streams of two other schemas, each OVER (RANGE INTERVAL '1' HOUR PRECEDING), a KAFKA10_SERVER JSON foreign sink stream and a pump STOPPED into it
 -- dialect: sqlstream
--- check: 07_udx_result_three_way_range_join_kafka_sink.sql:21:21: error: syntax error: Expecting )
+-- check: 07_udx_result_three_way_range_join_kafka_sink.sql:20:28: error: CREATE FUNCTION addScore: user-defined functions are not supported (a Java UDX runs inside s-Server; streamjoin runs SQL's built-in functions)
 -- fair rejection: the program's first statement is a Java table UDX (CREATE FUNCTION ... (c CURSOR) RETURNS TABLE(c.*, ...) LANGUAGE JAVA) and its joins read that UDX's output; Java UDXs are outside streamjoin's scope
 -- declared elsewhere in the original (interface.sql and the preparation script):
 CREATE STREAM "interface"."fe_pipeline_out" ("transaction_id" VARCHAR(64), "user_id" VARCHAR(64), "device_id" VARCHAR(64), "features_vec" VARCHAR(32000)) WITH (connector = 'files', format = 'json', path = '/data/fe_pipeline_out');

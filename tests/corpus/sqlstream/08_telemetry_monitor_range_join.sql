@@ -1,7 +1,7 @@
 -- source: github NigelThomas/fpp-dev:test/monitor-fpp.sql, commit a7955bd224d4868ec991411df4ce69db77c17d66 (2020-06-15)
 -- modeled on: pipeline monitor built from s-Server's own telemetry: views over stream(sys_boot.mgmt.getServerInfoForever(n)) and stream(sys_boot.mgmt.getStreamOperatorInfoForever(0,n)) with a constant join key, a GROUP BY s.rowtime pivot with max(case ...), a stream-stream join ... over (range interval '30' second preceding) s on the constant key, and a STEP(... BY ...) = STEP(...) filter; unquoted lower-case names, SET SCHEMA '"x"'
 -- dialect: sqlstream
--- check: 08_telemetry_monitor_range_join.sql:13:6: error: STREAM("SYS_BOOT"."MGMT".getServerInfoForever(...)) reads an s-Server table function's rows (a UDX or s-Server's own telemetry); streamjoin runs no s-Server functions
+-- check: 08_telemetry_monitor_range_join.sql:14:6: error: STREAM("SYS_BOOT"."MGMT".getServerInfoForever(...)) reads an s-Server table function's rows (a UDX or s-Server's own telemetry); streamjoin runs no s-Server functions
 -- fair rejection: its inputs are s-Server's own telemetry (STREAM(sys_boot.mgmt.get...Forever(n))), which only a running s-Server produces
 create or replace schema "watch";
 set schema '"watch"';

@@ -1,7 +1,8 @@
 -- source: github NigelThomas/sqlstream-orctest:CSVingest.slab (StreamLab project, projectModel.mainScript), commit 5194f016f28b7fe37e3b5139351505d6839b53e8 (2020-01-02)
 -- modeled on: StreamLab ingest of session records: FILE_SERVER CSV foreign stream and two foreign tables wrapped in views, hyphenated quoted column names, !step markers, CHAR_TO_TIMESTAMP conversions, extract(hour from "input".rowtime), CREATE JAR + Java GeoIP table UDX over CURSOR(...), a stream LEFT JOIN to a table view ("input"/"rhs"), a pump STOPPED with an explicit ("ROWTIME", ...) column list and CASTs into a stream of another schema
 -- dialect: sqlstream
--- check: 10_streamlab_geoip_udx_left_join_table.sql:152:10: error: syntax error: Expecting )
+-- check: 10_streamlab_geoip_udx_left_join_table.sql:149:28: error: CREATE FUNCTION StreamLab_Output_Ingest.pipeline_1_step_6_addIpLocation: user-defined functions are not supported (a Java UDX runs inside s-Server; streamjoin runs SQL's built-in functions)
+-- fair rejection: its location columns come from a Java GeoIP table UDX (CREATE JAR + CREATE FUNCTION ... EXTERNAL NAME); streamjoin runs no Java code
 -- declared elsewhere in the original (the "interface" schema script; a native stream that this script's pump fills):
 CREATE STREAM "interface"."clean_sessions" ("countryCode" CHAR(2), "city" VARCHAR(32), "latitude" DOUBLE, "longitude" DOUBLE, "rowtime_hour" BIGINT, "rec-end-time" TIMESTAMP, "rec-start-time" TIMESTAMP, "handset imei" VARCHAR(32), "tac" VARCHAR(32), "server-ip" VARCHAR(16), "rec-duration" INTEGER, "rec-id" VARCHAR(32), "rec-start" TIMESTAMP, "rec-end" TIMESTAMP, "bytes-down" INTEGER, "bytes-up" INTEGER, "marketing_name" VARCHAR(256), "maker" VARCHAR(64), "Bands" VARCHAR(128), "model_name" VARCHAR(256), "os_name" VARCHAR(16));
 

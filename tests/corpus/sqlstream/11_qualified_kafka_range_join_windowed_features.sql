@@ -1,7 +1,7 @@
 -- source: github NigelThomas/fpp-dev:bps-files/fpp-pipeline.sql, commit 69cf5b2daa8aa911f285ba0fa8ea98feed2bfe88 (2020-05-05)
 -- modeled on: one-file fraud-scoring pipeline, every name schema-qualified ("schema-with-dots"."name"): ALTER PUMP/DROP SCHEMA reset, KAFKA10_SERVER JSON source and sink foreign streams with native streams and pumps STOPPED, a stream-stream INNER JOIN ... OVER (RANGE INTERVAL '1' HOUR PRECEDING), a Java table UDX, chained COUNT / COUNT(DISTINCT) over named partitioned RANGE windows, a second UDX, a pump with column list and CASTs, a trailing output view
 -- dialect: sqlstream
--- check: 11_qualified_kafka_range_join_windowed_features.sql:163:91: error: syntax error: Expecting )
+-- check: 11_qualified_kafka_range_join_windowed_features.sql:163:28: error: CREATE FUNCTION risk-score-1.4.extractProperties: user-defined functions are not supported (a Java UDX runs inside s-Server; streamjoin runs SQL's built-in functions)
 -- fair rejection: the scoring runs through Java table UDXs (CREATE FUNCTION ... LANGUAGE JAVA over CURSOR(...)), outside streamjoin's scope; its KAFKA10_SERVER foreign streams would be refused as well
 CREATE OR REPLACE SCHEMA "risk-score-1.4";
 ALTER PUMP "risk-score-1.4".* STOP;

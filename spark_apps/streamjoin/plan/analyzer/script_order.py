@@ -83,6 +83,8 @@ def _no_op(statement: exp.Expression) -> str | None:
             return "schemas do not qualify names here: a name resolves by its last part"
         if kind == "INDEX":
             return "an index changes no result"
+        if kind == "JAR":
+            return "Java code is loaded for the UDXs that use it; a CREATE FUNCTION that uses it is refused"
     if isinstance(statement, exp.Drop) and (statement.text("kind") or "").upper() == "SCHEMA":
         return "schemas do not qualify names here"
     return None

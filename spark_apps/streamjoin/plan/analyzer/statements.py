@@ -117,6 +117,10 @@ class Analyzer:
         if kind == "SERVER":  # s-Server: the settings its foreign streams name (plan.analyzer.foreign)
             self.servers[relation_name(st.this)] = options_of(st)
             return
+        if kind == "FUNCTION":
+            self.where.fail(f"CREATE FUNCTION {relation_name(st.this)}: user-defined functions are not supported "
+                            "(a Java UDX runs inside s-Server; streamjoin runs SQL's built-in functions)", st,
+                            "compute what the function gives before the data reaches streamjoin, or drop its use")
         if kind.startswith("FOREIGN "):
             st, kind = as_declaration(st, self.servers), kind.removeprefix("FOREIGN ")
         if kind == "SINK" and st.expression is not None:
