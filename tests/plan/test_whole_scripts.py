@@ -148,3 +148,30 @@ def test_a_view_column_list_names_the_views_columns_in_order():
     assert [c.name for c in script.final.output] == ["dummy", "rowno"]
     with pytest.raises(SqlError, match="the view lists 1 columns, its query selects 2"):
         compile_sql(DDL + 'CREATE VIEW v ("only") AS SELECT STREAM 1, k FROM l;\nSELECT STREAM * FROM v;')
+
+
+def test_two_insert_into_statements_are_two_outputs_each_writing_its_sink():
+    script = compile_sql(DDL + """INSERT INTO first_out SELECT STREAM k, v FROM l;
+INSERT INTO second_out SELECT STREAM k, w FROM r;""")
+    assert script.outputs == ("first_out", "second_out")
+    assert [(q.name, q.sink) for q in script.runs] == [("first_out", "first_out"), ("second_out", "second_out")]
+
+
+def test_a_sink_written_by_two_insert_into_statements_is_refused_at_the_second():
+    with pytest.raises(SqlError, match=r":4:\d+: error: 'out' is written by two statements"):
+        compile_sql(DDL + """INSERT INTO out SELECT STREAM k, v FROM l;
+INSERT INTO out SELECT STREAM k, w FROM r;""")
+
+
+def test_create_function_is_refused_at_its_name_and_create_jar_is_a_no_op():
+    with pytest.raises(SqlError, match=r":4:\d+: error: CREATE FUNCTION F: user-defined functions are not supported"):
+        compile_sql(DDL + """CREATE OR REPLACE JAR j LIBRARY 'file:/x.jar' OPTIONS (0);
+CREATE OR REPLACE FUNCTION f(c CURSOR) RETURNS TABLE(c.*, x INT) LANGUAGE JAVA EXTERNAL NAME 'j:a.B.c';
+SELECT STREAM * FROM l;""", dialect="sqlstream")
+
+
+def test_a_pump_that_merges_into_a_table_is_refused_as_unsupported_not_as_a_syntax_error():
+    with pytest.raises(SqlError) as refused:
+        compile_sql(DDL + """CREATE PUMP p STOPPED AS
+MERGE INTO t AS s USING (SELECT STREAM k FROM l) AS i ON s.k = i.k WHEN MATCHED THEN UPDATE SET k = i.k;""")
+    assert ":4:1: error: a pump that MERGEs INTO a table" in str(refused.value) and "syntax" not in str(refused.value)

@@ -250,7 +250,19 @@ class Analyzer:
         )
 
     def final(self, query: exp.Expression, sink: str | None = None) -> None:
-        if any(q.name == "query" for q in self.queries):
+        earlier = next((q for q in self.queries if q.name == "query"), None)
+        if sink is not None and not self.pumps and (self.outputs or (earlier is not None and earlier.sink)):
+            # several INSERT INTO statements (Lenses: a processor each; or beside CREATE SINK ... AS):
+            # each writes its sink, an output of the file
+            if earlier is not None:
+                self.queries[self.queries.index(earlier)] = replace(earlier, name=earlier.sink)
+                self.outputs.append(earlier.sink)
+            if sink in self.outputs or any(q.name == sink for q in self.queries):
+                self.where.fail(f"'{sink}' is written by two statements", query, "write each sink once")
+            self.queries.append(self.query(query, sink, sink))
+            self.outputs.append(sink)
+            return
+        if earlier is not None:
             self.where.fail("a file holds one final query; this is a second one", query, "turn the earlier one into a CREATE VIEW")
         if self.outputs and not self.pumps:
             self.where.fail("the file writes its sinks (CREATE SINK ... AS) and has a final query as well", query,
