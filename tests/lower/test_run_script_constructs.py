@@ -63,3 +63,21 @@ def test_a_values_list_in_from_is_a_table_the_stream_joins(spark, tmp_path: Path
     """
     rows, status = run_until_idle(spark, sql, tmp_path / "run")
     assert sorted((r["amount"], r["city"]) for r in rows) == [(5, "Oslo"), (6, None)], (rows, status)
+
+
+def test_lenses_window_by_tumble_sums_each_key_per_window(spark, tmp_path: Path):
+    write_jsonl(tmp_path / "payments" / "rows.json", [
+        {"rowtime": T + "01", "region": "EMEA", "amount": 1.0},
+        {"rowtime": T + "04", "region": "EMEA", "amount": 2.0},
+        {"rowtime": T + "05", "region": "APAC", "amount": 5.0},
+        {"rowtime": T + "12", "region": "EMEA", "amount": 4.0},
+    ])
+    sql = f"""
+    CREATE STREAM payments (region VARCHAR, amount DOUBLE)
+      WITH (connector = 'files', format = 'json', path = '{tmp_path}/payments');
+    INSERT INTO totals SELECT STREAM region, sum(amount) AS total, count(*) AS n
+    FROM payments WINDOW BY TUMBLE 10s GROUP BY region
+    """
+    rows, status = run_until_idle(spark, sql, tmp_path / "run")
+    got = sorted((r["region"], r["total"], r["n"]) for r in rows)  # EMEA: one row per window
+    assert got == [("APAC", 5.0, 1), ("EMEA", 3.0, 2), ("EMEA", 4.0, 1)], (rows, status)

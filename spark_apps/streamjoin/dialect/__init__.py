@@ -88,6 +88,39 @@ class StreamJoinParser(ScriptStatements, RisingWaveParser):
             return self.expression(exp.Floor(this=this, to=exp.var(unit.name.upper())))
         return self.expression(StepBy(this=this, expression=interval))
 
+    QUERY_MODIFIER_PARSERS = {
+        **RisingWaveParser.QUERY_MODIFIER_PARSERS,
+        TokenType.WINDOW: lambda self: self._parse_window_modifier(),
+    }
+
+    def _parse_window_modifier(self):
+        """A named WINDOW clause, or Lenses' `WINDOW BY TUMBLE 10s` / `WINDOW BY HOP 5m,1m`."""
+        if not (self._next and self._next.text.upper() == "BY"):
+            return "windows", self._parse_window_clause()
+        start = self._curr
+        self._advance(2)
+        kind = self._curr.text.upper() if self._curr else ""
+        if kind not in ("TUMBLE", "HOP"):
+            self.raise_error(f"{NOT_SYNTAX}WINDOW BY {kind or '...'} is not supported: WINDOW BY TUMBLE <duration> "
+                             "and WINDOW BY HOP <size>,<advance> are")
+        self._advance()
+        sizes = [self._parse_within_duration()]
+        if kind == "HOP":
+            if not self._match(TokenType.COMMA):
+                self.raise_error("WINDOW BY HOP takes a size and an advance: WINDOW BY HOP 5m,1m")
+            sizes.append(self._parse_within_duration())
+        window = exp.Anonymous(this=kind, expressions=sizes)
+        window.meta["offset"] = start.start
+        return "lenses_window", window
+
+    def _parse_query_modifiers(self, this):
+        this = super()._parse_query_modifiers(this)
+        window = this.args.get("lenses_window") if isinstance(this, exp.Select) else None
+        if window is not None:
+            this.set("lenses_window", None)
+            _as_window_function(this, window)
+        return this
+
     # `WITH (start = 'trim_horizon')` (the Kinesis connector) is an option like any other, not a
     # sequence's START WITH
     _KEY_WORDS = ("START", "INCREMENT", "MINVALUE", "MAXVALUE", "CACHE", "CYCLE")
@@ -189,17 +222,19 @@ class StreamJoinParser(ScriptStatements, RisingWaveParser):
     def _parse_within(self) -> Within:
         token = self._curr
         self._advance()  # WITHIN
+        return self.expression(Within(this=self._parse_within_duration()), token)
+
+    def _parse_within_duration(self) -> exp.Interval:
+        """A Lenses duration (5s, 10m, 1h) or an interval literal."""
         if self._match(TokenType.INTERVAL, advance=False):
-            interval = self._parse_interval()
-        else:
-            number = self._parse_number()
-            unit_token = self._curr
-            unit = _DURATION_UNITS.get(unit_token.text.upper()) if unit_token else None
-            if number is None or unit is None:
-                self.raise_error("WITHIN expects a duration such as 5s, 10m, 1h or INTERVAL '5' SECOND")
-            self._advance()
-            interval = exp.Interval(this=exp.Literal.string(number.name), unit=exp.var(unit))
-        return self.expression(Within(this=interval), token)
+            return self._parse_interval()
+        number = self._parse_number()
+        unit_token = self._curr
+        unit = _DURATION_UNITS.get(unit_token.text.upper()) if unit_token else None
+        if number is None or unit is None:
+            self.raise_error("expected a duration such as 5s, 10m, 1h or INTERVAL '5' SECOND")
+        self._advance()
+        return exp.Interval(this=exp.Literal.string(number.name), unit=exp.var(unit))
 
     # -- joins keep their position (for errors) and take a WITHIN after ON
     def _parse_join(self, *args, **kwargs):
@@ -251,6 +286,29 @@ class StreamJoinParser(ScriptStatements, RisingWaveParser):
                 self.raise_error("EMIT applies to a query", emit_token)
             query.set("emit", exp.var(mode))
         return statement
+
+def _as_window_function(select: exp.Select, window: exp.Anonymous) -> None:
+    """Lenses `FROM s WINDOW BY TUMBLE 10s GROUP BY k` is `FROM TUMBLE(s, rowtime, INTERVAL '10'
+    SECOND) AS s GROUP BY window_start, k` (HOP: size then advance, as HOP(s, rowtime, advance, size))."""
+    item = select.args.get("from_").this if select.args.get("from_") else None
+    if not isinstance(item, exp.Table) or select.args.get("joins"):
+        return  # the analyzer refuses a window over a join or a subquery at the FROM item
+    sizes = list(window.expressions)
+    if window.name.upper() == "HOP":
+        sizes = [sizes[1], sizes[0]]
+    alias = item.args.get("alias")
+    source = exp.Table(this=item.this.copy(), db=item.args.get("db"))
+    call = exp.Anonymous(this=window.name.upper(), expressions=[source, exp.column("rowtime"), *sizes])
+    call.meta["offset"] = window.meta.get("offset")
+    name = alias.this.copy() if alias is not None else item.this.copy()
+    select.args["from_"].set("this", exp.Table(this=call, alias=exp.TableAlias(this=name)))
+    group = select.args.get("group")
+    start = exp.column("window_start")
+    if group is None:
+        select.set("group", exp.Group(expressions=[start]))
+    else:
+        group.set("expressions", [start, *group.expressions])
+
 
 class StreamJoinGenerator(RisingWaveGenerator):
     """Generates SQL that StreamJoinParser reads back into the same plan."""
