@@ -81,3 +81,22 @@ def test_lenses_window_by_tumble_sums_each_key_per_window(spark, tmp_path: Path)
     rows, status = run_until_idle(spark, sql, tmp_path / "run")
     got = sorted((r["region"], r["total"], r["n"]) for r in rows)  # EMEA: one row per window
     assert got == [("APAC", 5.0, 1), ("EMEA", 3.0, 2), ("EMEA", 4.0, 1)], (rows, status)
+
+
+def test_two_s_server_foreign_streams_in_one_folder_read_only_the_files_their_pattern_names(spark, tmp_path: Path):
+    folder = tmp_path / "srv"
+    folder.mkdir()
+    (folder / "usage.csv").write_text("ROWTIME,k,bytes\n2026-11-27 10:00:01,1,100\n2026-11-27 10:00:02,2,200\n")
+    (folder / "attach.csv").write_text("ROWTIME,k,cell\n2026-11-27 10:00:01,1,c1\n")
+    sql = f"""
+    CREATE OR REPLACE SERVER files_server TYPE 'FILE' FOREIGN DATA WRAPPER ECDA;
+    CREATE OR REPLACE FOREIGN STREAM usage_fs ("k" INTEGER, "bytes" INTEGER) SERVER files_server
+      OPTIONS (PARSER 'CSV', DIRECTORY '{folder}', FILENAME_PATTERN 'usage\\.csv');
+    CREATE OR REPLACE FOREIGN STREAM attach_fs ("k" INTEGER, "cell" VARCHAR(8)) SERVER files_server
+      OPTIONS (PARSER 'CSV', DIRECTORY '{folder}', FILENAME_PATTERN 'attach.*');
+    SELECT STREAM u."k", u."bytes", a."cell" FROM usage_fs AS u
+      LEFT JOIN attach_fs OVER (RANGE INTERVAL '1' MINUTE PRECEDING) AS a ON u."k" = a."k";
+    """
+    rows, status = run_until_idle(spark, sql, tmp_path / "run")
+    assert sorted((r["k"], r["bytes"], r["cell"]) for r in rows) == [(1, 100, "c1"), (2, 200, None)], (rows, status)
+    assert status["rejected_rows"] == 0, status  # neither read the other's file (its header would not read)

@@ -69,6 +69,8 @@ _NOT_AN_ALIAS = {"EMIT", "WITHIN", "OVER"}
 class StreamJoinParser(ScriptStatements, RisingWaveParser):
     """RisingWave's parser plus the streaming extensions listed in the module docstring."""
 
+    SUPPORTS_NTH_VALUE_FROM_MODIFIER = True  # s-Server: NTH_VALUE(x, 2) FROM LAST RESPECT NULLS OVER w
+
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self._table_suffix: dict = {}

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -113,6 +114,8 @@ class InputSpec:
     # a row whose rowtime is further than this ahead of the wall clock when read is set aside as
     # unreadable (one bad clock must not move the watermark past every other row); None: no limit
     future_limit_ms: int | None = None
+    # files: a regular expression a file's name must match whole (s-Server FILENAME_PATTERN); None: every file
+    pattern: str | None = None
 
     def to_json(self) -> str:
         d = {
@@ -131,6 +134,8 @@ class InputSpec:
             d["kinesis"] = self.kinesis
         d["on_error"] = self.on_error
         d["future_limit_ms"] = self.future_limit_ms
+        if self.pattern is not None:
+            d["pattern"] = self.pattern
         return json.dumps(d)
 
     @classmethod
@@ -274,9 +279,11 @@ class Stager:
             return []
         seen = set(m.files)
         names = []
+        wanted = re.compile(self.spec.pattern) if self.spec.pattern else None
         with os.scandir(root) as entries:  # (a file read before costs its name only, not a stat: a live folder grows)
             for e in entries:
-                if not e.name.startswith((".", "_")) and e.name not in seen and e.is_file() and e.stat().st_size > 0:
+                if not e.name.startswith((".", "_")) and e.name not in seen and (wanted is None or wanted.fullmatch(e.name)) \
+                        and e.is_file() and e.stat().st_size > 0:
                     names.append(e.name)
         return [str(root / n) for n in sorted(names)]
 
@@ -289,7 +296,9 @@ class Stager:
         listing = self._s3().get_file_info(fs.FileSelector(f"{bucket}/{prefix}".rstrip("/"), allow_not_found=True))
         seen = set(m.files)
         keys = (f"s3://{i.path}" for i in listing if i.type == fs.FileType.File and i.size)
-        return sorted(k for k in keys if not k.rsplit("/", 1)[-1].startswith((".", "_")) and k not in seen)
+        wanted = re.compile(self.spec.pattern) if self.spec.pattern else None
+        return sorted(k for k in keys if not k.rsplit("/", 1)[-1].startswith((".", "_")) and k not in seen
+                      and (wanted is None or wanted.fullmatch(k.rsplit("/", 1)[-1])))
 
     def _s3(self):
         if self._filesystem is None:

@@ -61,15 +61,21 @@ def read_table(name: str, options: Mapping[str, str], schema: pa.Schema, where: 
 
         rows, identity = snapshots.read_latest(path, schema)
         return TableRead(rows, f"s3 {snapshots.root_path(path)} version {identity['version']}", identity["version"])
-    return TableRead(read_files(path, (options.get("format") or "csv").lower(), schema), f"files {path}")
+    return TableRead(read_files(path, (options.get("format") or "csv").lower(), schema, options.get("pattern")),
+                     f"files {path}")
 
 
-def read_files(path: str, fmt: str, schema: pa.Schema) -> pa.Table:
-    """Every file of a folder (or one file) as one Arrow table with the declared schema."""
+def read_files(path: str, fmt: str, schema: pa.Schema, pattern: str | None = None) -> pa.Table:
+    """Every file of a folder (or one file) as one Arrow table with the declared schema;
+    `pattern`: a regular expression the names of the folder's files must match whole."""
+    import re
+
     root = Path(path)
     if not root.exists():
         raise ValueError(f"table path {path} does not exist")
-    files = sorted(p for p in root.iterdir() if p.is_file() and not p.name.startswith((".", "_"))) if root.is_dir() else [root]
+    wanted = re.compile(pattern) if pattern else None
+    files = sorted(p for p in root.iterdir() if p.is_file() and not p.name.startswith((".", "_"))
+                   and (wanted is None or wanted.fullmatch(p.name))) if root.is_dir() else [root]
     parts = []
     for p in files:
         if fmt not in ("csv", "json", "parquet"):

@@ -174,7 +174,7 @@ class NativeLowering:
         item = view.inputs[0]
         source = self.script.relation(item.relation)
         fmt = (source.option("format") or ("json" if source.kind == Kind.STREAM else "csv")).lower()
-        rows = read_files(expand(source.option("path")), fmt, arrow_schema(source.columns))
+        rows = read_files(expand(source.option("path")), fmt, arrow_schema(source.columns), source.option("pattern"))
         frame = self.spark.createDataFrame(rows.rename_columns([flat(item.alias, c) for c in rows.column_names]))
         if source.kind == Kind.STREAM:
             frame = frame.withColumn(ROWTIME_COLUMN, F.col(q(flat(item.alias, source.rowtime))))

@@ -37,13 +37,15 @@ def as_declaration(create: exp.Create, servers: dict[str, dict[str, str]]) -> ex
     return exp.Create(this=create.this, kind=kind, replace=create.args.get("replace"), properties=properties)
 
 
-_MAPPED = ("parser", "directory", "url", "topic", "schema_name", "table_name")
+_MAPPED = ("parser", "directory", "filename_pattern", "url", "topic", "schema_name", "table_name")
 
 
 def _connector(name: str, server: dict[str, str], options: dict[str, str]) -> dict[str, str]:
     kind = (server.get("type") or server.get("wrapper") or name).upper()
     if "FILE" in kind:
         mapped = {"connector": "files", "path": options.get("directory", "")}
+        if options.get("filename_pattern"):  # a Java regular expression over file names: Python's reads it
+            mapped["pattern"] = options["filename_pattern"]
         if "parser" in options:
             mapped["format"] = _FORMATS.get(options["parser"].upper(), options["parser"].lower())
         return mapped
