@@ -100,3 +100,19 @@ def test_two_s_server_foreign_streams_in_one_folder_read_only_the_files_their_pa
     rows, status = run_until_idle(spark, sql, tmp_path / "run")
     assert sorted((r["k"], r["bytes"], r["cell"]) for r in rows) == [(1, 100, "c1"), (2, 200, None)], (rows, status)
     assert status["rejected_rows"] == 0, status  # neither read the other's file (its header would not read)
+
+
+def test_a_view_selecting_a_records_fields_with_paren_star_gives_one_column_per_field(spark, tmp_path: Path):
+    write_jsonl(tmp_path / "events" / "rows.json", [
+        {"rowtime": T + "01", "kind": 1, "bid": {"lot": 7, "price": 10}},
+        {"rowtime": T + "02", "kind": 0, "bid": None},
+        {"rowtime": T + "03", "kind": 1, "bid": {"lot": 8, "price": 12}},
+    ])
+    sql = f"""
+    CREATE SOURCE events (kind BIGINT, bid STRUCT<"lot" BIGINT, "price" BIGINT>)
+      WITH (connector = 'files', format = 'json', path = '{tmp_path}/events');
+    CREATE VIEW bids AS SELECT (bid).* FROM events WHERE kind = 1;
+    SELECT STREAM lot, price FROM bids;
+    """
+    rows, status = run_until_idle(spark, sql, tmp_path / "run")
+    assert sorted((r["lot"], r["price"]) for r in rows) == [(7, 10), (8, 12)], (rows, status)

@@ -48,10 +48,11 @@ def _nested(sql_type: str) -> pa.DataType:
     """`STRUCT<a INT, b VARCHAR>` (RisingWave, Lenses records), `ROW(a INT)`, `ARRAY<T>`, `T[]`:
     structs and lists, their fields' types read the same way (nested to any depth)."""
     from sqlglot import exp
+    from sqlglot.errors import ParseError
 
     try:
         parsed = exp.DataType.build(sql_type, dialect="risingwave")
-    except Exception as error:  # sqlglot's ParseError: the type's own text is the message
+    except ParseError as error:
         raise ValueError(f"cannot read column type {sql_type}") from error
     return _arrow_of(parsed)
 

