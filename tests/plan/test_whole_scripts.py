@@ -175,3 +175,27 @@ def test_a_pump_that_merges_into_a_table_is_refused_as_unsupported_not_as_a_synt
         compile_sql(DDL + """CREATE PUMP p STOPPED AS
 MERGE INTO t AS s USING (SELECT STREAM k FROM l) AS i ON s.k = i.k WHEN MATCHED THEN UPDATE SET k = i.k;""")
     assert ":4:1: error: a pump that MERGEs INTO a table" in str(refused.value) and "syntax" not in str(refused.value)
+
+
+def test_s_server_analytic_modifiers_and_the_span_of_a_difference_read_and_write_back_as_written():
+    from streamjoin.dialect import parse_script, to_sql
+
+    sql = ("SELECT STREAM NTH_VALUE(x, 2) FROM LAST RESPECT NULLS OVER w AS h, "
+           "FLOOR((s.ROWTIME - TIMESTAMP '1970-01-01 00:00:00') SECOND / 30 TO SECOND) AS b, (a) second "
+           "FROM s WINDOW w AS (ROWS 2 PRECEDING)")
+    (query,) = parse_script(sql)
+    written = to_sql(query)
+    assert "NTH_VALUE(x, 2) FROM LAST RESPECT NULLS OVER w" in written
+    assert "FLOOR((s.ROWTIME - CAST('1970-01-01 00:00:00' AS TIMESTAMP)) SECOND / 30 TO SECOND)" in written
+    assert "(a) AS second" in written  # a unit after a parenthesized name that is no difference is an alias
+    assert to_sql(parse_script(written)[0]) == written
+
+
+def test_step_of_one_unit_is_floor_to_that_unit_and_of_several_a_step():
+    script = compile_sql(DDL + """CREATE VIEW b AS SELECT STREAM k, STEP(l.ROWTIME BY INTERVAL '1' MINUTE) AS m,
+  STEP(l.ROWTIME BY INTERVAL '20' MINUTE) AS s FROM l;
+SELECT STREAM * FROM b;""")
+    from streamjoin.dialect import to_sql
+
+    m, s = (to_sql(c.expression) for c in script.view("b").output[1:3])
+    assert m == "FLOOR(l.rowtime TO MINUTE)" and s == "STEP(l.rowtime BY INTERVAL '20 MINUTE')"

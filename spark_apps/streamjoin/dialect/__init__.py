@@ -33,7 +33,7 @@ from sqlglot.generators.risingwave import RisingWaveGenerator
 from sqlglot.parsers.risingwave import RisingWaveParser
 from sqlglot.tokens import TokenType
 
-from streamjoin.dialect.expressions import EMIT_MODES, SelectKind, StepBy, Within
+from streamjoin.dialect.expressions import EMIT_MODES, SelectKind, SpanOf, StepBy, Within
 from streamjoin.dialect.statements import NOT_SYNTAX, ScriptStatements
 from streamjoin.dialect.syntax_errors import misspelt_keyword, plain_message, token_error_position, written_wrong
 from streamjoin.dialect.text import DIRECTIVE, directives, quiet_fallback, slash_comments_as_dashes, statement_starts
@@ -76,6 +76,19 @@ class StreamJoinParser(ScriptStatements, RisingWaveParser):
         self._table_suffix: dict = {}
 
     FUNCTION_PARSERS = {**RisingWaveParser.FUNCTION_PARSERS, "STEP": lambda self: self._parse_step()}
+
+    def _parse_paren(self):
+        """s-Server's interval of a difference: `(ts - TIMESTAMP '1970-01-01 00:00:00') SECOND`,
+        the seconds between two instants (StreamLab's tumbling-window idiom divides it)."""
+        this = super()._parse_paren()
+        if (isinstance(this, exp.Paren) and isinstance(this.this, exp.Sub) and self._curr and self._next
+                and self._curr.text.upper() in _DURATION_ABBREVIATIONS and self._curr.token_type != TokenType.STRING
+                and (self._next.token_type in (TokenType.SLASH, TokenType.STAR, TokenType.R_PAREN)
+                     or self._next.text.upper() == "TO")):
+            unit = self._curr.text.upper()
+            self._advance()
+            return self.expression(SpanOf(this=this, unit=exp.var(unit)))
+        return this
 
     def _parse_step(self):
         """s-Server `STEP(ts BY INTERVAL 'n' unit)`; one whole unit is `FLOOR(ts TO unit)`."""
@@ -320,7 +333,20 @@ class StreamJoinGenerator(RisingWaveGenerator):
         SelectKind: lambda self, e: f" {e.name}",
         Within: lambda self, e: self.within_sql(e),
         StepBy: lambda self, e: f"STEP({self.sql(e, 'this')} BY {self.sql(e, 'expression')})",
+        SpanOf: lambda self, e: f"{self.sql(e, 'this')} {self.sql(e, 'unit')}",
     }
+
+    # s-Server's analytic function modifiers, written back as read (PostgreSQL's generator drops them)
+    def nthvalue_sql(self, expression: exp.NthValue) -> str:
+        sql = self.function_fallback_sql(expression)
+        first = expression.args.get("from_first")
+        return sql if first is None else f"{sql} FROM {'FIRST' if first else 'LAST'}"
+
+    def ignorenulls_sql(self, expression: exp.IgnoreNulls) -> str:
+        return f"{self.sql(expression.this)} IGNORE NULLS"
+
+    def respectnulls_sql(self, expression: exp.RespectNulls) -> str:
+        return f"{self.sql(expression.this)} RESPECT NULLS"
 
     def within_sql(self, expression: Within) -> str:
         interval = expression.this

@@ -31,3 +31,9 @@ class StepBy(exp.Expression):
     (counted from the epoch). A one-unit step is parsed as `FLOOR(ts TO unit)` instead."""
 
     arg_types = {"this": True, "expression": True}  # expression: an exp.Interval
+
+
+class SpanOf(exp.Expression):
+    """s-Server `(ts1 - ts2) SECOND`: the difference of two instants as an interval of that unit."""
+
+    arg_types = {"this": True, "unit": True}  # this: the parenthesized difference; unit: an exp.Var

@@ -1,7 +1,7 @@
 -- source: github NigelThomas/edr-analytics:edr.slab (StreamLab project, projectModel.mainScript), commit dfe2dadc43846e63b09130c4d7fe771dbe19aee3 (2020-03-06)
 -- modeled on: StreamLab-generated EDR app: FILE_SERVER foreign stream + foreign tables wrapped in views, native sink streams, !step markers, stream INNER JOIN and LEFT JOIN to table views ("input"/"rhs" aliases), NTH_VALUE ... FROM LAST RESPECT NULLS and COUNT over named ROWS/RANGE windows, pumps STOPPED, GROUP BY FLOOR((ROWTIME - TIMESTAMP ...) SECOND / 30 TO SECOND); fully quoted schema-qualified names
 -- dialect: sqlstream
--- check: 04_streamlab_device_lookup_inner_left_table_join.sql:286:74: error: syntax error: Invalid expression / Unexpected token
+-- check: ok
 DROP SCHEMA "StreamLab_Output_cdr" CASCADE;
 CREATE OR REPLACE SCHEMA "StreamLab_Output_cdr";
 -- StreamApp start
