@@ -174,3 +174,25 @@ def test_a_bad_future_limit_is_rejected_by_check_at_its_statement(tmp_path):
     sql.write_text(JOIN.format(fmt="json", dir=tmp_path, extra=", future_limit = 'soon'"))
     done = streamjoin("check", sql)
     assert done.returncode == 2 and "bad future_limit 'soon'" in done.stderr and f"{sql}:2:" in done.stderr
+
+
+def test_a_json_line_that_is_not_an_object_and_a_record_where_a_number_is_declared_are_dead_letters():
+    text = (f'[1, 2]\n42\n{{"k": {{"a": 1}}, "v": "x", "t": "{ts(0)}"}}\n'
+            f'{{"k": 3, "v": "y", "t": "{ts(1000)}"}}\n')
+    kept, rejected = read_lenient(text.encode(), "json", schema(), "t", "f.json", "a")
+    assert kept.column("k").to_pylist() == [3]
+    assert [(r["line"], r["reason"].split(":")[0]) for r in rejected] == [
+        (1, "not a JSON object"), (2, "not a JSON object"), (3, "column k")]
+
+
+def test_a_record_is_read_into_a_struct_column_and_as_its_json_into_a_text_column():
+    declared = pa.schema([("r", pa.struct([("incr", pa.int32())])), ("v", pa.string()), ("t", pa.timestamp("us", tz="UTC"))])
+    text = f'{{"r": {{"incr": 7}}, "v": {{"any": [1]}}, "t": "{ts(0)}"}}\n'
+    kept, rejected = read_lenient(text.encode(), "json", declared, "t", "f.json", "a")
+    assert not rejected and kept.column("r").to_pylist() == [{"incr": 7}] and kept.column("v").to_pylist() == ['{"any": [1]}']
+
+
+def test_an_empty_file_gives_no_rows_and_no_dead_letters():
+    for data in (b"", b"\n\n"):
+        kept, rejected = read_lenient(data, "json", schema(), "t", "f.json", "a")
+        assert kept.num_rows == 0 and rejected == []
