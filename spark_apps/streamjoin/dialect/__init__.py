@@ -429,26 +429,9 @@ def parse_script(sql: str, filename: str = "<sql>", slash_comments: bool = False
         with quiet_fallback():
             statements = _DIALECT.parse(sql, error_level=ErrorLevel.IMMEDIATE)
     except ParseError as error:
-        info = error.errors[0] if error.errors else {}
-        offset = info.get("offset")
-        typo = _misspelt(sql, offset) if offset is not None else None
-        if typo is not None:
-            raise SqlError(typo[1], filename, *position_of(sql, typo[0]), typo[2]) from None
-        line, col = (
-            position_of(sql, offset) if offset is not None else (info.get("line", 1), info.get("col", 1))
-        )
-        message = plain_message(info.get("description") or str(error))
-        if message.startswith(NOT_SYNTAX):  # valid SQL that streamjoin does not run
-            raise SqlError(message.removeprefix(NOT_SYNTAX), filename, line, col) from None
-        highlight = info.get("highlight")
-        hint = f"near '{highlight}'" if highlight else None
-        raise SqlError(f"syntax error: {message}", filename, line, col, hint) from None
+        raise _parse_error(sql, filename, error) from None
     except TokenError as error:
-        cause = str(error.__cause__ or error)
-        line, col = token_error_position(sql, cause)
-        missing = re.match(r"Missing (\S+) from", cause)
-        message = f"unterminated {'string' if missing.group(1) == chr(39) else 'quoted name'}: missing {missing.group(1)}" if missing else cause
-        raise SqlError(f"syntax error: {message}", filename, line, col, "close the quote") from None
+        raise _token_error(sql, filename, error) from None
     for statement, start in zip(statements, statement_starts(_DIALECT.tokenize(sql)), strict=False):
         if isinstance(statement, exp.Expression) and start is not None:
             statement.meta["statement_start"] = start
@@ -456,6 +439,37 @@ def parse_script(sql: str, filename: str = "<sql>", slash_comments: bool = False
                 statement.meta.setdefault("offset", start)
     # comment-only chunks (a comment after the last `;`) come back as Semicolon nodes
     return [s for s in statements if s is not None and not isinstance(s, exp.Semicolon)]
+
+
+def _parse_error(sql: str, filename: str, error: ParseError) -> SqlError:
+    """sqlglot's parse error as ours: at the token, in SQL words (a misspelt keyword named)."""
+    info = error.errors[0] if error.errors else {}
+    offset = info.get("offset")
+    typo = _misspelt(sql, offset) if offset is not None else None
+    if typo is not None:
+        return SqlError(typo[1], filename, *position_of(sql, typo[0]), typo[2])
+    line, col = position_of(sql, offset) if offset is not None else (info.get("line", 1), info.get("col", 1))
+    message = plain_message(info.get("description") or str(error))
+    if message.startswith(NOT_SYNTAX):  # valid SQL that streamjoin does not run
+        return SqlError(message.removeprefix(NOT_SYNTAX), filename, line, col)
+    highlight = info.get("highlight")
+    return SqlError(f"syntax error: {message}", filename, line, col, f"near '{highlight}'" if highlight else None)
+
+
+def _token_error(sql: str, filename: str, error: TokenError) -> SqlError:
+    """A text sqlglot cannot split into tokens: an unterminated string or quoted name, at its quote."""
+    cause = str(error.__cause__ or error)
+    line, col = token_error_position(sql, cause)
+    start = getattr(error, "start", None)
+    if not re.match(r"Missing (\S+) from", cause):
+        if isinstance(start, int) and 0 <= start < len(sql) and sql[start] in "'\"":  # ran off the end in a quote
+            cause = f"Missing {sql[start]} from"
+            line, col = position_of(sql, start)
+        else:
+            return SqlError("syntax error: text that is no SQL token", filename, line, col)
+    missing = re.match(r"Missing (\S+) from", cause).group(1)
+    message = f"unterminated {'string' if missing == chr(39) else 'quoted name'}: missing {missing}"
+    return SqlError(f"syntax error: {message}", filename, line, col, "close the quote")
 
 
 def token_text(sql: str) -> str:
