@@ -57,3 +57,13 @@ def test_the_corpus_holds_at_least_fifty_programs_of_every_dialect():
 @pytest.mark.parametrize("path", PROGRAMS, ids=[f"{p.parent.name}/{p.stem}" for p in PROGRAMS])
 def test_a_real_program_checks_as_its_header_records(path):
     assert checked(path) == header(path)["check"]
+
+
+def test_the_corpus_counts_in_the_dialect_docs_are_the_corpus_headers():
+    import re
+
+    counts = Counter("fair" if "fair rejection" in header(p) else ("ok" if header(p)["check"] == "ok" else "gap")
+                     for p in PROGRAMS)
+    docs = (CORPUS.parents[1] / "docs" / "dialects" / "README.md").read_text()
+    said = re.search(r"Today: (\d+) accepted, (\d+) fair rejections, (\d+) gaps", docs).groups()
+    assert tuple(map(int, said)) == (counts["ok"], counts["fair"], counts["gap"]), counts
