@@ -199,3 +199,17 @@ SELECT STREAM * FROM b;""")
 
     m, s = (to_sql(c.expression) for c in script.view("b").output[1:3])
     assert m == "FLOOR(l.rowtime TO MINUTE)" and s == "STEP(l.rowtime BY INTERVAL '20 MINUTE')"
+
+
+def test_a_t_sort_is_refused_at_its_within_with_what_to_declare_instead():
+    with pytest.raises(SqlError) as refused:
+        compile_sql(DDL + "CREATE VIEW s AS SELECT STREAM k, l.v AS x FROM l ORDER BY l.v WITHIN INTERVAL '30' SECOND;\n"
+                    "SELECT STREAM * FROM s;")
+    text = str(refused.value)
+    assert ":3:64: error: ORDER BY ... WITHIN (s-Server's t-sort) is not supported" in text and "lateness = '30 SECONDS'" in text
+
+
+def test_a_session_window_on_a_join_input_is_refused_at_session():
+    with pytest.raises(SqlError, match=r":3:\d+: error: session windows \(PARTITION BY SESSION ON"):
+        compile_sql(DDL + "SELECT STREAM * FROM l JOIN r OVER (PARTITION BY SESSION ON k TIMEOUT AFTER INTERVAL '1' HOUR "
+                    "ROWS CURRENT ROW) AS b ON l.k = b.k;")

@@ -128,6 +128,37 @@ class StreamJoinParser(ScriptStatements, RisingWaveParser):
         window.meta["offset"] = start.start
         return "lenses_window", window
 
+    def _parse_order(self, *args, **kwargs):
+        """`ORDER BY ... WITHIN INTERVAL '30' SECOND` (s-Server's t-sort): read, with the interval
+        kept on the ORDER BY, for the analyzer to refuse with a reason."""
+        order = super()._parse_order(*args, **kwargs)
+        if isinstance(order, exp.Order) and self._curr and self._curr.text.upper() == "WITHIN" \
+                and self._next and self._next.token_type == TokenType.INTERVAL:
+            token = self._curr
+            order.set("within", self.expression(Within(this=self._parse_within_duration_after(token)), token))
+        return order
+
+    def _parse_partition_by(self):
+        """s-Server's session window, `PARTITION BY SESSION ON k TIMEOUT AFTER INTERVAL '1' HOUR`:
+        read as one partition item `SESSION(k, ..., interval)` for the analyzer to refuse."""
+        if self._curr and self._curr.token_type == TokenType.PARTITION_BY and self._next \
+                and self._next.text.upper() == "SESSION":
+            token = self._next
+            self._advance(2)
+            if not self._match(TokenType.ON):
+                self.raise_error("Expected ON after PARTITION BY SESSION")
+            keys = self._parse_csv(self._parse_disjunction)
+            if not self._match_text_seq("TIMEOUT", "AFTER"):
+                self.raise_error("Expected TIMEOUT AFTER INTERVAL ... after the session's keys")
+            session = exp.Anonymous(this="SESSION", expressions=[*keys, self._parse_interval()])
+            session.meta["offset"] = token.start
+            return [session]
+        return super()._parse_partition_by()
+
+    def _parse_within_duration_after(self, token) -> exp.Interval:
+        self._advance()  # WITHIN
+        return self._parse_within_duration()
+
     def _parse_query_modifiers(self, this):
         this = super()._parse_query_modifiers(this)
         window = this.args.get("lenses_window") if isinstance(this, exp.Select) else None

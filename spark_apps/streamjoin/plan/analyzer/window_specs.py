@@ -22,6 +22,10 @@ class WindowSpecs:
             if name not in self.named:
                 self.where.fail(f"unknown window '{name}'", node, f"define it: WINDOW {name} AS (RANGE INTERVAL '1' MINUTE PRECEDING)")
             spec_node = self.named[name]
+        for p in spec_node.args.get("partition_by") or []:
+            if isinstance(p, exp.Anonymous) and p.name.upper() == "SESSION":
+                self.where.fail("session windows (PARTITION BY SESSION ON ... TIMEOUT AFTER ...) are not supported in "
+                                "a join", p, "join within a time range instead: OVER (RANGE INTERVAL '1' HOUR PRECEDING)")
         partition = tuple(_column(p) for p in spec_node.args.get("partition_by") or [])
         order = spec_node.args.get("order")
         spec = spec_node.args.get("spec")
