@@ -152,3 +152,33 @@ SELECT STREAM e.id, a.name FROM e JOIN a ON e.animal_id = a.animal_id;
     # the clock is 5 s (the latest rowtime, lateness 0): the row at 5 s waits, since another row
     # with that rowtime may still come; every older row is released
     assert [(r["id"], r["name"]) for r in rows] == [(i, ("cow", "cat")[i % 2]) for i in range(5)]
+
+
+def test_a_file_that_changes_after_it_was_read_is_reported_as_a_dead_letter_never_silently_ignored(tmp_path):
+    """Issue 43: a generator that wrote `sales-00000.jsonl` again, over a file the app had read,
+    lost its rows with no word. The file is read once, by name; a change is a dead letter naming
+    it and saying what changed, counted in the manifest (status.json's `changed_files`)."""
+    import json as jsonlib
+    import os
+
+    from streamjoin.lower.inputs import input_specs
+    from streamjoin.plan import compile_sql
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    script = compile_sql(DDL.format(a=a, b=b))
+    stager = Stager(input_specs(script, script.final, tmp_path / "checkpoint", tmp_path / "late")[0])
+    write_jsonl(a / "sales-00000.json", [{"rowtime": ts(1_000), "k": 1, "x": 1}])
+    stager.advance()
+    assert stager.manifest().rows == 1
+    write_jsonl(a / "sales-00000.json", [{"rowtime": ts(9_000), "k": 2, "x": 2}, {"rowtime": ts(9_500), "k": 3, "x": 3}])
+    os.utime(a / "sales-00000.json", ns=(1, 10**18))  # a different time even where the clock is coarse
+    write_jsonl(a / "sales-00001.json", [{"rowtime": ts(2_000), "k": 4, "x": 4}])
+    stager.advance()
+    m = stager.manifest()
+    assert (m.rows, m.changed_files) == (2, 1)  # the new file read, the changed one reported once
+    (dead,) = [jsonlib.loads(line) for f in sorted(stager.rejected_dir.glob("rejected-changed-*.jsonl"))
+               for line in f.read_text().splitlines()]
+    assert dead["source"].endswith("sales-00000.json") and "changed after it was read" in dead["reason"]
+    stager._changes_checked = -1e9
+    stager.advance()
+    assert stager.manifest().changed_files == 1  # not reported again while it stays as it is

@@ -75,10 +75,14 @@ def generate(out: Path, cities: int = CONFIG["cities"], hours: int = CONFIG["hou
     for s in result.sales:
         at = dt.datetime.fromisoformat(s["sale_time"])
         chunks.setdefault(int((at - t0).total_seconds() // (FILE_MINUTES * 60)), []).append(s)
+    # files are named by the instant their rows start, so a later run (--start of another hour)
+    # never writes a name the app has read: it remembers files by name (issue 43)
     for n in sorted(chunks):
-        result.files.append(_write(sales_dir / f"sales-{n:05d}.jsonl", chunks[n]))
-    if write_late and result.late:
-        result.files.append(_write(sales_dir / f"sales-{len(chunks) + 1:05d}-late.jsonl", result.late))
+        begins = t0 + dt.timedelta(minutes=n * FILE_MINUTES)
+        result.files.append(_write(sales_dir / f"sales-{begins:%Y%m%dT%H%M}.jsonl", chunks[n]))
+    if write_late and result.late:  # after this run's files (in name order, the order they are read)
+        ends = t0 + dt.timedelta(hours=hours)
+        result.files.append(_write(sales_dir / f"sales-{ends:%Y%m%dT%H%M}-late.jsonl", result.late))
     return result
 
 

@@ -38,6 +38,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -79,6 +80,10 @@ class Manifest:
     # file(s) are written, so that a restart after a crash redoes exactly that step (the same rows
     # in the same step files, which Spark may have read already) instead of a bigger one
     pending: dict | None = None
+    # a local file's [size, mtime_ns] when it was read, by name: a file that changes afterwards is
+    # reported (a dead letter naming it, `changed_files`), never silently ignored (issue 43)
+    read_as: dict = field(default_factory=dict)
+    changed_files: int = 0
 
     @classmethod
     def load(cls, path: Path) -> Manifest:
@@ -150,6 +155,7 @@ class Stager:
 
     def __init__(self, spec: InputSpec):
         self.spec = spec
+        self._changes_checked = -1e9  # when the files read before were last looked at (_report_changed)
         self.dir = Path(spec.state_dir)
         self.steps_dir = self.dir / "steps"
         self.steps_dir.mkdir(parents=True, exist_ok=True)
@@ -193,20 +199,10 @@ class Stager:
                 return m.steps
             table = polled if polled is not None else self.staged_schema.empty_table()
         else:
-            if m.pending is None:
-                new = self._new_files(m)
-                if not new and not ending:
-                    return m.steps
-                m.pending = {"files": new, "ending": ending, "now_us": int(time.time() * 1_000_000)}
-                m.save(self.manifest_path)
-            # after a crash that cut a step short (m.pending left behind) the step is redone as it was
-            new, ending, now_us = m.pending["files"], m.pending["ending"], m.pending["now_us"]
-            reads = [self._read(p, now_us) for p in new]
-            table = pa.concat_tables([t for t, _ in reads]) if new else self.staged_schema.empty_table()
-            rejected = [r for _, bad in reads for r in bad]
-            if rejected:
-                self._write_rejected(rejected, f"{m.steps:08d}")
-                m.rejected_rows += len(rejected)
+            read = self._files_step(m, ending)
+            if read is None:
+                return m.steps
+            table, new, ending = read
         on_time, late, bounds = self._split(table, self.clock_us(m))
         if late.num_rows:
             self._write_late(late, m.steps)
@@ -229,6 +225,9 @@ class Stager:
             m.max_rowtime_us = top if m.max_rowtime_us is None else max(m.max_rowtime_us, top)
         # files by base name (as manifests always did), objects by full key
         m.files.extend(p if s3.is_s3(p) else os.path.basename(p) for p in new)
+        for p in new:
+            if not s3.is_s3(p):
+                m.read_as[os.path.basename(p)] = _size_and_time(p)
         m.steps += len(parts)
         m.rows += on_time.num_rows
         m.late_rows += late.num_rows
@@ -270,6 +269,61 @@ class Stager:
             if table is None:
                 m.save(self.manifest_path)  # no step to save it with: the count must not wait for one
         return table
+
+    def _files_step(self, m: Manifest, ending: bool) -> tuple[pa.Table, list[str], bool] | None:
+        """(the rows of the new files, the files, whether input ends) for this step, or None when
+        there is nothing to stage; after a crash that cut a step short (`m.pending` left behind)
+        the step is redone as it was."""
+        if m.pending is None:
+            self._report_changed(m, ending)
+            new = self._new_files(m)
+            if not new and not ending:
+                return None
+            m.pending = {"files": new, "ending": ending, "now_us": int(time.time() * 1_000_000)}
+            m.save(self.manifest_path)
+        new, ending, now_us = m.pending["files"], m.pending["ending"], m.pending["now_us"]
+        reads = [self._read(p, now_us) for p in new]
+        table = pa.concat_tables([t for t, _ in reads]) if new else self.staged_schema.empty_table()
+        rejected = [r for _, bad in reads for r in bad]
+        if rejected:
+            self._write_rejected(rejected, f"{m.steps:08d}")
+            m.rejected_rows += len(rejected)
+        return table, new, ending
+
+    CHANGE_CHECK_S = 2.0  # how often the files read before are looked at again (a stat each)
+
+    def _report_changed(self, m: Manifest, ending: bool) -> None:
+        """Files read before whose size or modification time changed since: each becomes a dead
+        letter that names it and says what changed, is counted (`changed_files`) and logged;
+        streamjoin reads a file once, by name, so its new content is not read."""
+        if s3.is_s3(self.spec.path) or not m.read_as:
+            return
+        now = time.monotonic()
+        if not ending and now - self._changes_checked < self.CHANGE_CHECK_S:
+            return
+        self._changes_checked = now
+        root = Path(self.spec.path)
+        changed = []
+        for name, was in m.read_as.items():
+            path = root / name
+            is_now = _size_and_time(path) if path.is_file() else None
+            if is_now is not None and list(is_now) != list(was):
+                changed.append((name, was, is_now))
+        if not changed:
+            return
+        from streamjoin.io.rejects import dead_letter
+
+        records = []
+        for name, was, is_now in changed:
+            reason = (f"the file changed after it was read (was {was[0]} bytes, modified {_when(was[1])}; now "
+                      f"{is_now[0]} bytes, modified {_when(is_now[1])}): a file is read once, by name, so its new "
+                      "content is not read; write new input under a new name")
+            records.append(dead_letter(self.spec.alias, str(root / name), None, None, reason))
+            print(f"streamjoin: input {self.spec.alias}: {root / name}: {reason}", file=sys.stderr, flush=True)
+            m.read_as[name] = list(is_now)
+        self._write_rejected(records, f"changed-{m.changed_files:08d}")
+        m.changed_files += len(changed)
+        m.save(self.manifest_path)
 
     def _new_files(self, m: Manifest) -> list[str]:
         if s3.is_s3(self.spec.path):
@@ -443,3 +497,14 @@ def bound_row(schema: pa.Schema, rowtime: str, rowtime_us: int) -> pa.Table:
     values[rowtime] = pa.array([rowtime_us], pa.int64()).cast(_TS)
     values[BOUND] = pa.array([True])
     return pa.table(values, schema=schema)
+
+
+def _size_and_time(path) -> list[int]:
+    info = os.stat(path)
+    return [info.st_size, info.st_mtime_ns]
+
+
+def _when(mtime_ns: int) -> str:
+    import datetime as dt
+
+    return dt.datetime.fromtimestamp(mtime_ns / 1e9, dt.UTC).isoformat(timespec="seconds")

@@ -45,6 +45,7 @@ class Status:
                 "late_rows_output": s.spec.late_dir,
                 "rejected_rows": m.rejected_rows,
                 "rejected_rows_output": str(s.rejected_dir),
+                "changed_files": m.changed_files,  # files that changed after they were read (dead letters)
             }
         known = [c for c in clocks if c is not None]
         join_clock = min(known) if len(known) == len(clocks) and known else None
@@ -65,6 +66,7 @@ class Status:
             **self.sink.status(),
             "late_rows": sum(v["late_rows"] for v in inputs.values()),
             "rejected_rows": sum(v["rejected_rows"] for v in inputs.values()),
+            "changed_files": sum(v["changed_files"] for v in inputs.values()),
             # Spark's state rows, or for streamjoin's operator the join rows it holds
             "state_rows": self.sink.status().get("operator_state_rows", state_rows(progress))
             + sum(state_rows(r.query.lastProgress or {}) for r in self.upstream),
@@ -93,6 +95,7 @@ class Status:
             f"streamjoin: batch {snap['batch']} read {reads} emitted {snap['rows_emitted_this_run']} "
             f"late {snap['late_rows']} state {snap['state_rows']} clock {snap['join_clock']}"
             + (f" rejected {snap['rejected_rows']}" if snap.get("rejected_rows") else "")
+            + (f" changed files {snap['changed_files']}" if snap.get("changed_files") else "")
         )
 
 
@@ -103,6 +106,9 @@ def summary(status: dict) -> str:
     total = f" ({status['rows_emitted']} over every run of this checkpoint)" if status["rows_emitted"] != this_run else ""
     rejected = status.get("rejected_rows") or 0
     dead = f", {rejected} rejected rows (rejected/ beside late/: file, line and reason each)" if rejected else ""
+    changed = status.get("changed_files") or 0
+    if changed:
+        dead += f", {changed} input file{'s' * (changed != 1)} changed after being read (not read again; rejected/ names them)"
     return f"{status['state']}: {this_run} rows emitted{total}, {status['late_rows']} late rows{dead}"
 
 
