@@ -51,6 +51,14 @@ def airflow_env(home: Path, s3_env: dict[str, str], api_port: int) -> dict[str, 
         }),
         "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"}),
         # the apps' data: outputs and snapshots on the embedded S3, inputs in local folders
+        **data_env(),
+    }
+
+
+def data_env() -> dict[str, str]:
+    """Where the apps' data is (the DAGs' environment, and the banner's exports, so that
+    `streamjoin report` / `quality check` in another shell find the same storage)."""
+    return {
         "OUTPUT_PATH": os.environ.get("OUTPUT_PATH", "s3://streamjoin/apps/hourly_city_sales/output"),
         "CITY_INFO_SNAPSHOTS_PATH": os.environ.get("CITY_INFO_SNAPSHOTS_PATH", "s3://streamjoin/snapshots/city_info"),
         "REPORTS_PATH": os.environ.get("REPORTS_PATH", "s3://streamjoin/reports"),
@@ -75,7 +83,8 @@ def banner(url: str, password: str, s3_env: dict[str, str], store: Path = STORE)
         f"embedded S3: {s3_env['AWS_ENDPOINT_URL']}, bucket s3://streamjoin/ "
         f"(access key {s3_env['AWS_ACCESS_KEY_ID']}, secret key {s3_env['AWS_SECRET_ACCESS_KEY']}), its objects kept as "
         f"files under {shown(store)}/ (reports: {shown(_local(store, reports))}/); from another shell:",
-        *(f"  export {name}={value}" for name, value in s3_env.items()),
+        *(f"  export {name}={value}" for name, value in {**s3_env, **data_env()}.items()),
+        "  (then: .venv/bin/streamjoin report hourly_city_sales --hour H --open)",
     ]
 
 

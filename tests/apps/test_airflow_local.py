@@ -39,6 +39,9 @@ def test_make_airflow_prints_the_ui_login_and_the_embedded_s3_endpoint_and_crede
     assert "(reports: data/s3/streamjoin/reports/)" in text
     for name, value in S3_ENV.items():
         assert f"export {name}={value}" in text
+    # and where the DAGs keep the data, so `streamjoin report` in that shell finds it (issue 43)
+    for name in ("OUTPUT_PATH", "REPORTS_PATH", "CITY_INFO_SNAPSHOTS_PATH"):
+        assert f"export {name}={airflow_local.data_env()[name]}" in text
 
 
 def test_the_banner_points_at_the_reports_folder_reports_path_names(monkeypatch, tmp_path):
