@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import datetime as dt
 import importlib
+import logging
 
 from streamjoin.io import s3
 
 from .apps import AppConfig, load_app
+
+log = logging.getLogger(__name__)  # in a task's log (the sensor's pokes)
 
 
 class DataQualityFailed(Exception):
@@ -156,6 +159,13 @@ def hour_ready(app: str | AppConfig, hour: str, now: dt.datetime, waited_s: floa
         raise HourCannotComplete(
             f"hour {hour} of app {config.name} is still not complete after {waited_s / 60:.0f} min ({where}; {have}): "
             "is the app running (DAG streaming_join_apps) and its input arriving?")
+    key = marker_key(config, hour)
+    marker = key if isinstance(key, str) else f"s3://{key[0]}/{key[1]}"
+    moves = (f"input for {hour} reaching the app moves it (DAG streaming_join_apps runs the app); without any, this "
+             f"fails after {no_input_wait_s / 60:.0f} min" if clock is None or clock < start else
+             f"the marker comes once the clock passes {end:%Y-%m-%d %H:%M} UTC (input after the hour)")
+    log.info("waiting for hour %s of app %s: no marker at %s yet; %s; %s; %.0f of at most %.0f min waited",
+             hour, config.name, marker, where, moves, waited_s / 60, max_wait_s / 60)
     return False
 
 

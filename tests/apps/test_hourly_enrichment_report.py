@@ -245,9 +245,15 @@ def test_the_report_gives_up_after_a_short_wait_when_no_input_for_the_hour_reach
         hour_ready(behind, HOUR, AFTER_HOUR, waited_s=600, no_input_wait_s=600)
 
 
-def test_the_report_waits_while_the_apps_input_is_in_the_hour_up_to_the_longest_wait(s3_prefix, tmp_path):
+def test_the_report_waits_while_the_apps_input_is_in_the_hour_up_to_the_longest_wait(s3_prefix, tmp_path, caplog):
     app = an_app(f"{s3_prefix}/output", tmp_path / "ck", clock="2024-01-01 10:59:00.000")
-    assert hour_ready(app, HOUR, AFTER_HOUR, waited_s=3600, max_wait_s=7200, no_input_wait_s=600) is False
+    with caplog.at_level("INFO", logger="include.ops.report"):
+        assert hour_ready(app, HOUR, AFTER_HOUR, waited_s=3600, max_wait_s=7200, no_input_wait_s=600) is False
+    # each poke says what it waits for: the hour, the marker's key, the app's clock, what moves it (issue 43)
+    (said,) = [r.getMessage() for r in caplog.records if r.name == "include.ops.report"]
+    assert f"waiting for hour {HOUR} of app hourly_city_sales: no marker at s3://" in said
+    assert f"_complete/hour={HOUR}.json" in said and "2024-01-01 10:59:00" in said and "60 of at most 120 min" in said
+    assert "once the clock passes 2024-01-01 11:00 UTC" in said
     with pytest.raises(HourCannotComplete, match="still not complete after 120 min"):
         hour_ready(app, HOUR, AFTER_HOUR, waited_s=7200, max_wait_s=7200)
 
