@@ -12,7 +12,10 @@ The RIGHT OUTER JOIN promises exactly one row per city of the city table per hou
   without sales is normal; a flood of them means an input stalled);
 - key_set (when the snapshot's rows are known): the hour's keys are exactly the snapshot's: no key
   the snapshot lacks (each offending row named), none of its keys missing (each named);
-- attribute_matches_snapshot (likewise): each row's attributes are the snapshot's for its key.
+- attribute_matches_snapshot (likewise): each row's attributes are the snapshot's for its key;
+- input_volume (when earlier hours are complete): the hour's input (`volume_measure`, summed) is
+  at least `min_volume_share` of the median of the `volume_trailing_hours` before it (`trailing`):
+  an hour whose input mostly went late or missing is not VALIDATED.
 
 Column roles and thresholds come from the `[quality]` section of the app's `app.toml`. Each
 expectation's `meta["check"]` names which of these checks it belongs to.
@@ -21,12 +24,14 @@ expectation's `meta["check"]` names which of these checks it belongs to.
 from __future__ import annotations
 
 import datetime as dt
+import statistics
 
 import great_expectations as gx
 import great_expectations.expectations as gxe
 
 
-def build_suite(context, config: dict, expected_rows: int, hour: str, reference=None) -> gx.ExpectationSuite:
+def build_suite(context, config: dict, expected_rows: int, hour: str, reference=None,
+                trailing: list[float] | None = None) -> gx.ExpectationSuite:
     """Add the suite for hour `hour` (`YYYY-MM-DDTHH`) to `context` and return it. `reference`: the
     rows (a pyarrow Table) of the snapshot the hour was joined with, or None when they are unknown.
     The snapshot's columns are named as the output's unless `[quality] snapshot_columns` maps them."""
@@ -53,6 +58,12 @@ def build_suite(context, config: dict, expected_rows: int, hour: str, reference=
                      for c in quality["measures"]]
     if reference is not None:
         expectations += snapshot_expectations(quality, reference)
+    if trailing and quality.get("volume_measure"):
+        share = float(quality.get("min_volume_share", 0.5))
+        usual = statistics.median(trailing)
+        expectations.append(gxe.ExpectColumnSumToBeBetween(
+            column=quality["volume_measure"], min_value=round(share * usual, 6),
+            meta={"check": "input_volume", "trailing_hours": len(trailing), "trailing_median": usual}))
     suite = gx.ExpectationSuite(name=config["name"], expectations=expectations,
                                 meta={"dataset": config["name"], "hour": hour})
     return context.suites.add(suite)

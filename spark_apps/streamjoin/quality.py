@@ -118,11 +118,12 @@ def check_hour(app: str | Path, hour: str, output: str | None = None, alert: boo
     expected_rows = snapshot_rows(mark, config["quality"].get("snapshot"))
     reference, note = snapshot_table(mark, config["quality"].get("snapshot"), settings)
     table = hours.read_hour_arrow(output, hour, settings)
+    trailing = trailing_volumes(output, hour, config["quality"], settings)
     quiet_library_logs()
     suite_module = load_suite_module(root, config["quality"].get("suite", config["name"]))
     docs_dir = Path(tempfile.mkdtemp(prefix="streamjoin-quality-docs-"))
     try:
-        result = validate(table, config, suite_module, expected_rows, hour, docs_dir, reference)
+        result = validate(table, config, suite_module, expected_rows, hour, docs_dir, reference, trailing)
         still_remote = data_docs.localize(docs_dir)  # pages that open offline: their assets beside them
         if still_remote:
             log.warning("Data Docs pages still load from the network (GX's templates changed?): %s", ", ".join(still_remote))
@@ -228,11 +229,34 @@ def load_suite_module(root: Path, suite: str):
     return module
 
 
+def trailing_volumes(output: str, hour: str, quality: dict, settings: s3.S3Settings | None = None) -> list[float]:
+    """The input volume (`[quality] volume_measure` summed) of each complete hour among the
+    `volume_trailing_hours` (default 6) before `hour`: what the hour's own volume is compared with.
+    Empty without a volume measure or without earlier complete hours."""
+    measure = quality.get("volume_measure")
+    if not measure:
+        return []
+    import pyarrow.compute as pc
+
+    start = dt.datetime.strptime(hour, "%Y-%m-%dT%H")
+    volumes = []
+    for back in range(1, int(quality.get("volume_trailing_hours", 6)) + 1):
+        earlier = (start - dt.timedelta(hours=back)).strftime("%Y-%m-%dT%H")
+        if hours.marker(output, earlier, settings) is None:
+            continue
+        rows = hours.read_hour_arrow(output, earlier, settings)
+        volumes.append(float(pc.sum(rows.column(measure)).as_py() or 0) if measure in rows.column_names else 0.0)
+    return volumes
+
+
 def validate(table, config: dict, suite_module, expected_rows: int, hour: str, docs_dir: Path,
-             reference=None) -> dict:
+             reference=None, trailing: list[float] | None = None) -> dict:
     """Run the suite on the hour's rows in an ephemeral context (pandas data source), building
     the Data Docs site in the local folder `docs_dir`; returns the validation result as JSON.
-    `reference`: the rows of the snapshot the hour was joined with (None: unknown)."""
+    `reference`: the rows of the snapshot the hour was joined with (None: unknown); `trailing`:
+    the input volumes of the complete hours before it (`trailing_volumes`)."""
+    import inspect
+
     import great_expectations as gx
     from great_expectations.core.run_identifier import RunIdentifier
     from great_expectations.data_context.types.base import (
@@ -253,7 +277,10 @@ def validate(table, config: dict, suite_module, expected_rows: int, hour: str, d
     ))
     batch = (context.data_sources.add_pandas("output").add_dataframe_asset(config["name"])
              .add_batch_definition_whole_dataframe(f"hour {hour}"))
-    suite = suite_module.build_suite(context, config, expected_rows, hour, reference)
+    if "trailing" in inspect.signature(suite_module.build_suite).parameters:
+        suite = suite_module.build_suite(context, config, expected_rows, hour, reference, trailing=trailing or [])
+    else:  # a suite written before the volume check
+        suite = suite_module.build_suite(context, config, expected_rows, hour, reference)
     definition = context.validation_definitions.add(gx.ValidationDefinition(name=f"{config['name']} {hour}", data=batch, suite=suite))
     checkpoint = context.checkpoints.add(gx.Checkpoint(
         name=f"{config['name']} quality", validation_definitions=[definition],
@@ -336,6 +363,8 @@ def _expected(kind: str, kwargs: dict) -> str:
         return f"every one of the snapshot's {len(kwargs['value_set'])} keys"
     if kind == "expect_column_pair_values_to_be_in_set":
         return f"each ({kwargs['column_A']}, {kwargs['column_B']}) as in the snapshot"
+    if kind == "expect_column_sum_to_be_between":  # the input volume against the hours before it
+        return f"a sum of at least {kwargs['min_value']:g} (a share of the trailing hours' median)"
     if kind == "expect_column_values_to_be_between":
         bounds = []
         if kwargs.get("min_value") is not None:
@@ -357,6 +386,8 @@ def _observed(kind: str, entry: dict) -> str:
         return f"{outcome.get('missing_count', len(missing))} missing: {names}" + (", ..." if len(missing) > 20 else "")
     if "observed_value" in outcome:
         unit = " rows" if kind.startswith("expect_table_row_count") else ""
+        if kind == "expect_column_sum_to_be_between":
+            return f"{float(outcome['observed_value']):g} in total"
         return f"{outcome['observed_value']}{unit}"
     count, total = outcome.get("unexpected_count", 0), outcome.get("element_count", 0)
     if kind == "expect_column_values_to_not_be_null":

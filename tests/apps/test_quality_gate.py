@@ -330,3 +330,34 @@ print(logging.getLogger("great_expectations").getEffectiveLevel())
     assert done.stdout.split() == ["passed", str(logging.WARNING)]
     noise = [line for line in done.stderr.splitlines() if line.startswith("great_expectations") and ": INFO: " in line]
     assert noise == [], f"{len(noise)} lines, e.g. {noise[:3]}"
+
+
+def _hour_before(hour: str, back: int) -> str:
+    import datetime as dt
+
+    return (dt.datetime.strptime(hour, "%Y-%m-%dT%H") - dt.timedelta(hours=back)).strftime("%Y-%m-%dT%H")
+
+
+def test_an_hour_whose_input_fell_to_a_tenth_of_the_hours_before_fails_input_volume_with_the_numbers(output):
+    """Issue 43: 198 sales where the hours before had ~2,000 (most of the hour's input went late),
+    and the report said VALIDATED. Each good hour here sums 45 sales; the hour checked, 4."""
+    for back in (3, 2, 1):
+        earlier = _hour_before(HOUR, back)
+        write_hour(output, good_rows(earlier), hour=earlier)
+    thin = good_rows()  # city-0 silent as in every hour; four cities sold one each, the rest nothing
+    for row in thin[1:]:
+        row["sales"] = 1 if row["city"] in ("city-1", "city-2", "city-3", "city-4") else 0
+    write_hour(output, thin)
+    verdict = check_hour(APP, HOUR, output)
+    assert not verdict.passed and ("input_volume", "sales") in failed_checks(verdict)
+    (failure,) = [f for f in verdict.failed if f.check == "input_volume"]
+    assert failure.expected.startswith("a sum of at least 22.5") and failure.observed == "4 in total", failure
+
+
+def test_an_hour_as_busy_as_the_hours_before_passes_input_volume_and_the_first_hour_has_nothing_to_compare(output):
+    first = _hour_before(HOUR, 1)
+    write_hour(output, good_rows(first), hour=first)
+    assert check_hour(APP, first, output).passed  # no complete hour before it: no volume expectation
+    write_hour(output, good_rows())
+    verdict = check_hour(APP, HOUR, output)
+    assert verdict.passed and verdict.expectations == 12  # the 11 checks and input_volume
