@@ -57,3 +57,27 @@ def spark_watermark_rowtime_us(text: str | None) -> int | None:
     engine = parse_spark_time(text) if text else 0
     return rowtime_us(engine) if engine > 0 else None
 
+
+def late_rows(rowtimes_us, is_bound, lateness_us: int, clock_us: int | None):
+    """Which rows (not bounds) are late, in arrival order: row i is late when its rowtime is
+    below the clock before it, max(clock_us, every earlier row's rowtime - lateness, every
+    earlier bound). A late row cannot raise the clock (its rowtime - lateness is below it)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = len(rowtimes_us)
+    if n == 0:
+        return pa.array([], pa.bool_())
+    lowest = np.iinfo(np.int64).min
+    rt = rowtimes_us.to_numpy(zero_copy_only=False) if rowtimes_us.null_count == 0 else \
+        pc.fill_null(rowtimes_us, lowest).to_numpy()
+    bound = is_bound.to_numpy(zero_copy_only=False).astype(bool)
+    # what each arrival moves the clock to: a row its rowtime - lateness, a bound its value
+    moves = np.where(bound, rt, np.maximum(rt, lowest + lateness_us) - lateness_us)
+    before = np.empty(n, dtype=np.int64)
+    before[0] = lowest if clock_us is None else clock_us
+    if n > 1:
+        np.maximum.accumulate(moves[:-1], out=before[1:])
+        np.maximum(before[1:], before[0], out=before[1:])
+    return pa.array(~bound & (rt < before))

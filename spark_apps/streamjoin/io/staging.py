@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -48,9 +47,9 @@ import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 
 from streamjoin.faults import crash_point
-from streamjoin.io import s3
+from streamjoin.io import input_files, s3
 from streamjoin.io.formats import BOUND, conform, read_text, staged_schema
-from streamjoin.io.instants import EARLIEST_US, END_US
+from streamjoin.io.instants import EARLIEST_US, END_US, late_rows
 
 _TS = pa.timestamp("us", tz="UTC")
 _FORMATS = ("json", "csv", "parquet")
@@ -227,7 +226,7 @@ class Stager:
         m.files.extend(p if s3.is_s3(p) else os.path.basename(p) for p in new)
         for p in new:
             if not s3.is_s3(p):
-                m.read_as[os.path.basename(p)] = _size_and_time(p)
+                m.read_as[os.path.basename(p)] = input_files.size_and_time(p)
         m.steps += len(parts)
         m.rows += on_time.num_rows
         m.late_rows += late.num_rows
@@ -293,66 +292,28 @@ class Stager:
     CHANGE_CHECK_S = 2.0  # how often the files read before are looked at again (a stat each)
 
     def _report_changed(self, m: Manifest, ending: bool) -> None:
-        """Files read before whose size or modification time changed since: each becomes a dead
-        letter that names it and says what changed, is counted (`changed_files`) and logged;
-        streamjoin reads a file once, by name, so its new content is not read."""
+        """Files read before that changed since (`io.changed_files`): dead letters naming them,
+        counted (`changed_files`) and logged; a file is read once, by name."""
         if s3.is_s3(self.spec.path) or not m.read_as:
             return
         now = time.monotonic()
         if not ending and now - self._changes_checked < self.CHANGE_CHECK_S:
             return
         self._changes_checked = now
-        root = Path(self.spec.path)
-        changed = []
-        for name, was in m.read_as.items():
-            path = root / name
-            is_now = _size_and_time(path) if path.is_file() else None
-            if is_now is not None and list(is_now) != list(was):
-                changed.append((name, was, is_now))
-        if not changed:
+        records = input_files.dead_letters(self.spec.alias, Path(self.spec.path), m.read_as)
+        if not records:
             return
-        from streamjoin.io.rejects import dead_letter
-
-        records = []
-        for name, was, is_now in changed:
-            reason = (f"the file changed after it was read (was {was[0]} bytes, modified {_when(was[1])}; now "
-                      f"{is_now[0]} bytes, modified {_when(is_now[1])}): a file is read once, by name, so its new "
-                      "content is not read; write new input under a new name")
-            records.append(dead_letter(self.spec.alias, str(root / name), None, None, reason))
-            print(f"streamjoin: input {self.spec.alias}: {root / name}: {reason}", file=sys.stderr, flush=True)
-            m.read_as[name] = list(is_now)
+        for record in records:
+            print(f"streamjoin: input {self.spec.alias}: {record['source']}: {record['reason']}", file=sys.stderr, flush=True)
         self._write_rejected(records, f"changed-{m.changed_files:08d}")
-        m.changed_files += len(changed)
+        m.changed_files += len(records)
         m.save(self.manifest_path)
 
     def _new_files(self, m: Manifest) -> list[str]:
+        """The input's files (or s3:// objects) not read before, in name order (`io.input_files`)."""
         if s3.is_s3(self.spec.path):
-            return self._new_objects(m)
-        root = Path(self.spec.path)
-        if not root.exists():
-            return []
-        seen = set(m.files)
-        names = []
-        wanted = re.compile(self.spec.pattern) if self.spec.pattern else None
-        with os.scandir(root) as entries:  # (a file read before costs its name only, not a stat: a live folder grows)
-            for e in entries:
-                if not e.name.startswith((".", "_")) and e.name not in seen and (wanted is None or wanted.fullmatch(e.name)) \
-                        and e.is_file() and e.stat().st_size > 0:
-                    names.append(e.name)
-        return [str(root / n) for n in sorted(names)]
-
-    def _new_objects(self, m: Manifest) -> list[str]:
-        """The objects directly under the input's s3:// prefix not read before, as full
-        `s3://bucket/key` paths in key order."""
-        from pyarrow import fs
-
-        bucket, prefix = s3.split(self.spec.path)
-        listing = self._s3().get_file_info(fs.FileSelector(f"{bucket}/{prefix}".rstrip("/"), allow_not_found=True))
-        seen = set(m.files)
-        keys = (f"s3://{i.path}" for i in listing if i.type == fs.FileType.File and i.size)
-        wanted = re.compile(self.spec.pattern) if self.spec.pattern else None
-        return sorted(k for k in keys if not k.rsplit("/", 1)[-1].startswith((".", "_")) and k not in seen
-                      and (wanted is None or wanted.fullmatch(k.rsplit("/", 1)[-1])))
+            return input_files.new_objects(self._s3(), self.spec.path, set(m.files), self.spec.pattern)
+        return input_files.new_files(Path(self.spec.path), set(m.files), self.spec.pattern)
 
     def _s3(self):
         if self._filesystem is None:
@@ -468,29 +429,6 @@ class Stager:
         os.replace(tmp, path)
 
 
-def late_rows(rowtimes_us: pa.Array, is_bound: pa.Array, lateness_us: int, clock_us: int | None) -> pa.Array:
-    """Which rows (not bounds) are late, in arrival order: row i is late when its rowtime is
-    below the clock before it, max(clock_us, every earlier row's rowtime - lateness, every
-    earlier bound). A late row cannot raise the clock (its rowtime - lateness is below it)."""
-    import numpy as np
-
-    n = len(rowtimes_us)
-    if n == 0:
-        return pa.array([], pa.bool_())
-    lowest = np.iinfo(np.int64).min
-    rt = rowtimes_us.to_numpy(zero_copy_only=False) if rowtimes_us.null_count == 0 else \
-        pc.fill_null(rowtimes_us, lowest).to_numpy()
-    bound = is_bound.to_numpy(zero_copy_only=False).astype(bool)
-    # what each arrival moves the clock to: a row its rowtime - lateness, a bound its value
-    moves = np.where(bound, rt, np.maximum(rt, lowest + lateness_us) - lateness_us)
-    before = np.empty(n, dtype=np.int64)
-    before[0] = lowest if clock_us is None else clock_us
-    if n > 1:
-        np.maximum.accumulate(moves[:-1], out=before[1:])
-        np.maximum(before[1:], before[0], out=before[1:])
-    return pa.array(~bound & (rt < before))
-
-
 def bound_row(schema: pa.Schema, rowtime: str, rowtime_us: int) -> pa.Table:
     """A rowtime bound as one row of a staged schema: NULLs, the bound, the marker set."""
     values = {f.name: pa.nulls(1, f.type) for f in schema}
@@ -498,13 +436,3 @@ def bound_row(schema: pa.Schema, rowtime: str, rowtime_us: int) -> pa.Table:
     values[BOUND] = pa.array([True])
     return pa.table(values, schema=schema)
 
-
-def _size_and_time(path) -> list[int]:
-    info = os.stat(path)
-    return [info.st_size, info.st_mtime_ns]
-
-
-def _when(mtime_ns: int) -> str:
-    import datetime as dt
-
-    return dt.datetime.fromtimestamp(mtime_ns / 1e9, dt.UTC).isoformat(timespec="seconds")
