@@ -9,7 +9,7 @@ from sqlglot import exp
 from sqlglot.parsers.risingwave import RisingWaveParser
 from sqlglot.tokens import TokenType
 
-from streamjoin.dialect.expressions import SpanOf, StepBy, Within
+from streamjoin.dialect.expressions import SpanOf, StepBy
 from streamjoin.dialect.statements import NOT_SYNTAX
 
 _UNITS = ("MILLISECOND", "SECOND", "MINUTE", "HOUR", "DAY")
@@ -79,8 +79,7 @@ class SystemClauses:
         order = super()._parse_order(*args, **kwargs)
         if isinstance(order, exp.Order) and self._curr and self._curr.text.upper() == "WITHIN" \
                 and self._next and self._next.token_type == TokenType.INTERVAL:
-            token = self._curr
-            order.set("within", self.expression(Within(this=self._parse_within_duration_after(token)), token))
+            order.set("within", self._parse_within())  # as Lenses' WITHIN on a join is read
         return order
 
     def _parse_partition_by(self):
@@ -99,10 +98,6 @@ class SystemClauses:
             session.meta["offset"] = token.start
             return [session]
         return super()._parse_partition_by()
-
-    def _parse_within_duration_after(self, token) -> exp.Interval:
-        self._advance()  # WITHIN
-        return self._parse_within_duration()
 
     def _parse_query_modifiers(self, this):
         this = super()._parse_query_modifiers(this)
