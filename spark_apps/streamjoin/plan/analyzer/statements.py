@@ -202,10 +202,7 @@ class Analyzer:
                             "name each column once: AS t (a, b)")
         data = [{c: literal_value(v, self.where) for c, v in zip(names, row, strict=True)} for row in rows]
         columns = tuple(Column(c, _literal_type([r[c] for r in data])) for c in names)
-        unique, n = name, 1
-        while unique in self.relations or unique in self.sinks:
-            n += 1
-            unique = f"{name}_{n}"
+        unique = self.free_name(name)
         options = {"connector": "values", "rows": json.dumps(data, default=str)}
         self.relations[unique] = Relation(name=unique, kind=Kind.TABLE, columns=columns,
                                           options=tuple(sorted(options.items())))
@@ -329,11 +326,16 @@ class Analyzer:
 
     def part_view(self, name: str, query: exp.Expression, node: exp.Expression) -> str:
         """A CTE's or subquery's view; its name, made unique when a declared name has it."""
+        unique = self.free_name(name)
+        self.view(unique, query, node)
+        return unique
+
+    def free_name(self, name: str) -> str:
+        """`name`, or `name_2`, `name_3`, ... when a declared stream, table, view or sink has it."""
         unique, n = name, 1
         while unique in self.relations or unique in self.sinks:
             n += 1
             unique = f"{name}_{n}"
-        self.view(unique, query, node)
         return unique
 
     def relation(self, table: exp.Table) -> Relation:
