@@ -230,3 +230,36 @@ def test_the_data_session_is_read_only_and_in_utc():
     assert got == [{"t": dt.datetime(2024, 1, 1, 10, 0, tzinfo=UTC)}]
     with pytest.raises(ValueError, match="read-only transaction"):
         _fetch_arrow(URL, "CREATE TABLE streamjoin_read_only_probe (a int)", "probe", "here")
+
+
+def test_a_jdbc_foreign_table_declared_without_columns_takes_them_from_the_catalog_when_read():
+    from urllib.parse import urlsplit
+
+    from streamjoin.errors import SqlError
+    from streamjoin.plan import compile_sql
+
+    table = f"expected_{uuid.uuid4().hex[:8]}"
+    pg_execute(f"CREATE TABLE {table} (route varchar(10), rt timestamp, pg_count bigint, share numeric(5,2), "
+               "velocities double precision[])")
+    parts = urlsplit(URL)
+    script_of = """CREATE OR REPLACE SERVER "pg" FOREIGN DATA WRAPPER "SYS_JDBC"
+      OPTIONS ("URL" 'jdbc:postgresql://{host}/{db}', "USER_NAME" '{user}', "DRIVER_CLASS" 'org.postgresql.Driver');
+    CREATE OR REPLACE FOREIGN STREAM "v" ("route" VARCHAR(10)) SERVER FILE_SERVER OPTIONS (DIRECTORY '/tmp/v');
+    CREATE OR REPLACE FOREIGN TABLE expected SERVER "pg" OPTIONS (SCHEMA_NAME 'public', TABLE_NAME '{table}');
+    SELECT STREAM s."route", e."pg_count" FROM "v" AS s LEFT JOIN expected AS e ON s."route" = e."route";
+    """
+    sql = script_of.format(host=parts.netloc.split("@")[-1], db=parts.path.lstrip("/"), user=parts.username, table=table)
+    try:
+        script = compile_sql(sql, "pct.sql", dialect="sqlstream", catalog=pg.catalog_columns)
+        columns = [(c.name, c.type) for c in script.relation("EXPECTED").columns]
+        assert columns == [("route", "VARCHAR(10)"), ("rt", "TIMESTAMP"), ("pg_count", "BIGINT"),
+                           ("share", "DECIMAL(5, 2)"), ("velocities", "DOUBLE PRECISION[]")]
+        # a database that does not answer: refused at the table's name, saying why
+        down = sql.replace(parts.netloc.split("@")[-1], "127.0.0.1:1")
+        with pytest.raises(SqlError, match=r"pct.sql:4:37: error: table 'EXPECTED' declares no columns, and they could "
+                                           r"not be read from its database: cannot connect to PostgreSQL at 127.0.0.1:1"):
+            compile_sql(down, "pct.sql", dialect="sqlstream", catalog=pg.catalog_columns)
+        with pytest.raises(SqlError, match=r"table 'EXPECTED' declares no columns"):  # nobody to ask
+            compile_sql(sql, "pct.sql", dialect="sqlstream")
+    finally:
+        pg_execute(f"DROP TABLE {table}")

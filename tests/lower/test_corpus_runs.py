@@ -51,8 +51,9 @@ def inputs_of(script: Script) -> list[Relation]:
 
 
 def runnable(path: Path) -> bool:
-    if not _header_ok(path):
-        return False
+    head = path.read_text().splitlines()[:8]
+    if not _header_ok(path) or any(line.startswith("-- database:") for line in head):
+        return False  # a program whose check reads a database's catalog reads that database too
     script = compile_sql(path.read_text(), path.name)
     return all((r.option("connector") or "").lower() in ("files", "values") for r in inputs_of(script))
 

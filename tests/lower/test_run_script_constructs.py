@@ -1,12 +1,16 @@
 """Constructs real programs use (issue 39), run to the end of input on Spark, not only read by
 `check`: a record's field as a join key (Lenses `a._key.incr`), s-Server's `STEP(ts BY ...)`,
-and `(VALUES ...) AS t (cols)` in FROM."""
+`(VALUES ...) AS t (cols)` in FROM, and s-Server's new rowtime (`expr AS ROWTIME`) with its
+t-sort (`ORDER BY ... WITHIN`)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
+import pytest
 from runtime_helpers import run_until_idle, write_jsonl
+from streamjoin.settings import Settings
 
 T = "2026-11-27 10:00:"
 
@@ -116,3 +120,50 @@ def test_a_view_selecting_a_records_fields_with_paren_star_gives_one_column_per_
     """
     rows, status = run_until_idle(spark, sql, tmp_path / "run")
     assert sorted((r["lot"], r["price"]) for r in rows) == [(7, 10), (8, 12)], (rows, status)
+
+
+def _promoted_inputs(tmp_path: Path) -> str:
+    """Rows that arrive in one order (their declared rowtime) and carry another (eventtime): the
+    usage rows' eventtimes come up to 4 s out of order, the third attach row's 40 s."""
+    arrive = "2026-11-27 10:01:"
+    write_jsonl(tmp_path / "usage" / "rows.json", [
+        {"rowtime": f"{arrive}{i:02d}", "b": "b1", "eventtime": T + f"{s:02d}", "volume": s}
+        for i, s in enumerate((5, 2, 9, 7, 50, 45))])
+    write_jsonl(tmp_path / "attach" / "rows.json", [
+        {"rowtime": f"{arrive}{i:02d}", "b": "b1", "eventtime": T + f"{s:02d}", "sector": f"x{s}"}
+        for i, s in enumerate((1, 48, 8))])
+    return f"""
+    CREATE STREAM usage (b VARCHAR, eventtime TIMESTAMP, volume INT)
+      WITH (connector = 'files', format = 'json', path = '{tmp_path}/usage');
+    CREATE STREAM attach (b VARCHAR, eventtime TIMESTAMP, sector VARCHAR)
+      WITH (connector = 'files', format = 'json', path = '{tmp_path}/attach');
+    CREATE VIEW usage_sorted AS SELECT STREAM b, s.eventtime AS ROWTIME, volume FROM usage AS s
+      ORDER BY s.eventtime WITHIN INTERVAL '30' SECOND;
+    CREATE VIEW attach_by_time AS SELECT STREAM b, eventtime AS ROWTIME, sector FROM attach;
+    """
+
+
+@pytest.mark.parametrize("operator", ["auto", "native", "custom"])
+def test_a_view_that_promotes_a_new_rowtime_joins_by_it_and_its_t_sort_allows_its_disorder(spark, tmp_path: Path, operator):
+    sql = _promoted_inputs(tmp_path) + """
+    SELECT STREAM u.ROWTIME AS t, volume, sector
+    FROM usage_sorted AS u JOIN attach_by_time OVER (RANGE INTERVAL '5' SECOND PRECEDING) AS a ON u.b = a.b;
+    """
+    settings = Settings.from_env({**os.environ, "STREAMJOIN_JOIN_OPERATOR": operator})
+    rows, status = run_until_idle(spark, sql, tmp_path / "run", settings)
+    # usage at 2, 5, 7, 9, 45, 50 s (all within the t-sort's 30 s); attach at 1 and 48 s, the row at
+    # 8 s came after 48 s without a t-sort: late. Pairs: attach in [usage - 5 s, usage]
+    got = sorted((r["t"][-6:-4], r["volume"], r["sector"]) for r in rows)
+    assert got == [("02", 2, "x1"), ("05", 5, "x1"), ("50", 50, "x48")], (rows, status)
+    assert status["late_rows"] == 1, status
+
+
+def test_an_aggregate_over_a_view_that_promotes_a_new_rowtime_buckets_by_it(spark, tmp_path: Path):
+    sql = _promoted_inputs(tmp_path) + """
+    CREATE VIEW per_ten AS SELECT STREAM FLOOR(u.ROWTIME TO MINUTE) AS m, SUM(volume) AS total, COUNT(*) AS n
+      FROM usage_sorted AS u GROUP BY FLOOR(u.ROWTIME TO MINUTE);
+    SELECT STREAM m, total, n FROM per_ten;
+    """
+    rows, status = run_until_idle(spark, sql, tmp_path / "run")
+    assert [(r["m"][11:16], r["total"], r["n"]) for r in rows] == [("10:00", 118, 6)], (rows, status)
+    assert status["late_rows"] == 0, status

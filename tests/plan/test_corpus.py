@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from streamjoin.errors import SqlError, Unsupported
+from streamjoin.io.postgres import catalog_columns
 from streamjoin.lower.explain import explain_text
 from streamjoin.plan import compile_sql
 
@@ -38,7 +39,7 @@ def header(path: Path) -> dict[str, str]:
 def checked(path: Path) -> str:
     """What `streamjoin check` says of the file: 'ok', or its error's first line."""
     try:
-        script = compile_sql(path.read_text(), path.name)
+        script = compile_sql(path.read_text(), path.name, catalog=catalog_columns)  # as `streamjoin check` reads it
     except (SqlError, Unsupported) as error:
         text = str(error).splitlines()[0]
         return text if isinstance(error, SqlError) else f"{path.name}: error: {text}"
@@ -54,8 +55,46 @@ def test_the_corpus_holds_at_least_fifty_programs_of_every_dialect():
         assert fields.get("source") and fields.get("modeled on") and fields.get("dialect") == path.parent.name, path
 
 
-@pytest.mark.parametrize("path", PROGRAMS, ids=[f"{p.parent.name}/{p.stem}" for p in PROGRAMS])
+# Programs whose `check` reads a database's catalog (`-- database:` in the header; an s-Server
+# JDBC foreign table declared without columns): the database, its role and its table, as the
+# program's server declares them, on the local PostgreSQL server.
+DATABASES = {
+    "pctcheck": ("checker", "checkerpw", "CREATE TABLE IF NOT EXISTS expected_percentiles (route varchar(10), "
+                 "rt timestamp, pg_count bigint, pg_pctd_25 double precision, pg_pctd_50 double precision, "
+                 "pg_pctd_75 double precision, pg_pctc_25 double precision, pg_pctc_50 double precision, "
+                 "pg_pctc_75 double precision, velocity_array double precision[])"),
+}
+
+
+def ensure_database(name: str) -> None:
+    """The database a program's check reads, created once on the local server (trust auth)."""
+    import psycopg2
+
+    role, password, ddl = DATABASES[name]
+    admin = psycopg2.connect(host="127.0.0.1", port=5432, user="postgres", dbname="postgres")
+    admin.autocommit = True
+    with admin.cursor() as cur:
+        cur.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,))
+        if not cur.fetchone():
+            cur.execute(f"CREATE ROLE {role} LOGIN PASSWORD %s", (password,))
+        cur.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,))
+        if not cur.fetchone():
+            cur.execute(f"CREATE DATABASE {name} OWNER {role}")
+    admin.close()
+    with psycopg2.connect(host="127.0.0.1", port=5432, user=role, password=password, dbname=name) as conn, conn.cursor() as cur:
+        cur.execute(ddl)
+
+
+def _case(path: Path):
+    marks = [pytest.mark.postgres] if header(path).get("database") else []
+    return pytest.param(path, id=f"{path.parent.name}/{path.stem}", marks=marks)
+
+
+@pytest.mark.parametrize("path", [_case(p) for p in PROGRAMS])
 def test_a_real_program_checks_as_its_header_records(path):
+    database = header(path).get("database")
+    if database:
+        ensure_database(database.split()[0])
     assert checked(path) == header(path)["check"]
 
 

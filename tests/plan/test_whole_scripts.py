@@ -115,7 +115,7 @@ def test_s_server_foreign_streams_and_tables_map_onto_files_and_postgres_and_dir
     assert script.dialect == "sqlstream"
     positions, routes = dict(script.relation("positions").options), dict(script.relation("routes").options)
     assert (positions["connector"], positions["format"], positions["path"]) == ("files", "csv", "${BUS_DIR:-/srv/buses}")
-    assert (routes["connector"], routes["url"], routes["table"]) == ("postgres", "postgresql://localhost/transit", "public.routes")
+    assert (routes["connector"], routes["url"], routes["table"]) == ("postgres", "postgresql://x@localhost/transit", "public.routes")  # the server's USER_NAME
     assert script.relation("routes").kind.name == "TABLE" and script.final.joins[0].kind.name == "SNAPSHOT"
     notes = "\n".join(script.notes)
     assert "line 1: !set force on: a client's directive" in notes and "line 10: !set force off" in notes
@@ -201,12 +201,23 @@ SELECT STREAM * FROM b;""")
     assert m == "FLOOR(l.rowtime TO MINUTE)" and s == "STEP(l.rowtime BY INTERVAL '20 MINUTE')"
 
 
-def test_a_t_sort_is_refused_at_its_within_with_what_to_declare_instead():
+def test_a_t_sort_sorts_the_view_by_its_new_rowtime_with_its_interval_as_the_disorder_allowed():
+    script = compile_sql(DDL + "CREATE VIEW s AS SELECT STREAM k, l.v AS ROWTIME FROM l ORDER BY l.v WITHIN INTERVAL '30' SECOND;\n"
+                         "CREATE VIEW u AS SELECT STREAM k, v AS ROWTIME FROM l;\nSELECT STREAM * FROM s JOIN u ON s.k = u.k;")
+    assert script.view("s").disorder_ms == 30_000  # rows up to 30 s out of order are sorted
+    assert script.view("u").disorder_ms == 0  # a new rowtime without a t-sort: rows out of order are late
+    assert script.final.disorder_ms is None  # its rowtime is its inputs'
+
+
+def test_a_t_sort_without_a_new_rowtime_or_by_another_expression_is_refused_at_it():
     with pytest.raises(SqlError) as refused:
         compile_sql(DDL + "CREATE VIEW s AS SELECT STREAM k, l.v AS x FROM l ORDER BY l.v WITHIN INTERVAL '30' SECOND;\n"
                     "SELECT STREAM * FROM s;")
     text = str(refused.value)
-    assert ":3:64: error: ORDER BY ... WITHIN (s-Server's t-sort) is not supported" in text and "lateness = '30 SECONDS'" in text
+    assert ":3:64: error: ORDER BY ... WITHIN (s-Server's t-sort) sorts rows by a new rowtime" in text and "AS ROWTIME" in text
+    with pytest.raises(SqlError, match=r":3:\d+: error: the t-sort orders by l.k, not by the new rowtime"):
+        compile_sql(DDL + "CREATE VIEW s AS SELECT STREAM k, l.v AS ROWTIME FROM l ORDER BY l.k WITHIN INTERVAL '30' SECOND;\n"
+                    "SELECT STREAM * FROM s;")
 
 
 def test_a_session_window_on_a_join_input_is_refused_at_session():

@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from streamjoin.io.pg_names import match_column, resolve_table, table_columns
 
-__all__ = ["one_line", "parse_url", "primary_key", "read_table", "spark_ddl"]
+__all__ = ["catalog_columns", "one_line", "parse_url", "primary_key", "read_table", "spark_ddl"]
 
 _SCHEMES = ("postgresql", "postgres")
 # URL query parameters passed through to libpq as they are.
@@ -304,3 +304,27 @@ def primary_key(url: str, table: str) -> tuple[str, ...]:
         raise ValueError(f"cannot read the primary key of PostgreSQL table {table!r} at {location}: {one_line(e)}") from None
     finally:
         conn.close()
+
+
+def catalog_columns(url: str, table: str) -> list[tuple[str, str]]:
+    """The columns of `table` (`name` or `schema.name`) as the database declares them: (name, type
+    in streamjoin's SQL), in the table's order. An s-Server JDBC foreign table declared without
+    columns takes them from here when the script is read, as s-Server does."""
+    import psycopg2
+    from sqlglot import exp
+
+    conn, location = _connect(url)
+    try:
+        with conn.cursor() as cur:
+            oid, _, _ = resolve_table(cur, table, location)
+            cur.execute(
+                "SELECT attname, format_type(atttypid, atttypmod) FROM pg_catalog.pg_attribute "
+                "WHERE attrelid = %s AND attnum > 0 AND NOT attisdropped ORDER BY attnum",
+                (oid,),
+            )
+            rows = cur.fetchall()
+    except psycopg2.Error as e:
+        raise ValueError(f"cannot read the columns of PostgreSQL table {table!r} at {location}: {one_line(e)}") from None
+    finally:
+        conn.close()
+    return [(name, exp.DataType.build(kind, dialect="postgres").sql("risingwave")) for name, kind in rows]

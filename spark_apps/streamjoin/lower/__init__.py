@@ -30,8 +30,8 @@ def lower(spark, script: Script, query: Query, specs: list[InputSpec], checkpoin
     late_root = Path(specs[0].late_dir).parent if specs else checkpoint / "late"
     columns = [c.name for c in query.output]
     # aggregating views joined with streams run first, as parts of their own (lower.staged_views)
-    parts, staged, specs = lower_staged_views(spark, script, query, specs, checkpoint, late_root, options)
-    inputs = specs + list(staged.values())
+    parts, staged, specs, read = lower_staged_views(spark, script, query, specs, checkpoint, late_root, options)
+    inputs = specs + read
     if uses_custom(query, options):
         from streamjoin.lower.custom import lower_custom
 

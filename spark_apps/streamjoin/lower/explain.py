@@ -78,7 +78,13 @@ def _query(script: Script, q: Query, options: LoweringOptions) -> str:
     staged = {sv.alias: sv.view for sv in staged_views(script, q, options)}
     for i in q.inputs:
         lines.append(f"    {i.alias}: {i.kind} {i.relation}{_input_detail(i)}")
-        if i.alias in staged and staged[i.alias].aggregation is not None:
+        if i.alias in staged and staged[i.alias].disorder_ms is not None:
+            view = staged[i.alias]
+            lines.append("      a view that promotes a new rowtime: it runs as a query of its own; its rows, in the order they "
+                         "come, are this input, ordered by the new rowtime"
+                         + (f" within {view.disorder_ms} ms (its ORDER BY ... WITHIN): rows further out of order are late"
+                            if view.disorder_ms else ": rows out of that order are late (sort them with ORDER BY ... WITHIN)"))
+        elif i.alias in staged and staged[i.alias].aggregation is not None:
             lines.append("      an aggregating view joined with a stream: it runs as a query of its own; its rows, released in "
                          "rowtime order once their bucket closes, are this input")
         elif i.alias in staged:

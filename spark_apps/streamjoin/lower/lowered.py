@@ -26,4 +26,7 @@ class Lowered:
     upstream: list = field(default_factory=list)
     stage_output: str | None = None
     stage_spec: InputSpec | None = None  # how the next part reads `stage_output`
+    # a view that promotes a new rowtime: its rows are written in its inputs' order without
+    # bounds; the reader's staging orders them (its late rows are the user's)
+    stage_promotes: bool = False
     batch: object = None  # lower.batch_join.BatchJoin, run by runtime.batch_sink without a streaming query

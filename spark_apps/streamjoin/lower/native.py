@@ -124,8 +124,8 @@ class NativeLowering:
 
     def input_frame(self, query: Query, item: Input, prefix: str):
         relation = self.script.relation(item.relation)
-        if not prefix and item.alias in self.staged:
-            return stream_frame(self.spark, self.staged[item.alias], item.alias)
+        if prefix + item.alias in self.staged:  # a part of its own writes it (lower.staged_views)
+            return stream_frame(self.spark, self.staged[prefix + item.alias], item.alias)
         if relation.view and self.script.view(relation.name).kind == Kind.STREAM:
             return self.view_frame(item, relation, prefix)
         if item.kind == Kind.STREAM:

@@ -19,48 +19,81 @@ from streamjoin.io.staging import InputSpec
 from streamjoin.lower.aggregate import bucket_ms
 from streamjoin.lower.columns import ET_COLUMN, ROWTIME_COLUMN
 from streamjoin.lower.lowered import Lowered
-from streamjoin.lower.strategy import LoweringOptions, staged_views
-from streamjoin.plan.model import Query, Script
+from streamjoin.lower.strategy import LoweringOptions, promotes, promoting_views, staged_views
+from streamjoin.plan.model import Kind, Query, Script
 
 
 def lower_staged_views(spark, script: Script, query: Query, specs: list[InputSpec], checkpoint: Path,
                        late_root: Path, options: LoweringOptions = LoweringOptions()
-                       ) -> tuple[list[Lowered], dict[str, InputSpec], list[InputSpec]]:
-    """(the views' parts, in order; the staged input each becomes, by the query's alias; the
-    specs the joining query still reads itself)."""
+                       ) -> tuple[list[Lowered], dict[str, InputSpec], list[InputSpec], list[InputSpec]]:
+    """(the views' parts, innermost first; every staged input by where its reader finds it (the
+    reader's prefix and alias: the query's own alias at the top); the specs the joining query
+    still reads itself; the staged inputs it reads, its own and those of views it runs inline)."""
+    parts: list[Lowered] = []
+    staged: dict[str, InputSpec] = {}
+    rest = list(specs)
+
+    def stage(reader: Query, path: str) -> list[InputSpec]:
+        """Lower the parts `reader` (read at `path`) needs; the staged inputs its own frame reads."""
+        nonlocal rest
+        read = []
+        level = {sv.alias: sv for sv in (staged_views(script, reader, options) if not path
+                                         else promoting_views(script, reader))}
+        for item in reader.inputs:
+            relation = script.relation(item.relation)
+            if not (relation.view and item.kind == Kind.STREAM and script.view(relation.name).kind == Kind.STREAM):
+                continue
+            view = script.view(relation.name)
+            inner_path = f"{path}{view.name}."
+            if item.alias not in level:
+                read += stage(view, inner_path)  # runs inline: its own promoting views are staged
+                continue
+            inner = stage(view, inner_path)
+            mine = [s for s in rest if s.alias.startswith(inner_path)]
+            rest = [s for s in rest if not s.alias.startswith(inner_path)]
+            spec = _part(spark, script, view, inner_path, mine, inner, staged, checkpoint, late_root, parts)
+            staged[path + item.alias] = spec
+            read.append(spec)
+        return read
+
+    top = stage(query, "")
+    return parts, staged, rest, top
+
+
+def _part(spark, script: Script, view: Query, prefix: str, mine: list[InputSpec], inner: list[InputSpec],
+          staged: dict[str, InputSpec], checkpoint: Path, late_root: Path, parts: list[Lowered]) -> InputSpec:
+    """A view as a part of its own (appended to `parts`), and how its reader reads its rows."""
     from pyspark.sql import functions as F
     from pyspark.sql.pandas.types import to_arrow_schema
 
     from streamjoin.lower.native import NativeLowering, order_delay
 
-    parts, staged, rest = [], {}, list(specs)
-    for n, sv in enumerate(staged_views(script, query, options)):
-        prefix = f"{sv.view.name}."
-        mine = [s for s in rest if s.alias.startswith(prefix)]
-        rest = [s for s in rest if not s.alias.startswith(prefix)]
-        lowering = NativeLowering(spark, script, {s.alias: s for s in mine}, checkpoint)
-        frame, _ = lowering.query_frame(sv.view, prefix)
-        columns = [c.name for c in sv.view.output]
-        rowtime = script.relation(sv.view.name).rowtime
-        if rowtime not in columns:  # the view's implicit rowtime: the bucket start, or its rows' output rowtime
-            frame = frame.withColumn(rowtime, F.col(ROWTIME_COLUMN))
-            columns.append(rowtime)
-        rows = frame.drop(ET_COLUMN)
-        schema = to_arrow_schema(rows.select(*columns).schema, timezone="UTC")
-        name = f"__view_{sv.alias}"
-        spec = InputSpec(
-            alias=name,
-            path=str(checkpoint / "stages" / str(n) / "rows"),  # beside part n's own checkpoint
-            format="parquet",
-            schema=schema,
-            rowtime=rowtime,
-            lateness_ms=0,  # written in rowtime order, below the bounds it writes
-            state_dir=str(checkpoint / "sources" / name),
-            late_dir=str(late_root / name),
-        )
-        # a row is final once the clock passes its bucket's end, or (no aggregation) the view's
-        # own order delay: 0 for a projection, a filter or inner joins
-        delay = bucket_ms(sv.view.aggregation) if sv.view.aggregation is not None else order_delay(sv.view)
-        parts.append(Lowered(rows, mine, columns, delay, lowering.snapshots, stage_output=spec.path, stage_spec=spec))
-        staged[sv.alias] = spec
-    return parts, staged, rest
+    lowering = NativeLowering(spark, script, {s.alias: s for s in mine}, checkpoint, dict(staged))
+    frame, _ = lowering.query_frame(view, prefix)
+    columns = [c.name for c in view.output]
+    rowtime = script.relation(view.name).rowtime
+    if rowtime not in columns:  # the view's implicit rowtime: the bucket start, or its rows' output rowtime
+        frame = frame.withColumn(rowtime, F.col(ROWTIME_COLUMN))
+        columns.append(rowtime)
+    rows = frame.drop(ET_COLUMN)
+    schema = to_arrow_schema(rows.select(*columns).schema, timezone="UTC")
+    name = f"__view_{prefix[:-1]}"
+    n = len(parts)
+    spec = InputSpec(
+        alias=name,
+        path=str(checkpoint / "stages" / str(n) / "rows"),  # beside part n's own checkpoint
+        format="parquet",
+        schema=schema,
+        rowtime=rowtime,
+        # written in rowtime order, below the bounds it writes; a promoting view's rows come in
+        # its inputs' order: the reader's staging orders them, allowing the t-sort's disorder
+        lateness_ms=view.disorder_ms or 0,
+        state_dir=str(checkpoint / "sources" / name),
+        late_dir=str(late_root / name),
+    )
+    # a row is final once the clock passes its bucket's end, or (no aggregation) the view's
+    # own order delay: 0 for a projection, a filter or inner joins
+    delay = bucket_ms(view.aggregation) if view.aggregation is not None else order_delay(view)
+    parts.append(Lowered(rows, mine + inner, columns, delay, lowering.snapshots, stage_output=spec.path, stage_spec=spec,
+                         stage_promotes=promotes(view)))
+    return spec

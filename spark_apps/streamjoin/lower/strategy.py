@@ -207,19 +207,40 @@ def _column(expression: exp.Expression) -> str | None:
 
 @dataclass(frozen=True)
 class StagedView:
-    alias: str  # the joining query's input
+    alias: str  # the reading query's input
     view: Query
+    path: str = ""  # the views between the top query and the reader ("V1.V2."); "" : the top query reads it
+
+    @property
+    def key(self) -> str:
+        """Where the reader's lowering finds the staged input: its inputs' prefix and alias."""
+        return self.path + self.alias
 
 
 def staged_views(script: Script, query: Query, options: LoweringOptions = LoweringOptions()) -> list[StagedView]:
     """The inputs of `query` that run as parts of their own: aggregating stream views that take
-    part in a join with another stream (a view only joined with tables runs inline), and every
-    stream view a join on streamjoin's operator reads (the operator reads staged steps only)."""
+    part in a join with another stream (a view only joined with tables runs inline), every
+    stream view a join on streamjoin's operator reads (the operator reads staged steps only), and
+    every view that promotes a new rowtime (its rows come in its inputs' order: the part writes
+    them as they come, and the reader's staging orders them by the new rowtime, with the t-sort's
+    disorder as lateness)."""
     joined = {a for j in query.joins if not (j.kind.with_table or j.kind == JoinKind.BUCKETED)
               for a in (*j.left_inputs, j.right)}
     custom = uses_custom(query, options)
     return [StagedView(i.alias, script.view(i.relation)) for i in query.inputs
-            if i.alias in joined and _stream_view(script, i) and (custom or script.view(i.relation).aggregation is not None)]
+            if _stream_view(script, i) and (promotes(script.view(i.relation)) or i.alias in joined and (
+                custom or script.view(i.relation).aggregation is not None))]
+
+
+def promotes(view: Query) -> bool:
+    return view.disorder_ms is not None
+
+
+def promoting_views(script: Script, query: Query) -> list[StagedView]:
+    """The inputs of a view that run as parts of their own: only promoting views (the others run
+    inline in the view; `check_runnable` refuses what would need more)."""
+    return [StagedView(i.alias, script.view(i.relation)) for i in query.inputs
+            if _stream_view(script, i) and promotes(script.view(i.relation))]
 
 
 def _stream_view(script: Script, item: Input) -> bool:

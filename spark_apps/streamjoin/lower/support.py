@@ -19,7 +19,7 @@ from streamjoin.errors import Unsupported
 from streamjoin.lower.columns import lag
 from streamjoin.lower.inputs import STREAM_CONNECTORS, check_stream_path, kinesis_options
 from streamjoin.lower.lowered import OP
-from streamjoin.lower.strategy import LoweringOptions, cuts, staged_views, uses_custom
+from streamjoin.lower.strategy import LoweringOptions, cuts, promotes, staged_views, uses_custom
 from streamjoin.plan.model import Emit, JoinKind, JoinType, Kind, Query, Relation, Script, sql
 from streamjoin.plan.windows import BucketWindow, RangeWindow
 
@@ -141,10 +141,10 @@ def _view_input(ctx: Context, alias: str, view: Query) -> str | None:
         return _table_view(ctx.script, view)
     check_query(Context(ctx.script, view, False, ctx.options))  # raises for the view's own reasons
     if alias in {sv.alias for sv in staged_views(ctx.script, ctx.query)}:  # runs as a part of its own
-        if not ctx.top:
+        if not ctx.top and not promotes(view):
             return f"input '{alias}': an aggregating view joined with a stream inside a view is not supported by `run` yet"
         if cuts(ctx.query):
-            return f"input '{alias}': an aggregating view in a chain cut after an outer join is not supported by `run` yet"
+            return f"input '{alias}': a view that runs as a query of its own (it aggregates, or promotes a new rowtime) in a chain cut after an outer join is not supported by `run` yet"
     return None
 
 

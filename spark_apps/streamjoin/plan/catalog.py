@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextvars import ContextVar
+
 from sqlglot import exp
 
 from streamjoin.plan.model import Column, Kind, Relation
@@ -36,6 +39,8 @@ def relation_from_create(create: exp.Create, where: Located) -> Relation:
     rowtime, lateness, implicit = None, 0, False
     if is_stream and options.get("connector", "").lower() == "kinesis" and "approximate_arrival" not in [c.name for c in columns]:
         columns.append(Column("approximate_arrival", "TIMESTAMP"))  # each record's ApproximateArrivalTimestamp
+    if not columns and not is_stream and options.get("connector", "").lower() == "postgres":
+        columns = _catalog_columns(name, options, where, create)
     if is_stream:
         rowtime, lateness = _rowtime(columns, options, watermark, where, create)
         if rowtime not in [c.name for c in columns]:
@@ -52,6 +57,30 @@ def relation_from_create(create: exp.Create, where: Located) -> Relation:
         lateness_ms=lateness,
         implicit_rowtime=implicit,
     )
+
+
+# How a PostgreSQL table's columns are read from its database: (url, table) -> [(name, type)].
+# Set by whoever compiles (`compile_sql(..., catalog=io.postgres.catalog_columns)`): the plan
+# reads no database itself.
+CATALOG: ContextVar[Callable[[str, str], list[tuple[str, str]]] | None] = ContextVar("catalog", default=None)
+
+
+def _catalog_columns(name: str, options: dict[str, str], where: Located, create: exp.Create) -> list[Column]:
+    """A PostgreSQL table declared without columns (an s-Server JDBC foreign table): its columns,
+    read from the database's catalog when the script is read, as s-Server does."""
+    from streamjoin.env import expand
+
+    reader = CATALOG.get()
+    hint = "declare them (CREATE FOREIGN TABLE name (col TYPE, ...)), or run check where the database answers"
+    if reader is None:
+        where.fail(f"table '{name}' declares no columns", create.this, hint)
+    try:
+        url = expand(options.get("url", ""))
+        return [Column(c, kind) for c, kind in reader(url, options.get("table") or name)]
+    except (ValueError, OSError) as error:
+        where.fail(f"table '{name}' declares no columns, and they could not be read from its database: {error}",
+                   create.this, hint)
+    return []
 
 
 def _options(create: exp.Create) -> dict[str, str]:

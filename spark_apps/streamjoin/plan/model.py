@@ -229,6 +229,10 @@ class Query:
     aggregation: Aggregation | None
     emit: Emit
     sink: str | None = None  # INSERT INTO target
+    # a stream view that selects another expression AS ROWTIME promotes it to its rowtime (s-Server):
+    # how far its rows may be out of that order (its t-sort, ORDER BY ... WITHIN; 0 without one).
+    # None: its rowtime is its inputs' (lower.staged_views runs a promoting view as a part of its own)
+    disorder_ms: int | None = None
 
     def input(self, alias: str) -> Input:
         return next(i for i in self.inputs if i.alias == alias)

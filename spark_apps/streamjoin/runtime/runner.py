@@ -55,7 +55,8 @@ class Runner:
         self._feeding = threading.Lock()  # one staging pass at a time (the feeder thread's, process_available's)
         self._stopping = threading.Event()
         if lowered.stage_output is not None:
-            self.sink = StageSink(checkpoint, lowered.stage_spec, lowered.columns, lowered.order_delay_ms)
+            self.sink = StageSink(checkpoint, lowered.stage_spec, lowered.columns, lowered.order_delay_ms,
+                                  bounds=not lowered.stage_promotes)
         elif lowered.batch is not None:
             from streamjoin.runtime.batch_sink import BatchJoinSink
 
@@ -67,7 +68,8 @@ class Runner:
                 checkpoint, RowWriter(output, suffix), lowered.columns, lowered.order_delay_ms, lowered.bucketed, self.input_top_us,
                 lowered.custom, lowered.emit,
             )
-        parts = {part.stage_spec.alias for part in lowered.upstream}  # staged inputs that are not the user's
+        # staged inputs that are not the user's (a promoting view's are: its rows out of order are late)
+        parts = {part.stage_spec.alias for part in lowered.upstream if not part.stage_promotes}
         user = [s for r in [*self.upstream, self] for s in r.stagers if s.spec.alias not in parts]
         self.status = Status(checkpoint, user, self.sink, query_file, lowered.snapshots, self.upstream)
         self.name = f"streamjoin-{uuid.uuid4().hex[:12]}"  # the listener hears every query of the session

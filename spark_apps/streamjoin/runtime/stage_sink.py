@@ -20,9 +20,12 @@ class StageSink(OrderedSink):
     threshold: no later row of this part can be older, so the next part's clock advances with
     this part's, rows or not."""
 
-    def __init__(self, checkpoint: Path, spec, columns: list[str], order_delay_ms: int):
+    def __init__(self, checkpoint: Path, spec, columns: list[str], order_delay_ms: int, bounds: bool = True):
         super().__init__(checkpoint, None, columns, order_delay_ms)
         self.spec = spec
+        # False: a view that promotes a new rowtime; its release threshold is its inputs' clock, not
+        # a bound on the new rowtime, so it writes no bounds (the end of input still ends its reader)
+        self.bounds = bounds
         self.folder = Path(spec.path)
         self.folder.mkdir(parents=True, exist_ok=True)
 
@@ -42,7 +45,8 @@ class StageSink(OrderedSink):
 
         rows = done.sort_by([(ROWTIME_COLUMN, "ascending")]).select(self.columns) if done is not None else None
         rows = rows if rows is not None and rows.num_rows else None
-        bound = threshold_us if threshold_us is not None and (state.bound_us is None or threshold_us > state.bound_us) else None
+        bound = threshold_us if self.bounds and threshold_us is not None and (
+            state.bound_us is None or threshold_us > state.bound_us) else None
         if rows is None and bound is None:
             return False
         schema = staged_schema(self.spec.schema)

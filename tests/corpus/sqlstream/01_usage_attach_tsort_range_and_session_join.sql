@@ -1,7 +1,8 @@
 -- source: github NigelThomas/sqlstream-flink:sqlstream.sql, commit e8f0aebed66bf4b5d2593029237b8c1908abd71f (2022-11-16)
 -- modeled on: s-Server side of an s-Server/Flink benchmark: two FILE_SERVER foreign streams (STATIC_FILES), casts, t-sorted views (ORDER BY ... WITHIN), partitioned RANGE BETWEEN aggregates, an INNER JOIN ... OVER (RANGE INTERVAL '5' MINUTE PRECEDING) and a session join OVER (PARTITION BY SESSION ON ... TIMEOUT AFTER ... ROWS CURRENT ROW); unquoted mixed-case names, views only
 -- dialect: sqlstream
--- check: 01_usage_attach_tsort_range_and_session_join.sql:102:22: error: ORDER BY ... WITHIN (s-Server's t-sort) is not supported: streamjoin orders each input by its rowtime as it reads it
+-- check: 01_usage_attach_tsort_range_and_session_join.sql:165:45: error: session windows (PARTITION BY SESSION ON ... TIMEOUT AFTER ...) are not supported in a join
+-- fair rejection: its session join (PARTITION BY SESSION ... TIMEOUT AFTER ... ROWS CURRENT ROW) has no definition in SEMANTICS.md or the seeds; its t-sorts (ORDER BY ... WITHIN) and RANGE joins are read
 CREATE OR REPLACE SCHEMA METER;
 ALTER PUMP METER.* STOP;
 DROP SCHEMA METER CASCADE;

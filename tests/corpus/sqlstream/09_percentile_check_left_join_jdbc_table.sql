@@ -1,7 +1,8 @@
 -- source: github NigelThomas/uda:test/rank_buses_ss.sql, commit 2d1b0a9394e07a22978091100089356beb1e3e3d (2021-06-10)
 -- modeled on: test of user-defined percentile aggregates against PostgreSQL results: unquoted schema and SET SCHEMA/SET PATH, a FILE_SERVER foreign stream with unquoted option keys, CREATE SERVER ... FOREIGN DATA WRAPPER "SYS_JDBC", a JDBC foreign table declared without columns, ROWTIME promotion, GROUP BY floor(s.rowtime to minute) with quoted UDA calls and ORDER BY, a stream LEFT JOIN to the foreign table on trim(...) = trim(...) AND timestamp equality, a final SELECT STREAM
 -- dialect: sqlstream
--- check: 09_percentile_check_left_join_jdbc_table.sql:79:63: error: unknown column 'PCT.rt'
+-- check: ok
+-- database: pctcheck (check reads the JDBC foreign table's columns from its catalog, as s-Server does; tests/plan/test_corpus.py creates it)
 create or replace schema pctcheck;
 set schema 'pctcheck';
 set path 'pctcheck';

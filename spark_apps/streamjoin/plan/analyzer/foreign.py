@@ -37,7 +37,18 @@ def as_declaration(create: exp.Create, servers: dict[str, dict[str, str]]) -> ex
     return exp.Create(this=create.this, kind=kind, replace=create.args.get("replace"), properties=properties)
 
 
-_MAPPED = ("parser", "directory", "filename_pattern", "url", "topic", "schema_name", "table_name")
+_MAPPED = ("parser", "directory", "filename_pattern", "url", "topic", "schema_name", "table_name", "user_name", "password")
+
+
+def _with_user(url: str, options: dict[str, str]) -> str:
+    """The server's USER_NAME and PASSWORD in a PostgreSQL URL that names no user of its own."""
+    from urllib.parse import quote, urlsplit
+
+    parts = urlsplit(url)
+    if parts.username or not options.get("user_name"):
+        return url
+    user = quote(options["user_name"], safe="") + (f":{quote(options['password'], safe='')}" if options.get("password") else "")
+    return parts._replace(netloc=f"{user}@{parts.netloc}").geturl()
 
 
 def _connector(name: str, server: dict[str, str], options: dict[str, str]) -> dict[str, str]:
@@ -55,6 +66,7 @@ def _connector(name: str, server: dict[str, str], options: dict[str, str]) -> di
         url = options.get("url", "")
         if url.startswith("jdbc:postgresql:"):
             table = ".".join(options[k] for k in ("schema_name", "table_name") if options.get(k))
-            return {"connector": "postgres", "url": url.removeprefix("jdbc:"), **({"table": table} if table else {})}
+            return {"connector": "postgres", "url": _with_user(url.removeprefix("jdbc:"), options),
+                    **({"table": table} if table else {})}
         return {"connector": "jdbc", "url": url}
     return {"connector": kind.lower()}

@@ -72,18 +72,44 @@ class QueryAnalysis:
         if select_kind == "STREAM" and not has_stream:
             self.where.fail("SELECT STREAM needs at least one stream input", kind_node, "use SELECT (or SELECT TABLE) over tables")
         emit = select.args.get("emit")
+        output = self.projection()
         return Query(
             name=name,
             kind=Kind.TABLE if select_kind == "TABLE" or not has_stream else Kind.STREAM,
             select_kind=select_kind,
             inputs=tuple(self.freeze(i) for i in self.items),
             joins=tuple(self.joins),
-            output=self.projection(),
+            output=output,
             where=self.filter(),
             aggregation=self.aggregation(),
             emit=Emit(emit.name) if emit else Emit.FINAL,
             sink=sink,
+            disorder_ms=self.disorder(output, has_stream and select_kind != "TABLE"),
         )
+
+    def disorder(self, output: tuple[OutputColumn, ...], stream: bool) -> int | None:
+        """A stream query that selects another expression AS ROWTIME promotes it (s-Server): the
+        disorder its rows may have, its t-sort's `ORDER BY expr WITHIN interval`, else 0. None: its
+        rowtime is its inputs'. A t-sort must sort by the promoted expression."""
+        order = self.select.args.get("order")
+        within = order.args.get("within") if order is not None else None
+        promoted = next((c for c in output if c.name == "rowtime" and not is_rowtime(c.expression)), None)
+        if within is None:
+            return 0 if promoted is not None and stream else None
+        if promoted is None or not stream:
+            self.where.fail("ORDER BY ... WITHIN (s-Server's t-sort) sorts rows by a new rowtime: this query selects "
+                            "none (expr AS ROWTIME)", within,
+                            "select the column to sort by AS ROWTIME, or declare it as the input's rowtime "
+                            "(rowtime = 'eventtime') with the disorder it allows (lateness = '30 SECONDS')")
+        written = next(n for n in self.select.expressions if n.alias_or_name.lower() == "rowtime")
+        first = order.expressions[0].this
+        if _bare(first) != _bare(written.this if isinstance(written, exp.Alias) else written) \
+                and not (isinstance(first, exp.Column) and ident_name(first.this) == "rowtime" and not first.table):
+            self.where.fail(f"the t-sort orders by {first.sql()}, not by the new rowtime {written.sql()}", first,
+                            "ORDER BY the expression selected AS ROWTIME")
+        if len(order.expressions) > 1 or order.expressions[0].args.get("desc"):
+            self.where.fail("a t-sort orders by the new rowtime alone, ascending", order, "ORDER BY the rowtime WITHIN ...")
+        return interval_to_ms(within.this if isinstance(within, Within) else within, self.where)
 
     def freeze(self, item: Item) -> Input:
         line, col = self.where.position(item.node)
@@ -314,3 +340,11 @@ class QueryAnalysis:
                     window = item.time_window
                     bucket, unit = k, f"{window.function} {window.size_ms} ms"
         return Aggregation(bucket=bucket, bucket_unit=unit, keys=tuple(keys), window=window)
+
+
+def _bare(node: exp.Expression) -> str:
+    """An expression's SQL with its columns unqualified (`s.eventtime` and `eventtime` alike)."""
+    node = node.copy()
+    for col in node.find_all(exp.Column):
+        col.set("table", None)
+    return node.sql().lower()

@@ -274,12 +274,6 @@ class Analyzer:
         if select.args.get("laterals"):
             self.where.fail("LATERAL is not supported: it flattens a column of each row, it joins no other input",
                             select.args["laterals"][0], "select the array column itself")
-        order = select.args.get("order")
-        if order is not None and order.args.get("within") is not None:
-            self.where.fail("ORDER BY ... WITHIN (s-Server's t-sort) is not supported: streamjoin orders each input "
-                            "by its rowtime as it reads it", order.args["within"],
-                            "declare the column as the input's rowtime (rowtime = 'eventtime') with the disorder it "
-                            "allows (lateness = '30 SECONDS'), and drop the ORDER BY")
         select = self.parts_as_views(select)
         from_ = select.args.get("from_")
         if from_ is None:
