@@ -72,12 +72,22 @@ CREATE SOURCE b (id INT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '1' SEC
 """
 
 
-def test_under_risingwave_a_join_of_two_streams_without_a_time_bound_is_a_regular_join_not_run_yet():
+def test_under_risingwave_a_join_of_two_streams_without_a_time_bound_is_a_regular_join():
     sql = RW_TWO_STREAMS + "CREATE MATERIALIZED VIEW mv AS SELECT a.id, b.ts FROM a JOIN b ON a.id = b.id;"
-    with pytest.raises(SqlError) as error:
-        compile_sql(sql, "rw.sql", dialect="risingwave")
-    assert "regular join" in str(error.value) and str(error.value).startswith("rw.sql:3:")
-    assert compile_sql(sql, "rw.sql").final.joins  # the default profile: s-Server's CURRENT ROW window join
+    regular = compile_sql(sql, "rw.sql", dialect="risingwave").final
+    assert (regular.joins[0].kind.name, regular.emit.name) == ("REGULAR", "EAGER")  # inner: appended at once
+    outer = compile_sql(sql.replace("a JOIN b", "a LEFT JOIN b"), "rw.sql", dialect="risingwave").final
+    assert (outer.joins[0].kind.name, outer.emit.name) == ("REGULAR", "CHANGES")  # outer: a changelog
+    window = compile_sql(sql, "rw.sql").final.joins[0]  # the default profile: s-Server's CURRENT ROW window join
+    assert window.kind.name == "STREAM_STREAM_WINDOW"
+
+
+def test_under_risingwave_a_source_without_a_watermark_is_ordered_by_arrival():
+    sql = ("CREATE SOURCE a (id INT, ts TIMESTAMP) WITH (connector = 'files', path = '/a');\n" + RW_TWO_STREAMS.splitlines()[1]
+           + "\nCREATE MATERIALIZED VIEW mv AS SELECT a.id FROM a JOIN b ON a.id = b.id;")
+    script = compile_sql(sql, "rw.sql", dialect="risingwave")
+    assert script.relation("a").arrival_rowtime and not script.relation("b").arrival_rowtime  # b declares its time
+    assert not compile_sql(sql, "rw.sql").relation("a").arrival_rowtime  # the default profile: a rowtime column
 
 
 def test_under_risingwave_an_interval_join_runs_as_everywhere():

@@ -71,7 +71,7 @@ def random_shape(rng: random.Random, seed: int) -> Shape:
     return Shape(tuple(inputs), joins, interval, rng.random() < 0.35, seed)
 
 
-def shapes(count: int = 8) -> list[Shape]:
+def shapes(count: int = 4) -> list[Shape]:
     out = []
     for i in range(count):
         seed = BASE_SEED * 1000 + i if i < count // 2 else DAILY_SEED * 1000 + i
@@ -86,6 +86,9 @@ def shapes(count: int = 8) -> list[Shape]:
 
 
 SHAPES = shapes()
+# `make test-long`: as many random shapes again, from seeds of their own (base and daily halves)
+LONG_SHAPES = [random_shape(random.Random(seed), seed) for seed in
+               [BASE_SEED * 1000 + 100 + i for i in range(4)] + [DAILY_SEED * 1000 + 100 + i for i in range(4)]]
 
 
 def generate(rng: random.Random, wrapped: Wrapped) -> list[dict]:
@@ -182,7 +185,9 @@ def operators(shape: Shape) -> tuple[str, ...]:
     return ("auto", "native", "custom", "batch") if len(shape.inputs) == 2 else ("auto",)
 
 
-CASES_BY_ID = [pytest.param(shape, op, id=f"{op}-{shape.id}") for shape in SHAPES for op in operators(shape)]
+CASES_BY_ID = [pytest.param(shape, op, id=f"{op}-{shape.id}") for shape in SHAPES for op in operators(shape)] + [
+    pytest.param(shape, op, id=f"{op}-{shape.id}-{shape.seed}", marks=pytest.mark.long)
+    for shape in LONG_SHAPES for op in operators(shape)]
 
 
 @pytest.mark.parametrize(("shape", "operator"), CASES_BY_ID)

@@ -43,6 +43,9 @@ class Profile:
     fold: str  # unquoted names: "lower" or "upper" case
     windowless: str  # a stream-stream join without a window or time bound: CURRENT_ROW or REGULAR
     slash_comments: bool = False  # `//` starts a comment to the end of the line (Calcite's parsers: KDA, s-Server)
+    # a stream that declares no time (no WATERMARK, no rowtime option or column) is ordered by
+    # arrival: its rowtime is the instant streamjoin reads each row (RisingWave's sources)
+    arrival_rowtime: bool = False
 
 
 PROFILES = {
@@ -51,7 +54,7 @@ PROFILES = {
         Profile("default", "streamjoin (s-Server, KDA, RisingWave and Lenses joins as SEMANTICS.md reads them)", "lower", CURRENT_ROW),
         Profile("kda", "Amazon Kinesis Data Analytics for SQL", "upper", CURRENT_ROW, slash_comments=True),
         Profile("sqlstream", "SQLstream s-Server", "upper", CURRENT_ROW, slash_comments=True),
-        Profile("risingwave", "RisingWave", "lower", REGULAR),
+        Profile("risingwave", "RisingWave", "lower", REGULAR, arrival_rowtime=True),
         Profile("lenses", "Lenses SQL", "lower", CURRENT_ROW),
     )
 }

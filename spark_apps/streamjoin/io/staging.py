@@ -120,6 +120,9 @@ class InputSpec:
     future_limit_ms: int | None = None
     # files: a regular expression a file's name must match whole (s-Server FILENAME_PATTERN); None: every file
     pattern: str | None = None
+    # the rowtime is the instant the stager reads each row, whatever the row holds (a RisingWave
+    # source that declares no time): rows come in arrival order and none is late
+    arrival: bool = False
 
     def to_json(self) -> str:
         d = {
@@ -140,6 +143,8 @@ class InputSpec:
         d["future_limit_ms"] = self.future_limit_ms
         if self.pattern is not None:
             d["pattern"] = self.pattern
+        if self.arrival:
+            d["arrival"] = True
         return json.dumps(d)
 
     @classmethod
@@ -180,8 +185,11 @@ class Stager:
             candidates.append(m.max_rowtime_us - self.spec.lateness_ms * 1000)
         return max(candidates) if candidates else None
 
-    def advance(self) -> int:
-        """Stage what is new; return the number of staged steps.
+    def advance(self, now_us: int | None = None, tick: bool = False) -> int:
+        """Stage what is new; return the number of staged steps. `now_us`: the instant of this
+        pass (every input of a query staged in one pass shares it); `tick`: an arrival-ordered
+        input (`InputSpec.arrival`) stages its clock even without new rows (another input of the
+        query staged rows at `now_us`, and their instant completes when every clock passes it).
 
         End of input (an `END` file in the input's state folder): what has arrived is read once
         more, and that step ends with a bound at +infinity (SEMANTICS §1); nothing is read after
@@ -198,7 +206,7 @@ class Stager:
                 return m.steps
             table = polled if polled is not None else self.staged_schema.empty_table()
         else:
-            read = self._files_step(m, ending)
+            read = self._files_step(m, ending, now_us, tick)
             if read is None:
                 return m.steps
             table, new, ending = read
@@ -269,20 +277,28 @@ class Stager:
                 m.save(self.manifest_path)  # no step to save it with: the count must not wait for one
         return table
 
-    def _files_step(self, m: Manifest, ending: bool) -> tuple[pa.Table, list[str], bool] | None:
+    def _files_step(self, m: Manifest, ending: bool, now_us: int | None = None,
+                    tick: bool = False) -> tuple[pa.Table, list[str], bool] | None:
         """(the rows of the new files, the files, whether input ends) for this step, or None when
         there is nothing to stage; after a crash that cut a step short (`m.pending` left behind)
         the step is redone as it was."""
         if m.pending is None:
             self._report_changed(m, ending)
             new = self._new_files(m)
-            if not new and not ending:
+            now_us = now_us if now_us is not None else int(time.time() * 1_000_000)
+            if self.spec.arrival:  # the clock never goes back, whatever the wall clock does
+                now_us = max(now_us, m.bound_us or 0)
+            tick = self.spec.arrival and (tick or now_us - (m.bound_us or 0) >= self.ARRIVAL_TICK_S * 1_000_000)
+            if not new and not ending and not tick:
                 return None
-            m.pending = {"files": new, "ending": ending, "now_us": int(time.time() * 1_000_000)}
+            m.pending = {"files": new, "ending": ending, "now_us": now_us}
             m.save(self.manifest_path)
         new, ending, now_us = m.pending["files"], m.pending["ending"], m.pending["now_us"]
         reads = [self._read(p, now_us) for p in new]
         table = pa.concat_tables([t for t, _ in reads]) if new else self.staged_schema.empty_table()
+        if self.spec.arrival:  # its rows arrived at now_us, and no row can arrive before it any more:
+            # the bound completes their instant (the join's clock is a millisecond behind the bound)
+            table = pa.concat_tables([table, self._bound_row(now_us + 1000)])
         rejected = [r for _, bad in reads for r in bad]
         if rejected:
             self._write_rejected(rejected, f"{m.steps:08d}")
@@ -290,6 +306,9 @@ class Stager:
         return table, new, ending
 
     CHANGE_CHECK_S = 2.0  # how often the files read before are looked at again (a stat each)
+    # an arrival-ordered input with no new files moves its clock this often (a step holding only a
+    # bound), so that the other input's rows of a regular join wait at most this long for it
+    ARRIVAL_TICK_S = 5.0
 
     def _report_changed(self, m: Manifest, ending: bool) -> None:
         """Files read before that changed since (`io.changed_files`): dead letters naming them,
@@ -347,17 +366,24 @@ class Stager:
                 table = pq.read_table(source if isinstance(source, str) else pa.BufferReader(source))
             else:
                 table = read_text(source, fmt, self.spec.schema)
-            table = conform(table, self.spec.schema, self.spec.rowtime, path)
+            table = self._arrived(conform(table, self.spec.schema, self.spec.rowtime, path), now_us)
             if self._rowtimes_usable(table, latest_us):
                 return table, []
         except (ValueError, pa.ArrowException):  # json.JSONDecodeError is a ValueError
             pass
         data = Path(source).read_bytes() if isinstance(source, str) else bytes(source)
-        kept, rejected = read_lenient(data, fmt, self.spec.schema, self.spec.rowtime, path, self.spec.alias,
-                                      latest_us, self.spec.future_limit_ms)
+        kept, rejected = read_lenient(data, fmt, self.spec.schema, None if self.spec.arrival else self.spec.rowtime,
+                                      path, self.spec.alias, latest_us, self.spec.future_limit_ms)
         if rejected and self.spec.on_error == "fail":
             raise RejectedRow(rejected[0])
-        return kept, rejected
+        return self._arrived(kept, now_us), rejected
+
+    def _arrived(self, table: pa.Table, now_us: int) -> pa.Table:
+        """An arrival-ordered input's rows (`InputSpec.arrival`) take `now_us` as their rowtime."""
+        if not self.spec.arrival or table is None:
+            return table
+        i = table.column_names.index(self.spec.rowtime)
+        return table.set_column(i, self.spec.rowtime, pa.array([now_us] * table.num_rows, pa.int64()).cast(table.schema.field(i).type))
 
     def _rowtimes_usable(self, table: pa.Table, latest_us: int | None = None) -> bool:
         """Every row (not bound) has a rowtime in the supported range (and at most `latest_us`)."""

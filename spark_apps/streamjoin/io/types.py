@@ -23,6 +23,9 @@ _SIMPLE = {
     "TIMESTAMPTZ": pa.timestamp("us", tz="UTC"),
     "TEXT": pa.string(),
     "UNKNOWN": pa.string(),
+    "JSON": pa.string(),  # the value's JSON text
+    "JSONB": pa.string(),
+    "BYTEA": pa.binary(),
 }
 
 

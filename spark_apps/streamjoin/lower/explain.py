@@ -30,7 +30,7 @@ def _dialect(script: Script) -> str:
         chosen = profile(script.dialect)
         lines.append(f"dialect: {chosen.name} ({chosen.title}; {script.dialect_reason or 'chosen'})")
         lines.append(f"  unquoted names fold to {chosen.fold} case; a join of two streams without a time bound is "
-                     + ("the CURRENT ROW window join" if chosen.windowless == "current_row" else "a regular join (not run yet)"))
+                     + ("the CURRENT ROW window join" if chosen.windowless == "current_row" else "a regular join over the whole history (its results change as rows arrive)"))
     if script.notes:
         lines.append("script:")
         lines.extend(f"  {note}" for note in script.notes)
@@ -47,6 +47,8 @@ def _relations(script: Script) -> str:
         if r.view:
             continue
         extra = f", rowtime {r.rowtime}" if r.rowtime else ""
+        if r.arrival_rowtime:
+            extra += " (the instant each row is read: it declares no time)"
         if r.lateness_ms:
             extra += f", lateness {r.lateness_ms} ms"
         if r.primary_key:
@@ -116,6 +118,8 @@ def _input_detail(i: Input) -> str:
         return " [FOR SYSTEM_TIME AS OF PROCTIME(): re-read per micro-batch]" if i.temporal else " [snapshot at query start]"
     if i.time_window:
         return f" [{i.time_window.describe()}]"
+    if i.window_source == "regular":
+        return " [a regular join's input: every row, for as long as the query runs]"
     if i.window_source == "changelog":
         return f", rowtime {i.rowtime} [a table as its changelog: the latest row per key, updated while the query runs]"
     source = {"OVER": "", "WITHIN": " (from WITHIN)", "interval condition": " (from the interval condition)", "default": " (no OVER)"}

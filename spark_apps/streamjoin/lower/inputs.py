@@ -50,6 +50,7 @@ def input_specs(script: Script, query: Query, checkpoint: Path, late_root: Path,
                 on_error=on_error(r),
                 future_limit_ms=interval_ms(r.option("future_limit"), None) if r.option("future_limit") else None,
                 pattern=r.option("pattern"),
+                arrival=r.arrival_rowtime,
             )
         )
     return specs

@@ -51,6 +51,8 @@ def custom_reason(query: Query, join: Join, options: LoweringOptions = LoweringO
         return "Spark has no ASOF join"
     if join.kind == JoinKind.WINDOW_TVF:
         return "a window join pairs rows per window and drops the window when it closes"
+    if join.kind == JoinKind.REGULAR:
+        return "a regular join keeps every row and its results change as rows arrive (a changelog)"
     if join.kind == JoinKind.CHANGELOG:
         return "the table changes by key while the query runs: a later table row meets the stream rows still waiting for one"
     if not join.kind.stream_stream:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from streamjoin.operator.asof_join import AsofJoin
 from streamjoin.operator.changelog_join import ChangelogJoin
 from streamjoin.operator.group import GroupJoin, Spec
+from streamjoin.operator.regular_join import RegularJoin
 from streamjoin.operator.tvf_join import WindowFunctionJoin
 from streamjoin.operator.window_join import WindowJoin
 from streamjoin.plan.model import JoinKind
@@ -15,6 +16,7 @@ ENGINES: dict[JoinKind, type[GroupJoin]] = {
     JoinKind.ASOF: AsofJoin,
     JoinKind.WINDOW_TVF: WindowFunctionJoin,
     JoinKind.CHANGELOG: ChangelogJoin,
+    JoinKind.REGULAR: RegularJoin,
 }
 
 

@@ -12,8 +12,9 @@ from streamjoin.plan.scope import Located, ident_name, interval_to_ms, relation_
 from streamjoin.plan.windows import interval_ms
 
 
-def relation_from_create(create: exp.Create, where: Located) -> Relation:
-    """A declared stream, table or sink, with its rowtime, lateness and primary key."""
+def relation_from_create(create: exp.Create, where: Located, arrival: bool = False) -> Relation:
+    """A declared stream, table or sink, with its rowtime, lateness and primary key. `arrival`: a
+    stream that declares no time is read in arrival order (`Profile.arrival_rowtime`)."""
     kind = (create.text("kind") or "").upper()
     schema = create.this
     table = schema.this if isinstance(schema, exp.Schema) else schema
@@ -34,6 +35,7 @@ def relation_from_create(create: exp.Create, where: Located) -> Relation:
             primary_key.extend(ident_name(e.this if isinstance(e, exp.Ordered) else e) for e in item.expressions)
     if kind == "SINK":
         return Relation(name, Kind.TABLE, tuple(columns), options=tuple(sorted(options.items())))
+    columns += _included(create, options, {c.name for c in columns}, where)
 
     is_stream = kind == "STREAM" or options.get("append_only") == "true"  # RisingWave: an APPEND ONLY table is a stream
     rowtime, lateness, implicit = None, 0, False
@@ -47,6 +49,7 @@ def relation_from_create(create: exp.Create, where: Located) -> Relation:
             # s-Server streams carry an implicit ROWTIME column.
             columns.append(Column(rowtime, "TIMESTAMP"))
             implicit = True
+    arrival = arrival and implicit and watermark is None and "rowtime" not in options
     return Relation(
         name=name,
         kind=Kind.STREAM if is_stream else Kind.TABLE,
@@ -56,6 +59,7 @@ def relation_from_create(create: exp.Create, where: Located) -> Relation:
         primary_key=tuple(primary_key),
         lateness_ms=lateness,
         implicit_rowtime=implicit,
+        arrival_rowtime=is_stream and arrival,
     )
 
 
@@ -83,6 +87,39 @@ def _catalog_columns(name: str, options: dict[str, str], where: Located, create:
     return []
 
 
+# RisingWave's INCLUDE columns: their type, and the name they take without AS (`_rw_<connector>_<what>`)
+_INCLUDED = {"key": "BYTEA", "partition": "VARCHAR", "offset": "VARCHAR", "timestamp": "TIMESTAMPTZ",
+             "payload": "JSONB", "headers": "STRUCT<key VARCHAR, value BYTEA>[]"}
+
+
+def _included(create: exp.Create, options: dict[str, str], declared: set[str], where: Located) -> list[Column]:
+    """RisingWave's `INCLUDE key | partition | offset | timestamp | payload | headers | header 'h'
+    type [AS name]`: columns of the connector's metadata, named as RisingWave names them. A row
+    whose connector has no such value (a file's) holds NULL there."""
+    properties = create.args.get("properties")
+    connector = options.get("connector", "").lower().split("-")[0] or "source"
+    out = []
+    for prop in properties.expressions if properties else []:
+        if not isinstance(prop, exp.IncludeProperty):
+            continue
+        what = prop.name.lower()
+        column_def = prop.args.get("column_def")
+        if column_def is not None:  # INCLUDE header 'name' type
+            kind = column_def.args["kind"].sql("risingwave")
+            default = f"_rw_{connector}_header_{column_def.this.name}"
+        elif what in _INCLUDED:
+            kind, default = _INCLUDED[what], f"_rw_{connector}_{what}"
+        else:
+            where.fail(f"INCLUDE {prop.name} is not a column RisingWave includes", prop,
+                       f"include one of {', '.join(_INCLUDED)} or header 'name' TYPE")
+        alias = prop.args.get("alias")
+        name = ident_name(alias) if alias is not None else default
+        if name not in declared:
+            out.append(Column(name, kind))
+            declared.add(name)
+    return out
+
+
 def _options(create: exp.Create) -> dict[str, str]:
     options: dict[str, str] = {}
     properties = create.args.get("properties")
@@ -97,6 +134,9 @@ def _options(create: exp.Create) -> dict[str, str]:
             options[key] = ",".join(e.name for e in value.expressions)
         elif value is not None:
             options[key] = value.sql()
+    if "encode" in options:  # RisingWave's FORMAT PLAIN | UPSERT | DEBEZIUM ENCODE JSON | CSV | ...
+        options["changelog"] = options.pop("format", "plain").lower()  # how rows change (plain: appended)
+        options["format"] = options.pop("encode").lower()  # how each row is written
     return options
 
 

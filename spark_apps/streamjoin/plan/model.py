@@ -52,6 +52,9 @@ class JoinKind(StrEnum):
     TEMPORAL = "process-time temporal join"
     TABLE_TABLE = "table-table join"
     CHANGELOG = "stream-table changelog join"  # a SELECT TABLE view over a stream, joined as it changes (Lenses)
+    # RisingWave's join of two streams without a time bound: every row of both inputs, forever; an
+    # outer join's NULL-extended row is withdrawn when a partner comes (a changelog)
+    REGULAR = "regular join"
 
     @property
     def stream_stream(self) -> bool:
@@ -99,6 +102,8 @@ class Relation:
     lateness_ms: int = 0  # allowed lateness (WITH lateness = ..., or WATERMARK FOR ... - INTERVAL)
     view: bool = False
     implicit_rowtime: bool = False  # s-Server's ROWTIME: addressable, but not part of `*`
+    # the rowtime is the instant streamjoin reads each row (a RisingWave source that declares no time)
+    arrival_rowtime: bool = False
 
     def column_names(self) -> tuple[str, ...]:
         return tuple(c.name for c in self.columns)

@@ -23,6 +23,9 @@ def describe_state(kind: JoinKind, join_type: JoinType, left_items, right, condi
             f"the snapshot of '{right.alias}', read once at query start, per key sorted by the ordering value; "
             "no stream state: each stream row takes its nearest table row and is passed on",
         )
+    if kind == JoinKind.REGULAR:
+        return tuple(f"'{item.alias}': every row, per join key, for as long as the query runs (grows without bound: "
+                     "a regular join over the whole history)" for item in (*left_items, right) if item.is_stream)
     if kind == JoinKind.ASOF:
         return (
             f"rows of '{right.alias}' per key ({', '.join(sql(r) for _, r in condition.keys)}), "

@@ -127,11 +127,19 @@ class Runner:
         """Stage what the inputs hold now (all inputs at once), as steps Spark reads next. A
         failed step records nothing: the file is read again by the next pass."""
         from concurrent.futures import ThreadPoolExecutor
+        from functools import partial
 
+        now_us = int(time.time() * 1_000_000)  # the instant of this pass, for arrival-ordered inputs
         with self._feeding, ThreadPoolExecutor(max_workers=max(1, len(self.stagers))) as pool:
             # an S3 landing zone that cannot be reached is retried (io.retry): the step is redone as it was
-            for future in [pool.submit(retrying, f"input {s.spec.alias}", s.advance) for s in self.stagers]:
-                future.result()
+            before = [s.manifest().steps if s.spec.arrival else 0 for s in self.stagers]
+            staged = [pool.submit(retrying, f"input {s.spec.alias}", partial(s.advance, now_us)) for s in self.stagers]
+            steps = [future.result() for future in staged]
+            arrival = [(s, b, n) for s, b, n in zip(self.stagers, before, steps, strict=True) if s.spec.arrival]
+            if any(n > b for _, b, n in arrival):  # rows arrived at now_us: every arrival clock passes it
+                for future in [pool.submit(retrying, f"input {s.spec.alias}", partial(s.advance, now_us, True))
+                               for s, b, n in arrival if n == b]:
+                    future.result()
 
     def _feed_every(self, seconds: float) -> None:
         """The feeder thread: stage new files as they arrive, until the query stops or a file

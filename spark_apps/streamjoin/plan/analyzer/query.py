@@ -71,7 +71,7 @@ class QueryAnalysis:
         select_kind = kind_node.name if isinstance(kind_node, SelectKind) else None
         if select_kind == "STREAM" and not has_stream:
             self.where.fail("SELECT STREAM needs at least one stream input", kind_node, "use SELECT (or SELECT TABLE) over tables")
-        emit = select.args.get("emit")
+        emit = self.emit(select.args.get("emit"))
         output = self.projection()
         return Query(
             name=name,
@@ -82,10 +82,21 @@ class QueryAnalysis:
             output=output,
             where=self.filter(),
             aggregation=self.aggregation(),
-            emit=Emit(emit.name) if emit else Emit.FINAL,
+            emit=emit,
             sink=sink,
             disorder_ms=self.disorder(output, has_stream and select_kind != "TABLE"),
         )
+
+    def emit(self, written: exp.Expression | None) -> Emit:
+        """The EMIT clause; a regular join's results change as rows arrive: an outer one's rows are
+        a changelog (EMIT CHANGES), an inner one's are appended at once (EMIT EAGER)."""
+        regular = [j for j in self.joins if j.kind == JoinKind.REGULAR]
+        if not regular:
+            return Emit(written.name) if written else Emit.FINAL
+        if written is not None and written.name != Emit.CHANGES:
+            self.where.fail(f"EMIT {written.name} needs joins bounded in time: a regular join's results change as rows "
+                            "arrive", written, "drop the EMIT clause (its rows are a changelog), or bound the join in time")
+        return Emit.EAGER if all(j.join_type == JoinType.INNER for j in regular) and written is None else Emit.CHANGES
 
     def disorder(self, output: tuple[OutputColumn, ...], stream: bool) -> int | None:
         """A stream query that selects another expression AS ROWTIME promotes it (s-Server): the
@@ -95,7 +106,9 @@ class QueryAnalysis:
         within = order.args.get("within") if order is not None else None
         promoted = next((c for c in output if c.name == "rowtime" and not is_rowtime(c.expression)), None)
         if within is None:
-            return 0 if promoted is not None and stream else None
+            # a GROUP BY's rows already take their bucket's start (`FLOOR(ROWTIME TO MINUTE) AS ROWTIME`)
+            grouped = self.select.args.get("group") is not None
+            return 0 if promoted is not None and stream and not grouped else None
         if promoted is None or not stream:
             self.where.fail("ORDER BY ... WITHIN (s-Server's t-sort) sorts rows by a new rowtime: this query selects "
                             "none (expr AS ROWTIME)", within,
@@ -249,10 +262,10 @@ class QueryAnalysis:
         kind = classify.classify(where, join, join_type, asof, left_items, right, condition)
         if kind == JoinKind.STREAM_STREAM_WINDOW and self.a.profile.windowless == REGULAR \
                 and not any(i.window_source in ("OVER", "WITHIN") for i in (*left_items, right)):
-            where.fail(f"in {self.a.profile.title} a join of two streams without a time bound is a regular join over their "
-                       "whole history, whose results change as rows arrive: not run yet", join,
-                       "bound it in time (an interval condition, TUMBLE/HOP windows, OVER (RANGE ...)), or read the file "
-                       "with --dialect default, where it is s-Server's CURRENT ROW window join (rows of the same rowtime)")
+            kind = JoinKind.REGULAR  # RisingWave: over the whole history, its results change as rows arrive
+            for item in (*left_items, right):
+                if item.is_stream:
+                    item.window_source = "regular"
         condition = classify.with_window_bounds(kind, condition, left_items, right)
         line, col = where.position(join)
         self.joins.append(

@@ -130,7 +130,7 @@ class Analyzer:
         elif kind == "VIEW":
             self.view(relation_name(st.this), st.expression, st)
         elif kind in ("STREAM", "TABLE", "SINK") and st.expression is None:
-            relation = relation_from_create(st, self.where)
+            relation = relation_from_create(st, self.where, self.profile.arrival_rowtime)
             target = self.sinks if kind == "SINK" else self.relations
             if relation.name in self.declared_by:
                 self.where.fail(f"'{relation.name}' is declared by the app's config ({self.declared_by[relation.name]}) "
