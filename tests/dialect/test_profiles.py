@@ -146,3 +146,15 @@ def test_check_and_explain_say_which_dialect_and_why(tmp_path):
     assert explained.stdout.startswith("dialect: kda (Amazon Kinesis Data Analytics for SQL; chosen by --dialect)")
     refused = streamjoin("check", path, "--dialect", "risingwave")
     assert refused.returncode == 2  # quoted upper-case names do not fold to them in RisingWave
+
+
+def test_in_every_profile_unbounded_windows_on_both_streams_spell_out_a_regular_join():
+    sql = ("CREATE STREAM a (id INT) WITH (connector = 'files', path = '/a');\n"
+           "CREATE STREAM b (id INT) WITH (connector = 'files', path = '/b');\n"
+           "SELECT STREAM a.id FROM a OVER (RANGE UNBOUNDED PRECEDING) LEFT JOIN b OVER (ROWS UNBOUNDED PRECEDING) "
+           "ON a.id = b.id;")
+    for dialect in ("default", "kda", "lenses"):
+        query = compile_sql(sql, "q.sql", dialect=dialect).final
+        assert (query.joins[0].kind.name, query.emit.name) == ("REGULAR", "CHANGES"), dialect
+    with pytest.raises(SqlError, match="an UNBOUNDED window makes a regular join of two streams: both need it"):
+        compile_sql(sql.replace(" OVER (ROWS UNBOUNDED PRECEDING)", ""), "q.sql")

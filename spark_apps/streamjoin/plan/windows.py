@@ -38,6 +38,15 @@ class RangeWindow:
 
 
 @dataclass(frozen=True)
+class UnboundedWindow:
+    """`RANGE | ROWS UNBOUNDED PRECEDING` on both inputs of a join: a regular join, every row
+    present for as long as the query runs (RisingWave's join without a time bound, spelt out)."""
+
+    def describe(self) -> str:
+        return "UNBOUNDED PRECEDING (every row, for as long as the query runs)"
+
+
+@dataclass(frozen=True)
 class RowsWindow:
     """`ROWS n PRECEDING`: present until n later rows of the same input (partition) arrived."""
 

@@ -32,7 +32,7 @@ from streamjoin.plan.model import (
 )
 from streamjoin.plan.scope import Located, ident_name, interval_to_ms
 from streamjoin.plan.state import describe_state
-from streamjoin.plan.windows import CURRENT_ROW, interval_ms
+from streamjoin.plan.windows import CURRENT_ROW, UnboundedWindow, interval_ms
 
 
 class Relations(Protocol):
@@ -260,6 +260,15 @@ class QueryAnalysis:
             condition_ast, asof_part = joins.asof_condition(where, condition_ast, left_aliases, right, join)
         condition = replace(split(condition_ast, left_aliases, right.alias, where), asof=asof_part, from_where=from_where)
         kind = classify.classify(where, join, join_type, asof, left_items, right, condition)
+        streams = [i for i in (*left_items, right) if i.is_stream]
+        if any(isinstance(i.window, UnboundedWindow) for i in streams):  # the regular join, spelt out
+            if kind != JoinKind.STREAM_STREAM_WINDOW or len(streams) != 2 or not all(
+                    isinstance(i.window, UnboundedWindow) for i in streams):
+                where.fail("an UNBOUNDED window makes a regular join of two streams: both need it, and no time bound",
+                           join, "OVER (RANGE UNBOUNDED PRECEDING) on both streams, or bound both in time")
+            kind = JoinKind.REGULAR
+            for item in streams:
+                item.window_source = "regular"
         if kind == JoinKind.STREAM_STREAM_WINDOW and self.a.profile.windowless == REGULAR \
                 and not any(i.window_source in ("OVER", "WITHIN") for i in (*left_items, right)):
             kind = JoinKind.REGULAR  # RisingWave: over the whole history, its results change as rows arrive

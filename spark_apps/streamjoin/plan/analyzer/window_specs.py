@@ -6,7 +6,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from streamjoin.plan.scope import Located, ident_name, interval_to_ms
-from streamjoin.plan.windows import BUCKET_UNITS, CURRENT_ROW, BucketWindow, RangeWindow, RowsWindow
+from streamjoin.plan.windows import BUCKET_UNITS, CURRENT_ROW, BucketWindow, RangeWindow, RowsWindow, UnboundedWindow
 
 
 class WindowSpecs:
@@ -37,11 +37,10 @@ class WindowSpecs:
         start, start_side = spec.args.get("start"), (spec.text("start_side") or "").upper()
         end, end_side = spec.args.get("end"), (spec.text("end_side") or "").upper()
         if "UNBOUNDED" in (str(start).upper(), str(end).upper()):
-            self.where.fail(
-                "an UNBOUNDED window is not supported on a join input: its state would grow forever",
-                node,
-                "bound it: RANGE INTERVAL '1' HOUR PRECEDING or ROWS 100 PRECEDING",
-            )
+            if str(start).upper() != "UNBOUNDED" or start_side != "PRECEDING" or not (end is None or _is_current_row(end)):
+                self.where.fail("an UNBOUNDED window on a join input is UNBOUNDED PRECEDING", node,
+                                "OVER (RANGE UNBOUNDED PRECEDING) on both inputs: a regular join")
+            return UnboundedWindow()  # both inputs of its join must have one (QueryAnalysis.join)
         if "FOLLOWING" in (start_side, end_side) and not _is_zero(end):
             self.where.fail("FOLLOWING is not supported in a join window", spec, "a join window looks back: RANGE INTERVAL '1' MINUTE PRECEDING")
         if kind == "ROWS":
