@@ -104,5 +104,5 @@ def test_the_corpus_counts_in_the_dialect_docs_are_the_corpus_headers():
     counts = Counter("fair" if "fair rejection" in header(p) else ("ok" if header(p)["check"] == "ok" else "gap")
                      for p in PROGRAMS)
     docs = (CORPUS.parents[1] / "docs" / "dialects" / "README.md").read_text()
-    said = re.search(r"Today: (\d+) accepted, (\d+) fair rejections, (\d+) gaps", docs).groups()
+    said = re.search(r"Today: (\d+) accepted, (\d+) fair rejections, (\d+) gaps?", docs).groups()
     assert tuple(map(int, said)) == (counts["ok"], counts["fair"], counts["gap"]), counts

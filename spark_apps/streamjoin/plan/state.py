@@ -18,6 +18,9 @@ def describe_state(kind: JoinKind, join_type: JoinType, left_items, right, condi
             "rows of both inputs, per window and key, until the join clock passes window_end; "
             "then the window's pairs are final and its state is dropped",
         )
+    if kind == JoinKind.ASOF_TABLE and not any(i.is_stream for i in left_items):
+        return (f"both tables as snapshots taken at query start: each row of '{left_items[0].alias}' takes its "
+                f"nearest row of '{right.alias}' (an ordinary relational ASOF join)",)
     if kind == JoinKind.ASOF_TABLE:
         return (
             f"the snapshot of '{right.alias}', read once at query start, per key sorted by the ordering value; "

@@ -30,8 +30,9 @@ def classify(where: Located, join: exp.Join, join_type: JoinType, asof: bool, le
         if join_type not in (JoinType.INNER, JoinType.LEFT):
             where.fail(f"ASOF {join_type} JOIN is not supported", join, "use ASOF JOIN or ASOF LEFT JOIN")
         if not right.is_stream:
-            if not left_stream or len(left_items) != 1:
-                where.fail("an ASOF join against a table looks up one stream's rows", join, "FROM stream s ASOF JOIN table t ON ...")
+            if len(left_items) != 1:  # a stream's rows (or a table's, both as snapshots) look up the table
+                where.fail("an ASOF join against a table looks up the rows of one input", join,
+                           "join the other inputs in a view first: FROM v ASOF JOIN table t ON ...")
             return JoinKind.ASOF_TABLE
         return JoinKind.ASOF
     if right.time_window or any(i.time_window for i in left_items):
