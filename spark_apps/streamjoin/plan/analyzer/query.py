@@ -230,6 +230,22 @@ class QueryAnalysis:
         ms = interval_to_ms(inner, self.where)
         return -ms if negative else ms
 
+    def regular(self, kind: JoinKind, join: exp.Join, items: list[Item]) -> JoinKind:
+        """A regular join (every row, forever): UNBOUNDED windows on both streams, or, in a profile
+        where a join of two streams without a time bound means it (RisingWave), no window at all."""
+        streams = [i for i in items if i.is_stream]
+        if any(isinstance(i.window, UnboundedWindow) for i in streams):  # the regular join, spelt out
+            if kind != JoinKind.STREAM_STREAM_WINDOW or len(streams) != 2 or not all(
+                    isinstance(i.window, UnboundedWindow) for i in streams):
+                self.where.fail("an UNBOUNDED window makes a regular join of two streams: both need it, and no time "
+                                "bound", join, "OVER (RANGE UNBOUNDED PRECEDING) on both streams, or bound both in time")
+        elif not (kind == JoinKind.STREAM_STREAM_WINDOW and self.a.profile.windowless == REGULAR
+                  and not any(i.window_source in ("OVER", "WITHIN") for i in items)):
+            return kind
+        for item in streams:
+            item.window_source = "regular"
+        return JoinKind.REGULAR  # over the whole history: its results change as rows arrive
+
     # ------------------------------------------------------------------ joins
     def join(self, join: exp.Join) -> None:
         where = self.where
@@ -260,21 +276,7 @@ class QueryAnalysis:
             condition_ast, asof_part = joins.asof_condition(where, condition_ast, left_aliases, right, join)
         condition = replace(split(condition_ast, left_aliases, right.alias, where), asof=asof_part, from_where=from_where)
         kind = classify.classify(where, join, join_type, asof, left_items, right, condition)
-        streams = [i for i in (*left_items, right) if i.is_stream]
-        if any(isinstance(i.window, UnboundedWindow) for i in streams):  # the regular join, spelt out
-            if kind != JoinKind.STREAM_STREAM_WINDOW or len(streams) != 2 or not all(
-                    isinstance(i.window, UnboundedWindow) for i in streams):
-                where.fail("an UNBOUNDED window makes a regular join of two streams: both need it, and no time bound",
-                           join, "OVER (RANGE UNBOUNDED PRECEDING) on both streams, or bound both in time")
-            kind = JoinKind.REGULAR
-            for item in streams:
-                item.window_source = "regular"
-        if kind == JoinKind.STREAM_STREAM_WINDOW and self.a.profile.windowless == REGULAR \
-                and not any(i.window_source in ("OVER", "WITHIN") for i in (*left_items, right)):
-            kind = JoinKind.REGULAR  # RisingWave: over the whole history, its results change as rows arrive
-            for item in (*left_items, right):
-                if item.is_stream:
-                    item.window_source = "regular"
+        kind = self.regular(kind, join, [*left_items, right])
         condition = classify.with_window_bounds(kind, condition, left_items, right)
         line, col = where.position(join)
         self.joins.append(
