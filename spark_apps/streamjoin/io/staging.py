@@ -123,6 +123,8 @@ class InputSpec:
     # the rowtime is the instant the stager reads each row, whatever the row holds (a RisingWave
     # source that declares no time): rows come in arrival order and none is late
     arrival: bool = False
+    # a table fed by its changes: "debezium" (io.changelog; its schema ends with CHANGE); None: rows
+    changelog: str | None = None
 
     def to_json(self) -> str:
         d = {
@@ -145,6 +147,8 @@ class InputSpec:
             d["pattern"] = self.pattern
         if self.arrival:
             d["arrival"] = True
+        if self.changelog:
+            d["changelog"] = self.changelog
         return json.dumps(d)
 
     @classmethod
@@ -359,6 +363,8 @@ class Stager:
             opener = self._s3().open_input_file if fmt == "parquet" else self._s3().open_input_stream
             with opener(f"{bucket}/{key}") as f:
                 source = f.read()
+        if self.spec.changelog is not None:
+            return self._read_changes(source, path, now_us)
         try:
             if fmt == "parquet":
                 import pyarrow.parquet as pq
@@ -374,6 +380,20 @@ class Stager:
         data = Path(source).read_bytes() if isinstance(source, str) else bytes(source)
         kept, rejected = read_lenient(data, fmt, self.spec.schema, None if self.spec.arrival else self.spec.rowtime,
                                       path, self.spec.alias, latest_us, self.spec.future_limit_ms)
+        if rejected and self.spec.on_error == "fail":
+            raise RejectedRow(rejected[0])
+        return self._arrived(kept, now_us), rejected
+
+    def _read_changes(self, source, path: str, now_us: int) -> tuple[pa.Table, list[dict]]:
+        """A changelog file (`InputSpec.changelog`): its events as rows with their CHANGE."""
+        from streamjoin.io.changelog import read_debezium
+        from streamjoin.io.rejects import RejectedRow, read_lenient
+
+        data = Path(source).read_bytes() if isinstance(source, str) else bytes(source)
+        rows, rejected = read_debezium(data, path, self.spec.alias)
+        text = "".join(json.dumps(r, default=str) + "\n" for r in rows).encode()
+        kept, bad = read_lenient(text, "json", self.spec.schema, None, path, self.spec.alias)
+        rejected += bad
         if rejected and self.spec.on_error == "fail":
             raise RejectedRow(rejected[0])
         return self._arrived(kept, now_us), rejected

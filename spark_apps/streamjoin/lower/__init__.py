@@ -20,7 +20,7 @@ from streamjoin.lower.lowered import OP, Lowered
 from streamjoin.lower.staged_views import lower_staged_views
 from streamjoin.lower.strategy import LoweringOptions, batch_reason, cuts, uses_custom
 from streamjoin.lower.support import check_runnable, sink_spec
-from streamjoin.plan.model import Emit, Query, Script
+from streamjoin.plan.model import Emit, JoinKind, Query, Script
 
 
 def lower(spark, script: Script, query: Query, specs: list[InputSpec], checkpoint: Path | None = None,
@@ -35,7 +35,7 @@ def lower(spark, script: Script, query: Query, specs: list[InputSpec], checkpoin
     if uses_custom(query, options):
         from streamjoin.lower.custom import lower_custom
 
-        frame = lower_custom(spark, query, {**{s.alias: s for s in specs}, **staged}, options)
+        frame = lower_custom(spark, query, {**{s.alias: s for s in specs}, **staged}, options, changing_keys(script, query))
         if query.emit == Emit.CHANGES:
             columns.insert(0, OP)
         return Lowered(frame, inputs, columns, 0, sink=sink_spec(script, query), custom=True, emit=query.emit, upstream=parts)
@@ -59,6 +59,15 @@ def lower(spark, script: Script, query: Query, specs: list[InputSpec], checkpoin
         columns.insert(0, OP)
     return Lowered(frame, inputs, columns, order_delay(query), lowering.snapshots, bucketed, sink_spec(script, query),
                    upstream=parts)
+
+
+def changing_keys(script: Script, query: Query) -> tuple:
+    """Each side's primary key of a regular join when it is a table fed by its changes, else ()."""
+    if not query.joins or query.joins[0].kind != JoinKind.REGULAR:
+        return ((), ())
+    join = query.joins[0]
+    relations = [script.relation(query.input(a).relation) for a in (join.left_inputs[0], join.right)]
+    return tuple(r.primary_key if r.changing else () for r in relations)
 
 
 __all__ = ["Lowered", "LoweringOptions", "check_runnable", "lower"]

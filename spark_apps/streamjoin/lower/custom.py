@@ -19,7 +19,7 @@ from streamjoin.io.staging import BOUND, END_US, InputSpec
 from streamjoin.lower.columns import ET_COLUMN, engine_time, flat, q
 from streamjoin.lower.expressions import local_sql, python_code, spark_sql
 from streamjoin.lower.lowered import OP
-from streamjoin.lower.strategy import LoweringOptions, by_column, group_keys
+from streamjoin.lower.strategy import LoweringOptions, by_column, group_keys, key_column
 from streamjoin.operator.group import Side, Spec
 from streamjoin.plan.conditions import one_sided
 from streamjoin.plan.model import Emit, Join, JoinKind, Query
@@ -65,7 +65,8 @@ def asof_filters(join: Join) -> tuple[exp.Expression | None, exp.Expression | No
     return (conjunction(lefts) if lefts else None), (conjunction(rights) if rights else None)
 
 
-def spec_for(query: Query) -> Spec:
+def spec_for(query: Query, changing: tuple = ((), ())) -> Spec:
+    """`changing`: each side's primary key when it is a table fed by its changes (a regular join)."""
     join = query.joins[0]
     keys, residual, filters = compile_condition(join)
     left, right = join.left_inputs[0], join.right
@@ -81,6 +82,7 @@ def spec_for(query: Query) -> Spec:
         time_window=query.input(left).time_window if join.kind == JoinKind.WINDOW_TVF else None,
         table_key=_table_key(query, join) if join.kind == JoinKind.CHANGELOG else (),
         side_filters=filters,
+        changing=changing,
     )
 
 
@@ -94,7 +96,8 @@ def _table_key(query: Query, join: Join) -> tuple[str, ...]:
     return ("_key",) if "_key" in query.input(join.right).columns else ()
 
 
-def lower_custom(spark, query: Query, specs: dict[str, InputSpec], options: LoweringOptions):
+def lower_custom(spark, query: Query, specs: dict[str, InputSpec], options: LoweringOptions,
+                 changing: tuple = ((), ())):
     """The streaming frame: output columns, __rowtime, __op and the operator's meta columns."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import (
@@ -114,6 +117,9 @@ def lower_custom(spark, query: Query, specs: dict[str, InputSpec], options: Lowe
     join = query.joins[0]
     aliases = [join.left_inputs[0], join.right]
     keys = group_keys(query, join)
+    join_columns = [{key_column(pair[n]) for pair in keys} for n in (0, 1)]
+    if any(pk and not set(pk) <= join_columns[n] for n, pk in enumerate(changing)):
+        keys = ()  # a table row may change its join key: its old version must be in the same group
     frames, fields = _side_frames(spark, query, [specs[a] for a in aliases], aliases)
     # through the operator the columns travel as sj_c0, sj_c1, ...: Spark parses some names it is
     # handed (a user's column may hold a backtick or a dot); they get their flat names back after it
@@ -123,7 +129,7 @@ def lower_custom(spark, query: Query, specs: dict[str, InputSpec], options: Lowe
     keyed = [f"sj_k{n}" for n in range(len(keys))]
     end_ms = END_US // 1000 - max(spec.lateness_ms for _, spec, _ in frames) - 1
     columns = [(side, name, column, dtype.simpleString()) for side, name, column, dtype in fields]
-    spec = spec_for(query)
+    spec = spec_for(query, changing)
     columnar = same_types and by_column(query, join, options) is not None and plain_columns(columns)
     carried = fields
     if columnar:  # the column engine needs only the columns the query reads after the join

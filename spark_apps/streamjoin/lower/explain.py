@@ -79,7 +79,7 @@ def _query(script: Script, q: Query, options: LoweringOptions) -> str:
     lines = [f"{title}: {q.kind}{target}", f"  emit: {_EMIT[q.emit]}", "  inputs:"]
     staged = {sv.alias: sv.view for sv in staged_views(script, q, options)}
     for i in q.inputs:
-        lines.append(f"    {i.alias}: {i.kind} {i.relation}{_input_detail(i)}")
+        lines.append(f"    {i.alias}: {i.kind} {i.relation}{_input_detail(i, script.relation(i.relation))}")
         if i.alias in staged and staged[i.alias].disorder_ms is not None:
             view = staged[i.alias]
             lines.append("      a view that promotes a new rowtime: it runs as a query of its own; its rows, in the order they "
@@ -113,11 +113,14 @@ def _output(name: str, expression: str) -> str:
     return f"{name}={expression}" if name != expression else name
 
 
-def _input_detail(i: Input) -> str:
+def _input_detail(i: Input, relation) -> str:
     if i.kind == Kind.TABLE:
         return " [FOR SYSTEM_TIME AS OF PROCTIME(): re-read per micro-batch]" if i.temporal else " [snapshot at query start]"
     if i.time_window:
         return f" [{i.time_window.describe()}]"
+    if i.window_source == "regular" and relation.changing:
+        return (f" [a table changed by its changelog (FORMAT {relation.option('changelog').upper()}): its latest row per "
+                "primary key]")
     if i.window_source == "regular":
         return " [a regular join's input: every row, for as long as the query runs]"
     if i.window_source == "changelog":

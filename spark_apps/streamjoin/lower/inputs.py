@@ -39,7 +39,7 @@ def input_specs(script: Script, query: Query, checkpoint: Path, late_root: Path,
                 alias=key,
                 path=path,
                 format=(r.option("format") or "json").lower(),
-                schema=arrow_schema(r.columns),
+                schema=_schema(r),
                 rowtime=r.rowtime,
                 lateness_ms=r.lateness_ms,
                 state_dir=str(checkpoint / "sources" / key),
@@ -51,9 +51,25 @@ def input_specs(script: Script, query: Query, checkpoint: Path, late_root: Path,
                 future_limit_ms=interval_ms(r.option("future_limit"), None) if r.option("future_limit") else None,
                 pattern=r.option("pattern"),
                 arrival=r.arrival_rowtime,
+                changelog=r.option("changelog") if r.changing else None,
             )
         )
     return specs
+
+
+def _schema(relation: Relation):
+    """The staged columns: the declared ones, and a changing table's CHANGE (io.changelog)."""
+    import pyarrow as pa
+
+    from streamjoin.io.changelog import CHANGE
+
+    schema = arrow_schema(relation.columns)
+    if relation.changing:
+        if relation.option("changelog") != "debezium":
+            raise Unsupported(f"table '{relation.name}': FORMAT {relation.option('changelog').upper()} is read from Kafka "
+                              "topics' keys (issue 41); from files, write Debezium events (FORMAT DEBEZIUM ENCODE JSON)")
+        schema = schema.append(pa.field(CHANGE, pa.string()))
+    return schema
 
 
 def on_error(relation: Relation) -> str:

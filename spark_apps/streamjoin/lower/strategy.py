@@ -119,15 +119,15 @@ def group_keys(query: Query, join: Join) -> tuple[tuple[exp.Expression, exp.Expr
     join keys is only right when every ROWS side's keys are columns it is partitioned by."""
     # equal windows are paired per window by the operator itself: their columns are not input columns
     window = ("window_start", "window_end")
-    keys = tuple((a, b) for a, b in join.condition.keys if not (_column(a) in window and _column(b) in window))
+    keys = tuple((a, b) for a, b in join.condition.keys if not (key_column(a) in window and key_column(b) in window))
     if join.join_type == JoinType.CROSS:
         return ()
-    if join.kind == JoinKind.CHANGELOG and "_key" in query.input(join.right).columns and "_key" not in {_column(b) for _, b in keys}:
+    if join.kind == JoinKind.CHANGELOG and "_key" in query.input(join.right).columns and "_key" not in {key_column(b) for _, b in keys}:
         return ()  # a table row may change its join key: its old version must be in the same group
     for n, alias in enumerate((join.left_inputs[-1], join.right)):
         rows = query.input(alias).window
         if isinstance(rows, RowsWindow):
-            side_keys = {_column(pair[n]) for pair in keys}
+            side_keys = {key_column(pair[n]) for pair in keys}
             if not keys or None in side_keys or not side_keys <= set(rows.partition_by):
                 return ()
     return keys
@@ -197,13 +197,13 @@ def by_column(query: Query, join: Join, options: LoweringOptions) -> str | None:
         return "asof"
     windows = [query.input(alias).window for alias in (join.left_inputs[-1], join.right)]
     if join.kind == JoinKind.STREAM_STREAM_WINDOW and join.join_type == JoinType.INNER and not join.condition.residual \
-            and all(isinstance(w, RowsWindow) and set(w.partition_by) == {_column(pair[n]) for pair in keys}
+            and all(isinstance(w, RowsWindow) and set(w.partition_by) == {key_column(pair[n]) for pair in keys}
                     for n, w in enumerate(windows)):
         return "rows"
     return None
 
 
-def _column(expression: exp.Expression) -> str | None:
+def key_column(expression: exp.Expression) -> str | None:
     return expression.name if isinstance(expression, exp.Column) else None
 
 

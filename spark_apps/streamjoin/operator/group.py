@@ -56,6 +56,9 @@ class Spec:
     # its side's matches nothing (an ASOF LEFT row is NULL-extended, a right row is no candidate)
     side_filters: tuple = (None, None)
     pending_us: float = INF  # changelog: how long a stream row waits for its table row
+    # a regular join: each side's primary key when it is a table fed by its changes (its rows carry
+    # io.changelog.CHANGE: '+' the row as it is now, '-' deleted); () for an append-only side
+    changing: tuple = ((), ())
 
     def preserves(self, side: int) -> bool:
         return self.join_type == JoinType.FULL or (self.join_type, side) in ((JoinType.LEFT, 0), (JoinType.RIGHT, 1))

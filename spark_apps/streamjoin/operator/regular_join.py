@@ -1,22 +1,28 @@
-"""RisingWave's regular join of two streams (docs/semantics-decisions.md): no window, no time
-bound. Every row of both inputs stays, per join key, for as long as the query runs, and pairs with
-every row of the other input that shares its key, whichever came first. Inner pairs are appended
-as they are found (EMIT EAGER). A preserved row that has no partner yet is emitted NULL-extended
-at the end of its instant; under EMIT CHANGES, its first partner withdraws it (-D) before the pair
-(+I), so the changelog's net content is always the SQL join of every row read so far."""
+"""RisingWave's regular join of two inputs (docs/semantics-decisions.md): no window, no time bound.
+Every row of an append-only input stays, per join key, for as long as the query runs; a table fed
+by its changes (`Spec.changing`) keeps its latest row per primary key. A row pairs with every row
+of the other input that shares its key, whichever came first. Inner pairs of append-only inputs
+are appended as they are found (EMIT EAGER). A preserved row that has no partner yet is emitted
+NULL-extended at the end of its instant; under EMIT CHANGES its first partner withdraws it (-D)
+before the pair (+I). A table row that is updated or deleted withdraws every result it gave (-D),
+and a partner left without any is NULL-extended again; so the changelog's net content is always
+the SQL join of the inputs as they stand."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from streamjoin.operator.group import Entry, GroupJoin
+from streamjoin.operator.group import DELETE, Entry, GroupJoin, Output, hashable
+
+CHANGE = "__change"  # io.changelog.CHANGE (the operator imports nothing from io)
 
 
 @dataclass
 class RegularJoin(GroupJoin):
-    """Both inputs' rows, per join key, forever (§ regular joins, docs/semantics-decisions.md)."""
+    """Both inputs' rows, per join key, forever; a changing table's latest row per primary key."""
 
     present: list = field(default_factory=lambda: [{}, {}])  # side -> {join key: [Entry, ...]}
+    by_pk: list = field(default_factory=lambda: [{}, {}])  # side -> {primary key: Entry} (changing sides)
 
     def run(self, ready, limit, cond, out) -> None:
         i = 0
@@ -25,19 +31,78 @@ class RegularJoin(GroupJoin):
             while i < len(ready) and ready[i][0] == now:  # one instant, in §2's order
                 t, side, seq, values = ready[i]
                 i += 1
-                e = Entry(side, t, seq, values, start=t, key=cond.key_of(side, values))
-                started.append(e)
-                if e.key is None:  # a NULL key (or a failed ON condition of its own side) matches nothing
-                    continue
-                for other in self.present[1 - side].get(e.key, ()):
-                    left, right = (e, other) if side == 0 else (other, e)
-                    if cond.residual_ok(left.values, right.values):
-                        self.pair(left, right, now, out)
-                self.present[side].setdefault(e.key, []).append(e)
+                e = self.change(side, t, seq, values, now, cond, out)
+                if e is not None:
+                    started.append(e)
             for e in started:  # every row of the instant has arrived: rows still alone are NULL-extended
-                if self.spec.preserves(e.side) and not e.matched:
+                if self.spec.preserves(e.side) and not e.matched and not e.gone and not e.eager:
                     e.eager = True
-                    out.append(self.null_row(e, now))
+                    out.append(self.null_row(e, int(e.start)))
+
+    def change(self, side, t, seq, values, now, cond, out) -> Entry | None:
+        """One row of `side`: an append, or a changing table's upsert or delete. The new Entry, if any."""
+        pk_columns = self.spec.changing[side]
+        if pk_columns:
+            values = dict(values)
+            deleted = values.pop(CHANGE, "+") == "-"
+            pk = tuple(hashable(values.get(c)) for c in pk_columns)
+            old = self.by_pk[side].pop(pk, None)
+            if old is not None:
+                self.withdraw(old, now, out)
+            if deleted:
+                return None
+        e = Entry(side, t, seq, values, start=t, key=cond.key_of(side, values))
+        e.partners = 0
+        if pk_columns:
+            self.by_pk[side][pk] = e
+        if e.key is None:  # a NULL key (or a failed ON condition of its own side) matches nothing
+            return e
+        for other in self.present[1 - side].get(e.key, ()):
+            left, right = (e, other) if side == 0 else (other, e)
+            if cond.residual_ok(left.values, right.values):
+                self.pair(left, right, now, out)
+                e.partners += 1
+                other.partners = getattr(other, "partners", 0) + 1
+        self.present[side].setdefault(e.key, []).append(e)
+        return e
+
+    def withdraw(self, e: Entry, now, out) -> None:
+        """A table row that is replaced or deleted: every result it gave is withdrawn; a partner
+        left alone, if preserved, is NULL-extended again."""
+        e.gone = True
+        rows = self.present[e.side].get(e.key)
+        if rows is not None:
+            rows.remove(e)
+            if not rows:
+                del self.present[e.side][e.key]
+        if self.spec.preserves(e.side) and e.eager and not e.matched:
+            out.append(self.null_row(e, int(e.start), DELETE))  # its NULL-extended row
+        if not e.matched:
+            return
+        cond_pairs = self.present[1 - e.side].get(e.key, ()) if e.key is not None else ()
+        for other in cond_pairs:
+            if not self._paired(e, other):
+                continue
+            left, right = (e, other) if e.side == 0 else (other, e)
+            out.append(Output(DELETE, int(max(e.start, other.start)), left.values, right.values))  # as it was written
+            other.partners -= 1
+            if other.partners == 0 and self.spec.preserves(other.side):
+                other.matched, other.eager = False, True  # alone again: NULL-extended
+                out.append(self.null_row(other, int(other.start)))
+
+    def _paired(self, a: Entry, b: Entry) -> bool:
+        """Whether `a` and `b` (of the same join key) gave a pair: the residual held."""
+        left, right = (a, b) if a.side == 0 else (b, a)
+        return self._cond.residual_ok(left.values, right.values)
+
+    def advance(self, limit, cond):
+        self._cond = cond  # withdraw() re-checks the residual of pairs it takes back
+        return super().advance(limit, cond)
 
     def size(self) -> int:
         return len(self.buffer) + sum(len(rows) for side in self.present for rows in side.values())
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state.pop("_cond", None)
+        return state

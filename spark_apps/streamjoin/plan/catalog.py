@@ -20,24 +20,17 @@ def relation_from_create(create: exp.Create, where: Located, arrival: bool = Fal
     table = schema.this if isinstance(schema, exp.Schema) else schema
     name = relation_name(table)
     options = _options(create)
-    columns: list[Column] = []
-    primary_key: list[str] = []
-    watermark: exp.WatermarkColumnConstraint | None = None
-    for item in schema.expressions if isinstance(schema, exp.Schema) else []:
-        if isinstance(item, exp.ColumnDef):
-            col = ident_name(item.this)
-            columns.append(Column(col, item.args["kind"].sql("risingwave") if item.args.get("kind") else "UNKNOWN"))
-            if any(isinstance(c.kind, exp.PrimaryKeyColumnConstraint) for c in item.constraints):
-                primary_key.append(col)
-        elif isinstance(item, exp.WatermarkColumnConstraint):
-            watermark = item
-        elif isinstance(item, exp.PrimaryKey):
-            primary_key.extend(ident_name(e.this if isinstance(e, exp.Ordered) else e) for e in item.expressions)
+    columns, primary_key, watermark = _declared(schema)
     if kind == "SINK":
         return Relation(name, Kind.TABLE, tuple(columns), options=tuple(sorted(options.items())))
     columns += _included(create, options, {c.name for c in columns}, where)
 
     is_stream = kind == "STREAM" or options.get("append_only") == "true"  # RisingWave: an APPEND ONLY table is a stream
+    if options.get("changelog") in CHANGELOGS:  # a table fed by its changes: read as the stream of them
+        if not primary_key:
+            where.fail(f"'{name}' is fed by a changelog (FORMAT {options['changelog'].upper()}), which changes rows by "
+                       "their primary key: it declares none", create.this, "declare it: PRIMARY KEY (id)")
+        is_stream = True
     rowtime, lateness, implicit = None, 0, False
     if is_stream and options.get("connector", "").lower() == "kinesis" and "approximate_arrival" not in [c.name for c in columns]:
         columns.append(Column("approximate_arrival", "TIMESTAMP"))  # each record's ApproximateArrivalTimestamp
@@ -67,6 +60,28 @@ def relation_from_create(create: exp.Create, where: Located, arrival: bool = Fal
 # Set by whoever compiles (`compile_sql(..., catalog=io.postgres.catalog_columns)`): the plan
 # reads no database itself.
 CATALOG: ContextVar[Callable[[str, str], list[tuple[str, str]]] | None] = ContextVar("catalog", default=None)
+
+
+def _declared(schema) -> tuple[list[Column], list[str], exp.WatermarkColumnConstraint | None]:
+    """(the columns, the primary key, the WATERMARK clause) a declaration's parentheses hold."""
+    columns: list[Column] = []
+    primary_key: list[str] = []
+    watermark = None
+    for item in schema.expressions if isinstance(schema, exp.Schema) else []:
+        if isinstance(item, exp.ColumnDef):
+            col = ident_name(item.this)
+            columns.append(Column(col, item.args["kind"].sql("risingwave") if item.args.get("kind") else "UNKNOWN"))
+            if any(isinstance(c.kind, exp.PrimaryKeyColumnConstraint) for c in item.constraints):
+                primary_key.append(col)
+        elif isinstance(item, exp.WatermarkColumnConstraint):
+            watermark = item
+        elif isinstance(item, exp.PrimaryKey):
+            primary_key.extend(ident_name(e.this if isinstance(e, exp.Ordered) else e) for e in item.expressions)
+    return columns, primary_key, watermark
+
+
+# RisingWave's FORMATs whose rows change a table by its primary key (io.changelog reads them)
+CHANGELOGS = ("debezium", "upsert")
 
 
 def _catalog_columns(name: str, options: dict[str, str], where: Located, create: exp.Create) -> list[Column]:

@@ -111,6 +111,12 @@ class Relation:
     def option(self, key: str, default: str | None = None) -> str | None:
         return dict(self.options).get(key, default)
 
+    @property
+    def changing(self) -> bool:
+        """A table fed by its changes (FORMAT DEBEZIUM / UPSERT): a stream of upserts and deletes by
+        its primary key."""
+        return self.option("changelog") in ("debezium", "upsert")
+
 
 @dataclass(frozen=True)
 class TimeWindowFunction:

@@ -27,8 +27,11 @@ def describe_state(kind: JoinKind, join_type: JoinType, left_items, right, condi
             "no stream state: each stream row takes its nearest table row and is passed on",
         )
     if kind == JoinKind.REGULAR:
-        return tuple(f"'{item.alias}': every row, per join key, for as long as the query runs (grows without bound: "
-                     "a regular join over the whole history)" for item in (*left_items, right) if item.is_stream)
+        return tuple((f"'{item.alias}': its latest row per primary key ({', '.join(item.relation.primary_key)}), for as "
+                      "long as the query runs; an update or delete withdraws the results of the row it replaces"
+                      if item.relation.changing else
+                      f"'{item.alias}': every row, per join key, for as long as the query runs (grows without bound: "
+                      "a regular join over the whole history)") for item in (*left_items, right) if item.is_stream)
     if kind == JoinKind.ASOF:
         return (
             f"rows of '{right.alias}' per key ({', '.join(sql(r) for _, r in condition.keys)}), "

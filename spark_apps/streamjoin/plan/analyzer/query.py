@@ -91,12 +91,20 @@ class QueryAnalysis:
         """The EMIT clause; a regular join's results change as rows arrive: an outer one's rows are
         a changelog (EMIT CHANGES), an inner one's are appended at once (EMIT EAGER)."""
         regular = [j for j in self.joins if j.kind == JoinKind.REGULAR]
+        in_regular = {a for j in regular for a in (*j.left_inputs, j.right)}
+        for item in self.items:
+            if item.relation.changing and item.alias not in in_regular:
+                self.where.fail(f"'{item.relation.name}' changes by its changelog (rows updated and deleted): it is read by a "
+                                "regular join only", item.node,
+                                "join it without a window or time bound (a regular join), which follows its changes")
         if not regular:
             return Emit(written.name) if written else Emit.FINAL
         if written is not None and written.name != Emit.CHANGES:
             self.where.fail(f"EMIT {written.name} needs joins bounded in time: a regular join's results change as rows "
                             "arrive", written, "drop the EMIT clause (its rows are a changelog), or bound the join in time")
-        return Emit.EAGER if all(j.join_type == JoinType.INNER for j in regular) and written is None else Emit.CHANGES
+        changing = any(i.relation.changing for i in self.items)  # its updates and deletes withdraw results
+        appended = all(j.join_type == JoinType.INNER for j in regular) and not changing
+        return Emit.EAGER if appended and written is None else Emit.CHANGES
 
     def disorder(self, output: tuple[OutputColumn, ...], stream: bool) -> int | None:
         """A stream query that selects another expression AS ROWTIME promotes it (s-Server): the
