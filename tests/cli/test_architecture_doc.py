@@ -37,3 +37,20 @@ def test_the_two_stream_throughput_in_status_is_the_range_of_the_benchmark_table
     status = (ROOT / "docs" / "status.md").read_text()
     low, high = regex.search(r"two-stream throughput ([\d.]+)-([\d.]+)x Flink", status).groups()
     assert len(ratios) == 4 and (float(low), float(high)) == (min(ratios), max(ratios)), ratios
+
+
+def _docs_text() -> str:
+    return "\n".join(p.read_text() for p in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))])
+
+
+def test_every_test_file_and_test_function_the_docs_name_exists():
+    text = _docs_text()
+    files = set(re.findall(r"\btests/[\w/]+\.py\b", text))
+    missing_files = sorted(f for f in files if not (ROOT / f).exists())
+    assert not missing_files, missing_files
+    # test modules named bare (`test_regular_joins`) and test functions named in full
+    sources = {p.stem: p.read_text() for p in (ROOT / "tests").rglob("test_*.py")}
+    every = "\n".join(sources.values())
+    named = set(re.findall(r"\btest_[a-z0-9_]+\b", text))
+    missing = sorted(n for n in named if n not in sources and f"def {n}(" not in every)
+    assert not missing, f"docs name tests that do not exist: {missing}"

@@ -260,9 +260,11 @@ class Stager:
                 raise ValueError(f"input {self.spec.alias}: {where}: each record must hold one JSON object "
                                  f"({len(datas)} records gave {table.num_rows} rows)")
             table = conform(table, self.spec.schema, self.spec.rowtime, where)
-            if ARRIVAL in table.column_names:
-                i = table.column_names.index(ARRIVAL)
-                table = table.set_column(i, ARRIVAL, pa.array(arrivals_us, pa.int64()).cast(table.schema.field(i).type))
+            arrived = pa.array(arrivals_us, pa.int64())
+            for column in (ARRIVAL, self.spec.rowtime if self.spec.arrival else None):  # arrival order: the records'
+                if column in table.column_names:
+                    i = table.column_names.index(column)
+                    table = table.set_column(i, column, arrived.cast(table.schema.field(i).type))
             return table
 
         if self._kinesis is None:
