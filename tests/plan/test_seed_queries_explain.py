@@ -113,3 +113,84 @@ def test_comma_join_takes_its_condition_from_where():
 def test_output_rowtime_is_selectable_as_rowtime():
     first = _final("s000_example_with_on").output[0]
     assert (first.name, m.sql(first.expression)) == ("rowtime", "ROWTIME")
+
+
+# The facts that matter of each seed, written by hand from the seeds and SEMANTICS.md (not copied
+# from the goldens, which the code writes): which engine runs its first join, how long each input's
+# rows are kept, and when rows are emitted. (kind, engine, retention); every seed emits FINAL rows.
+BATCH, OPERATOR, NATIVE, LOOKUP = ("streamjoin's batch interval join", "streamjoin's stateful join operator",
+                                   "Spark's native stream-stream join", None)
+MIN = "rows until the join clock passes ROWTIME + 1 MINUTE"
+SNAPSHOT_HELD = "read once at query start, broadcast and held in memory"
+LATEST = "the latest row per key (_key) of its changelog stream, for the whole run"
+FACTS = {
+    "s000_beast_extra_filters": ("stream-table snapshot join", LOOKUP, ["'a'", SNAPSHOT_HELD]),
+    "s000_beast_left_join": ("stream-table snapshot join", LOOKUP, ["'a'", SNAPSHOT_HELD]),
+    "s000_beast_simple_join": ("stream-table snapshot join", LOOKUP, ["'a'", SNAPSHOT_HELD]),
+    "s000_city_sales": ("bucketed table-preserving join", LOOKUP, ["per hour bucket of 'cs'", "unmatched table row is emitted NULL-extended"]),
+    "s000_comma_join_where": ("stream-stream window join", BATCH, [f"'oq' {MIN}", f"'sp' {MIN}"]),
+    "s000_cross_join": ("stream-stream window join", BATCH, [f"'oq' {MIN}", f"'sp' {MIN}"]),
+    "s000_cross_join_where": ("stream-stream window join", BATCH, [f"'oq' {MIN}", f"'sp' {MIN}"]),
+    "s000_example_with_natural": ("stream-stream window join", BATCH, [f"'oq' {MIN}", f"'sp' {MIN}"]),
+    "s000_example_with_on": ("stream-stream window join", BATCH, [f"'oq' {MIN}", f"'sp' {MIN}"]),
+    "s000_example_with_rows": ("stream-stream window join", OPERATOR, ["'oq': the last 6 rows", "'sp': the last 6 rows"]),
+    "s000_example_with_using": ("stream-stream window join", BATCH, [f"'oq' {MIN}", f"'sp' {MIN}"]),
+    "s000_full_join": ("stream-stream window join", BATCH, [f"'oq' {MIN}; a row that matched nothing is then emitted NULL-extended",
+                                                           f"'sp' {MIN}; a row that matched nothing is then emitted NULL-extended"]),
+    "s000_inner_example": ("stream-stream window join", BATCH, [f"'oq' {MIN}", f"'sp' {MIN}"]),
+    "s000_left_join": ("stream-stream window join", BATCH, [f"'oq' {MIN}; a row that matched nothing", f"'sp' {MIN}\n"]),
+    "s000_multiway": ("stream-stream window join", NATIVE, ["'b1' rows until the join clock passes ROWTIME + 1 HOUR",
+                                                           "'asks' rows until the join clock passes ROWTIME + 2 SECOND"]),
+    "s000_right_join": ("stream-stream window join", BATCH, [f"'oq' {MIN}\n", f"'sp' {MIN}; a row that matched nothing"]),
+    "s001_asof_inner": ("ASOF join", OPERATOR, ["rows of 'md' per key (md.stock_name), the latest per ordering value"]),
+    "s001_asof_left": ("ASOF join", OPERATOR, ["rows of 'md' per key (md.stock_name), the latest per ordering value"]),
+    "s001_interval_join": ("interval join", BATCH, ["'s1' rows until the join clock passes ROWTIME\n",
+                                                    "'s2' rows until the join clock passes ROWTIME + 1 MINUTE"]),
+    "s001_temporal_join": ("process-time temporal join", LOOKUP, ["no state: 'products' is re-read at every micro-batch"]),
+    "s001_temporal_join_where": ("process-time temporal join", LOOKUP, ["no state: 'version' is re-read at every micro-batch"]),
+    "s001_window_join": ("window join", OPERATOR, ["per window and key, until the join clock passes window_end"]),
+    "s002_login_failures": ("stream-stream window join", BATCH, ["'lf' rows until the join clock passes ROWTIME\n", f"'tx' {MIN}"]),
+    "s002_login_failures_named_window": ("stream-stream window join", BATCH, [f"'SuspectLoginFailures' {MIN}", f"'Transactions' {MIN}"]),
+    "s002_match_bids_and_asks": ("stream-stream window join", OPERATOR, ["'b' rows until the join clock passes ROWTIME + 10 SECOND",
+                                                                         "'a': the last 1 row of the whole input"]),
+    "s002_match_bids_and_asks_named_window": ("stream-stream window join", OPERATOR, [
+        "'b' rows until the join clock passes ROWTIME + 10 SECOND", "'a': the last 1 row of the whole input"]),
+    "s002_row_based_window_aggregate": (None, LOOKUP, []),  # an aggregate over a ROWS window: no join
+    "s003_orders_shipments": ("stream-stream window join", BATCH, ["'s' rows until the join clock passes ROWTIME\n",
+                                                                   "'o' rows until the join clock passes ROWTIME + 1 HOUR"]),
+    "s004_inner_join": ("stream-table changelog join", OPERATOR, [f"'customerstable': {LATEST}"]),
+    "s004_joining_and_grouping": ("stream-table snapshot join", LOOKUP, ["'customerstable', " + SNAPSHOT_HELD]),
+    "s004_key_join": ("stream-stream window join", BATCH, ["'customers' rows until the join clock passes ROWTIME\n"]),
+    "s004_key_join_explicit": ("stream-stream window join", BATCH, ["'orders' rows until the join clock passes ROWTIME\n"]),
+    "s004_left_join": ("stream-table changelog join", OPERATOR, [f"'customerstable': {LATEST}"]),
+    "s004_more_than_two_sources": ("stream-stream window join", BATCH, ["the snapshot of 'customerorders', " + SNAPSHOT_HELD]),
+    "s004_outer_join": ("stream-stream window join", NATIVE, [
+        "'ordersstream' rows until the join clock passes ROWTIME; a row that matched nothing is then emitted NULL-extended",
+        "'customersstream' rows until the join clock passes ROWTIME; a row that matched nothing is then emitted NULL-extended"]),
+    "s004_right_join": ("stream-table changelog join", OPERATOR, [f"'customerstable': {LATEST}"]),
+    "s004_table_arrives_later": ("stream-table changelog join", OPERATOR, [f"'customerstable': {LATEST}",
+                                                                           "'orders' rows that found no table row: they wait"]),
+    "s004_within": ("stream-stream window join", BATCH, [
+        "'customers' rows until the join clock passes ROWTIME + 5 SECOND; a row that matched nothing",
+        "'orders' rows until the join clock passes ROWTIME + 5 SECOND"]),
+}
+
+
+def test_every_seed_has_hand_written_facts():
+    assert set(FACTS) == {p.stem for p in SEEDS}
+
+
+@pytest.mark.parametrize("name", sorted(FACTS))
+def test_a_seeds_explain_names_its_join_engine_state_retention_and_final_emission(name):
+    text = explain_text(compile_sql((FIXTURES / "seeds" / f"{name}.sql").read_text(), f"{name}.sql"))
+    kind, engine, retention = FACTS[name]
+    assert "emit: FINAL" in text and "emit: EAGER" not in text and "emit: CHANGES" not in text
+    if kind is not None:
+        assert f"[{kind}]" in text.split("join 1:")[1].splitlines()[0], text
+    operators = [line.split("operator: ", 1)[1] for line in text.splitlines() if "operator: " in line]
+    if engine is None:
+        assert not operators, operators  # a lookup against a table, or no join: no join operator
+    else:
+        assert operators and operators[0].startswith(engine), operators
+    for phrase in retention:
+        assert phrase in text, (phrase, text)
