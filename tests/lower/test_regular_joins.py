@@ -205,3 +205,37 @@ def test_two_tables_that_change_join_on_a_column_that_is_not_a_key_and_follow_ev
                          lambda c, r: (c and c["id"], c and c["region"], r and r["label"]))
     assert status["rejected_rows"] == 0, status
     assert fold_by(rows, ("id", "region", "label")) == want, rows
+
+
+def test_an_upsert_sink_holds_the_joins_rows_as_they_stand_after_updates_deletes_and_a_restart(spark, tmp_path):
+    from deltalake import DeltaTable
+
+    rng = random.Random("cdc-upsert-sink")
+    state: dict = {}
+    batches, orders = [], []
+    for n in range(3):
+        new_orders = [{"oid": 10 * n + i, "cust": rng.choice([1, 2, 3, None])} for i in range(4)]
+        orders += new_orders
+        batches.append({"orders": new_orders,
+                        "customers": debezium_events(rng, [1, 2, 3], {"name": ["ann", "bob"], "region": [1]}, 5, state)})
+    table = tmp_path / "enriched"
+    sql = TABLES.format(d=tmp_path) + f"""
+    CREATE SINK enriched WITH (connector = 'files', path = '{table}', format = 'delta', type = 'upsert', primary_key = 'oid');
+    INSERT INTO enriched SELECT o.oid, c.name FROM orders AS o LEFT JOIN customers AS c ON o.cust = c.id;
+    """
+    _, status = _run_in_three_parts(spark, tmp_path, sql, batches)
+    got = sorted((r["oid"], r["name"]) for r in DeltaTable(str(table)).to_pyarrow_table().to_pylist())
+    want = sorted((o["oid"], state[o["cust"]]["name"] if o["cust"] in state else None) for o in orders)
+    assert got == want, (got, want, status)
+    assert status["rejected_rows"] == 0, status
+
+
+def test_a_changelog_into_a_sink_that_appends_is_refused_with_what_to_declare():
+    from streamjoin.errors import Unsupported
+
+    sql = TABLES.format(d="/tmp/x") + """
+    CREATE SINK enriched WITH (connector = 'files', path = '/tmp/x/out', format = 'delta');
+    INSERT INTO enriched SELECT o.oid, c.name FROM orders AS o LEFT JOIN customers AS c ON o.cust = c.id;
+    """
+    with pytest.raises(Unsupported, match="declare it type = 'upsert', primary_key = 'col, ...'"):
+        Pipeline.from_sql(sql, "rw.sql")

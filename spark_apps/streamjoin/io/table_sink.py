@@ -62,6 +62,10 @@ class SinkSpec:
     path: str  # s3://bucket/prefix or a local folder
     format: str  # delta | parquet
     partitioned_by: str | None  # 'hour' or None
+    # 'upsert': a changelog applied by `primary_key` (Delta merges; RisingWave's sink type);
+    # 'append-only': rows appended
+    type: str = "append-only"
+    primary_key: tuple[str, ...] = ()
 
     @classmethod
     def from_options(cls, name: str, options: dict[str, str], expand=lambda v: v) -> SinkSpec:
@@ -77,7 +81,14 @@ class SinkSpec:
         part = (options.get("partitioned_by") or "").strip().lower() or None
         if part not in (None, HOUR):
             raise ValueError(f"sink '{name}': partitioned_by = '{part}' is not supported (use 'hour', or leave it out)")
-        return cls(name, s3.normalize(path), fmt, part)
+        key = tuple(k.strip() for k in (options.get("primary_key") or "").split(",") if k.strip())
+        kind = (options.get("type") or ("upsert" if key else "append-only")).lower()
+        if kind not in ("upsert", "append-only"):
+            raise ValueError(f"sink '{name}': type = '{kind}' is not supported (use 'upsert' or 'append-only')")
+        if kind == "upsert" and (not key or fmt != "delta" or part):
+            raise ValueError(f"sink '{name}': type = 'upsert' applies a changelog by key to a Delta table: it needs "
+                             "primary_key = 'col, ...' and format = 'delta', and no partitioned_by")
+        return cls(name, s3.normalize(path), fmt, part, kind, key)
 
 
 def write_files(frame, spec: SinkSpec, version: int, settings: s3.S3Settings, rowtime_column: str):
@@ -168,6 +179,42 @@ class TableSink:
                  time.time() - started)
         return rows
 
+    def apply(self, rows: pa.Table, version: int, op: str | None) -> int | None:
+        """Commit rows the driver holds (streamjoin's operator's output) as `version`: a changelog
+        (`op` its column, +I / -D) merged by the primary key into a Delta table (type 'upsert'), or
+        rows appended. None if `version` was committed before (a replay), else the rows applied."""
+        return retrying(f"sink {self.spec.name} version {version}", lambda: self._apply(rows, version, op))
+
+    def _apply(self, rows: pa.Table, version: int, op: str | None) -> int | None:
+        committed = self.committer.committed_version()
+        if committed is not None and version <= committed:
+            log.info("sink %s: version %d is already committed, skipped (a replayed batch)", self.spec.name, version)
+            return None
+        if not rows.num_rows:
+            return 0
+        crash_point("sink.before_commit")
+        if self.spec.type == "upsert":
+            self.committer.merge(rows, version, self.spec.primary_key, op)
+        else:
+            data = rows.drop_columns([op]) if op else rows
+            self.committer.commit(self._write_arrow(data, version), data.schema, version)
+        crash_point("sink.after_commit")
+        log.info("sink %s: committed version %d: %d changes", self.spec.name, version, rows.num_rows)
+        return rows.num_rows
+
+    def _write_arrow(self, data: pa.Table, version: int) -> list[tuple]:
+        """One Parquet file of `data` under the table, written by the driver: [(path, size, hour, rows)]."""
+        import pyarrow.parquet as pq
+
+        filesystem, root = s3.resolve(self.spec.path, self.settings)
+        relative = f"part-{version:08d}-{uuid.uuid4().hex}.parquet"
+        if not s3.is_s3(self.spec.path):
+            import os
+
+            os.makedirs(root, exist_ok=True)
+        pq.write_table(data, f"{root}/{relative}", filesystem=filesystem)
+        return [(relative, filesystem.get_file_info(f"{root}/{relative}").size, None, data.num_rows)]
+
     def hour_rows(self) -> dict[str, int]:
         """Committed rows per hour partition."""
         return retrying(f"sink {self.spec.name}: reading its log", self.committer.hour_rows)
@@ -237,6 +284,29 @@ class DeltaCommitter:
         else:
             table.create_write_transaction(actions, "append", schema, partition_by=part, commit_properties=props)
 
+    def merge(self, rows: pa.Table, version: int, key: tuple[str, ...], op: str) -> None:
+        """A changelog applied by `key` in one commit: per key its last change wins (+I: the row
+        is inserted or replaces the one there; -D: the row there is deleted)."""
+        import pyarrow.compute as pc
+        from deltalake import CommitProperties, Transaction, write_deltalake
+
+        net = net_changes(rows, key, op)
+        props = CommitProperties(app_transactions=[Transaction(self.app_id, version)])
+        table = self._table()
+        if table is None:  # the first commit creates the table with the rows it inserts
+            inserted = net.filter(pc.equal(net.column(op), "+I")).drop_columns([op])
+            write_deltalake(self.uri, inserted, mode="append", storage_options=self._options(), commit_properties=props)
+            return
+        columns = [c for c in net.column_names if c != op]
+        quoted = {c: "`" + c.replace("`", "``") + "`" for c in net.column_names}
+        same = " AND ".join(f"t.{quoted[k]} IS NOT DISTINCT FROM s.{quoted[k]}" for k in key)
+        values = {quoted[c]: f"s.{quoted[c]}" for c in columns}
+        (table.merge(net, same, source_alias="s", target_alias="t", commit_properties=props)
+         .when_matched_update(values, predicate=f"s.{quoted[op]} = '+I'")
+         .when_matched_delete(predicate=f"s.{quoted[op]} = '-D'")
+         .when_not_matched_insert(values, predicate=f"s.{quoted[op]} = '+I'")
+         .execute())
+
     def hour_rows(self) -> dict[str, int]:
         table = self._table()
         if table is None:
@@ -292,3 +362,16 @@ class ManifestCommitter:
     def files(self, hour: str | None = None) -> list[str]:
         return [s3.join(self.spec.path, f["path"]) for m in self._manifests() for f in m["files"]
                 if hour is None or f[HOUR] == hour]
+
+
+def net_changes(rows: pa.Table, key: tuple[str, ...], op: str) -> pa.Table:
+    """Each key's last change of a changelog, in the order the keys last changed."""
+    missing = [k for k in key if k not in rows.column_names]
+    if missing:
+        raise ValueError(f"the sink's primary_key names {', '.join(missing)}, which the query does not write")
+    last: dict = {}
+    keys = zip(*[rows.column(k).to_pylist() for k in key], strict=True)
+    for i, k in enumerate(keys):
+        last.pop(k, None)
+        last[k] = i
+    return rows.take(pa.array(list(last.values()), pa.int64()))

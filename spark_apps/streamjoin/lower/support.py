@@ -335,8 +335,17 @@ def _custom_inputs(ctx: Context) -> str | None:
             return f"input '{i.alias}': connector '{connector}' is not supported for streams yet (use 'files', 's3' or 'kinesis')"
         if not relation.option("path") and connector != "kinesis":
             return f"stream '{relation.name}' needs WITH (path = '...') to be read"
-    if sink_spec(ctx.script, ctx.query) is not None:
+    sink = sink_spec(ctx.script, ctx.query)
+    if sink is None:
+        return None
+    if ctx.query.joins[0].kind != JoinKind.REGULAR:
         return "a join on streamjoin's own operator writes to --output (JSON Lines) in `run` yet, not to an S3 sink"
+    if ctx.query.emit == Emit.CHANGES and sink.type != "upsert":
+        return (f"the query writes a changelog (its results change as rows arrive) into sink '{sink.name}', which "
+                "appends: declare it type = 'upsert', primary_key = 'col, ...' (format 'delta'), as RisingWave's sinks")
+    missing = [k for k in sink.primary_key if k not in [c.name for c in ctx.query.output]]
+    if missing:
+        return f"sink '{sink.name}': primary_key names {', '.join(missing)}, which the query does not write"
     return None
 
 

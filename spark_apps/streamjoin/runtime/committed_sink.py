@@ -24,7 +24,8 @@ from streamjoin.runtime.ordered_sink import OrderedSink
 
 class CommittedSink(OrderedSink):
     def __init__(self, checkpoint: Path, lowered, input_top_us, query_file: str):
-        super().__init__(checkpoint, None, lowered.columns, lowered.order_delay_ms, lowered.bucketed, input_top_us)
+        super().__init__(checkpoint, None, lowered.columns, lowered.order_delay_ms, lowered.bucketed, input_top_us,
+                         lowered.custom, lowered.emit)
         self.table = TableSink(lowered.sink, _app_id(checkpoint))
         self.snapshots = [s.identity() for s in lowered.snapshots]
         self.query_file = query_file
@@ -34,6 +35,8 @@ class CommittedSink(OrderedSink):
     def __call__(self, frame, batch_id: int) -> None:
         if self.bucketed is not None:
             return super().__call__(frame, batch_id)  # held until the bucket closes
+        if self.custom:
+            return self._apply(frame, batch_id)
         rows = self.table.write(frame.select(*self.columns, ROWTIME_COLUMN), batch_id, ROWTIME_COLUMN)
         with self.lock:
             state = self.state()
@@ -44,7 +47,26 @@ class CommittedSink(OrderedSink):
             state.last_batch = max(state.last_batch, batch_id)
             self._save(state, None)
 
+    def _apply(self, frame, batch_id: int) -> None:
+        """streamjoin's operator (a regular join: rows emitted at once, EMIT EAGER or CHANGES): the
+        batch's rows, its meta rows aside, applied to the table under the batch id."""
+        from streamjoin.lower.lowered import OP
+
+        table = frame.toArrow()
+        with self.lock:
+            state = self.state()
+            rows = self._take_meta(state, table).select(self.columns)
+            applied = self.table.apply(rows, batch_id, OP if OP in self.columns else None)
+            if applied is not None and batch_id > state.last_batch:
+                state.rows_emitted += applied
+            if applied:
+                self._committed = max(batch_id, self._committed or -1)
+            state.last_batch = max(state.last_batch, batch_id)
+            self._save(state, None)
+
     def _release(self, threshold_us: int | None) -> None:
+        if self.custom:
+            return
         if self.bucketed is not None:
             self._release_buckets(threshold_us)
         self._mark(threshold_us)
