@@ -224,3 +224,17 @@ def test_a_session_window_on_a_join_input_is_refused_at_session():
     with pytest.raises(SqlError, match=r":3:\d+: error: session windows \(PARTITION BY SESSION ON"):
         compile_sql(DDL + "SELECT STREAM * FROM l JOIN r OVER (PARTITION BY SESSION ON k TIMEOUT AFTER INTERVAL '1' HOUR "
                     "ROWS CURRENT ROW) AS b ON l.k = b.k;")
+
+
+def test_update_and_delete_change_a_seeded_tables_rows_in_order_and_are_refused_elsewhere():
+    import json
+
+    sql = ("CREATE TABLE t (k INT PRIMARY KEY, v INT);\nINSERT INTO t VALUES (1, 10), (2, 20), (3, NULL);\n"
+           "UPDATE t SET v = v * 2 WHERE k <= 2;\nDELETE FROM t WHERE v > 30;\nUPDATE t SET v = 0 WHERE v IS NULL;\n"
+           "SELECT k, v FROM t;")
+    rows = json.loads(compile_sql(sql, "t.sql", dialect="risingwave").relation("t").option("rows"))
+    assert rows == [{"k": 1, "v": 20}, {"k": 3, "v": 0}]
+    with pytest.raises(SqlError, match=r":3:14: error: UPDATE t SET w: 't' has no column 'w'"):
+        compile_sql(sql.replace("SET v = v * 2", "SET w = 1"), "t.sql", dialect="risingwave")
+    with pytest.raises(SqlError, match=r"DELETE changes a table the file declares without a connector"):
+        compile_sql(DDL + "DELETE FROM l WHERE k = 1;\nSELECT STREAM * FROM l;", "t.sql")

@@ -80,6 +80,17 @@ class NativeLowering:
                 joined = one_event_time(joined, sides)
         return joined, None
 
+    def table_frame(self, query: Query):
+        """A query over tables only (RisingWave's materialized views of tables): one batch
+        DataFrame of its output columns, from the tables' snapshots."""
+        from pyspark.sql import functions as F
+
+        frames = {i.alias: self.input_frame(query, i, "") for i in query.inputs}
+        joined, _ = self.join_chain(query, frames, frames[query.inputs[0].alias], query.joins)
+        if query.where is not None:
+            joined = joined.where(F.expr(spark_sql(query.where)))
+        return joined.select(*[F.expr(spark_sql(c.expression)).alias(c.name) for c in query.output])
+
     def finish(self, query: Query, frames: dict, joined, bucketed_join, bounds: bool = False):
         from pyspark.sql import functions as F
 

@@ -41,9 +41,27 @@ Rule = tuple[str, Callable[[Context], str | None]]
 def check_runnable(script: Script, query: Query, options: LoweringOptions = LoweringOptions()) -> None:
     """Raise Unsupported for what this runtime does not run yet, naming it."""
     if query.kind != Kind.STREAM:
-        raise Unsupported("`run` runs streaming queries (SELECT STREAM over streams)")
+        return _check_table_query(script, query)
     check_query(Context(script, query, True, options))
     sink_spec(script, query)
+
+
+def _check_table_query(script: Script, query: Query) -> None:
+    """A query over tables only runs once, as a batch over their snapshots (`lower.table_query`):
+    joins of tables and filters; not aggregates, sinks or views yet."""
+    reasons = []
+    if query.select_kind == "TABLE" or query.aggregation is not None:
+        reasons.append("an aggregate or a SELECT TABLE over tables")
+    if query.sink:
+        reasons.append("INSERT INTO a sink")
+    for i in query.inputs:
+        if script.relation(i.relation).view:
+            reasons.append(f"the view '{i.relation}'")
+    if any(j.kind != JoinKind.TABLE_TABLE for j in query.joins):
+        reasons.append("an ASOF join of tables")
+    if reasons:
+        raise Unsupported(f"`run` runs a query over tables only as one batch of joins and filters, not {reasons[0]} "
+                          "yet: read a stream (SELECT STREAM)")
 
 
 def check_query(ctx: Context) -> None:

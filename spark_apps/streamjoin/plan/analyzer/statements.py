@@ -16,6 +16,7 @@ from sqlglot import exp
 from streamjoin.dialect import directives, parse_script
 from streamjoin.dialect.profiles import DEFAULT, Profile, fold
 from streamjoin.errors import SqlError
+from streamjoin.plan.analyzer import dml
 from streamjoin.plan.analyzer.foreign import as_declaration, options_of
 from streamjoin.plan.analyzer.pumps import Application, is_pump
 from streamjoin.plan.analyzer.query import QueryAnalysis
@@ -93,7 +94,7 @@ class Analyzer:
                     self.where.fail(f"SET {key} needs a value before the next statement", value,
                                     "end the SET with its value and a `;`: SET name = value;")
                 self.settings.append((key, value.sql() if value is not None else ""))
-        elif isinstance(st, exp.Insert) and isinstance(st.expression, exp.Values):
+        elif isinstance(st, exp.Insert) and isinstance(st.expression, exp.Values) or isinstance(st, exp.Update | exp.Delete):
             self.seed_rows(st)
         elif isinstance(st, exp.Insert):
             target = st.this.this if isinstance(st.this, exp.Schema) else st.this
@@ -145,11 +146,20 @@ class Analyzer:
                 "use CREATE STREAM | TABLE | SOURCE | SINK name (...) WITH (...) or CREATE VIEW name AS query",
             )
 
-    def seed_rows(self, st: exp.Insert) -> None:
+    def seed_rows(self, st: exp.Insert | exp.Update | exp.Delete) -> None:
         """`INSERT INTO t [(columns)] VALUES (...), ...` into a table the file declares without a
         connector (RisingWave's tests and demos seed their tables so): the rows are the table's
-        (`connector = 'values'`, read as its snapshot), added to any inserted before."""
+        (`connector = 'values'`, read as its snapshot), added to any inserted before. `UPDATE` and
+        `DELETE` change them, in order (plan.analyzer.dml)."""
         import json
+
+        if isinstance(st, exp.Update | exp.Delete):
+            try:
+                relation = dml.changed(self.relations, st, self.where)
+            except ValueError as error:
+                self.where.fail(str(error), st, "write the change with plain column comparisons and arithmetic")
+            self.relations[relation.name] = relation
+            return
 
         target = st.this.this if isinstance(st.this, exp.Schema) else st.this
         name = relation_name(target)
