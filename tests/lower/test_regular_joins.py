@@ -22,6 +22,11 @@ from streamjoin.runtime.pipeline import Pipeline
 JOIN_TYPES = ("INNER", "LEFT", "RIGHT", "FULL")
 
 
+def types(*quick: str) -> list:
+    """The join types `make test` runs; `make test-long` runs the others too."""
+    return [t if t in quick else pytest.param(t, marks=pytest.mark.long) for t in JOIN_TYPES]
+
+
 def sql_join(orders: list[dict], pays: list[dict], join_type: str) -> Counter:
     """The SQL join of every row: (id, amount) per result row, NULL as None."""
     out = Counter()
@@ -61,7 +66,7 @@ def program(tmp_path: Path, join_type: str) -> str:
     """
 
 
-@pytest.mark.parametrize("join_type", JOIN_TYPES)
+@pytest.mark.parametrize("join_type", types("INNER", "LEFT", "FULL"))
 def test_a_regular_join_folds_to_the_sql_join_of_every_row_read_across_micro_batches(spark, tmp_path, join_type):
     rng = random.Random(f"regular-{join_type}")
     orders = [{"id": rng.choice([1, 2, 3, 4, 5, None]), "cust": n, "ordered_at": "2024-01-01 00:00:00"} for n in range(14)]
@@ -168,7 +173,7 @@ def _run_in_three_parts(spark, tmp_path: Path, sql: str, batches: list[dict[str,
     raise AssertionError("no batches")
 
 
-@pytest.mark.parametrize("join_type", JOIN_TYPES)
+@pytest.mark.parametrize("join_type", types("LEFT", "FULL"))
 def test_a_stream_joined_with_a_table_that_changes_folds_to_the_join_with_the_tables_last_rows(spark, tmp_path, join_type):
     rng = random.Random(f"cdc-{join_type}")
     state: dict = {}
