@@ -71,3 +71,32 @@ SELECT STREAM t.name, orders.item FROM orders LEFT JOIN t ON t.region = orders.r
     assert query.joins[0].kind == JoinKind.CHANGELOG
     # a customer that moves region must meet its old version in the same group
     assert strategy.group_keys(query, query.joins[0]) == ()
+
+
+def test_a_range_window_row_that_matched_nothing_leaves_null_extended_when_its_window_ends():
+    from streamjoin.plan.windows import RangeWindow
+
+    spec = Spec(JoinKind.STREAM_STREAM_WINDOW, JoinType.FULL, Emit.FINAL, Side("l", RangeWindow(10)), Side("r", RangeWindow(10)),
+                keys=(('scope["l"]["k"]', 'scope["r"]["k"]'),))
+    group, cond = new_group(spec), Condition(spec)
+    group.add(0, 1_000, 0, {"id": "a", "k": 1})
+    group.add(1, 5_000, 0, {"k": 1, "v": "pair"})  # within a's 10 ms: a pair
+    group.add(0, 40_000, 1, {"id": "b", "k": 2})  # nothing for b
+    group.add(1, 60_000, 1, {"k": 3, "v": "alone"})  # nothing for it either
+    out = rows(group.advance(INF, cond))
+    assert sorted(out, key=repr) == sorted([("+I", 5_000, "a", "pair"), ("+I", 40_000, "b", None),
+                                            ("+I", 60_000, None, "alone")], key=repr)
+
+
+def test_a_regular_join_withdraws_the_results_of_a_table_row_that_is_updated_and_null_extends_the_partner_left_alone():
+    spec = Spec(JoinKind.REGULAR, JoinType.LEFT, Emit.CHANGES, Side("o"), Side("c"),
+                keys=(('scope["o"]["k"]', 'scope["c"]["id"]'),), changing=((), ("id",)))
+    group, cond = new_group(spec), Condition(spec)
+    group.add(0, 1, 0, {"id": "o1", "k": 1})
+    group.add(1, 2, 0, {"id": 1, "v": "ann", "__change": "+"})
+    group.add(1, 3, 1, {"id": 1, "v": "anne", "__change": "+"})
+    group.add(1, 4, 2, {"id": 1, "v": "anne", "__change": "-"})
+    assert rows(group.advance(INF, cond)) == [
+        ("+I", 1, "o1", None), ("-D", 1, "o1", None), ("+I", 2, "o1", "ann"),  # the order meets its customer
+        ("-D", 2, "o1", "ann"), ("+I", 1, "o1", None), ("-D", 1, "o1", None), ("+I", 3, "o1", "anne"),  # updated
+        ("-D", 3, "o1", "anne"), ("+I", 1, "o1", None)]  # deleted: the order is alone again
