@@ -75,11 +75,18 @@ WORKLOADS = {  # name: (join, keys, partners per row)
     # the l stream of inner-sparse joined with a 1M-row table (a stream-table snapshot join): about
     # 91% of rows find their table row; rows/s counts the stream's rows
     "snapshot": ("SNAPSHOT", 50_000, 1),
+    # the same files as a regular join of two append-only streams (RisingWave's join without a time
+    # bound, issue 40): every row of both kept; rows/s counts both streams' rows
+    "regular": ("REGULAR", 50_000, 1),
 }
 COMPARED = {"asof-sparse": "inner-sparse", "rows-sparse": "inner-sparse"}  # the Flink run a workload without its own is compared with
 ENGINES = ("streamjoin", "flink", "pyspark")
 FLINK_VENV = HERE / ".venv-flink"
 
+REGULAR_SQL = """CREATE SOURCE l (k INT, v INT) WITH (connector = 'files', path = '{l}') FORMAT PLAIN ENCODE JSON;
+CREATE SOURCE t (id INT, name VARCHAR, price DOUBLE) WITH (connector = 'files', path = '{r}') FORMAT PLAIN ENCODE JSON;
+CREATE MATERIALIZED VIEW joined AS SELECT l.k AS k, l.v AS lv, t.name AS name, t.price AS price FROM l JOIN t ON l.k = t.id;
+"""
 SNAPSHOT_SQL = """CREATE STREAM l (k INT, v INT) WITH (connector = 'files', format = 'json', path = '{l}');
 CREATE TABLE t (id INT PRIMARY KEY, name VARCHAR(32), price DOUBLE) WITH (connector = 'files', format = 'json', path = '{r}');
 SELECT STREAM ROWTIME, l.k AS k, l.v AS lv, t.name AS name, t.price AS price FROM l JOIN t ON l.k = t.id;
@@ -227,9 +234,9 @@ def workload_data(data: Path, workload: str, size: float) -> tuple[Spec, dict[st
     if join == "INNER3":
         l_dir, m_dir, r_dir, counts = generate_three(data, spec)
         return spec, {"l": l_dir, "m": m_dir, "r": r_dir}, counts[join]
-    if join == "SNAPSHOT":
+    if join in ("SNAPSHOT", "REGULAR"):
         l_dir, t_dir, counts = generate_table(data, spec)
-        return spec, {"l": l_dir, "r": t_dir}, counts[join]
+        return spec, {"l": l_dir, "r": t_dir}, counts["SNAPSHOT"]
     l_dir, r_dir, counts = generate(data, spec)
     if join == "ASOF LEFT":  # one row per l row
         return spec, {"l": l_dir, "r": r_dir}, spec.rows
@@ -245,6 +252,8 @@ def not_applicable(engine: str, workload: str) -> str:
         return f"n/a: no streaming ASOF join in {engine}; compared with its {COMPARED[workload]} run"
     if join == "ROWS" and engine != "streamjoin":
         return f"n/a: no ROWS-window join in {engine}; compared with its {COMPARED[workload]} run"
+    if engine == "pyspark" and join == "REGULAR":
+        return "n/a: a Spark streaming join needs a time bound to end (bench/pyspark_job.py)"
     if engine == "pyspark" and join == "INNER3":
         return "n/a: the hand-written PySpark job (bench/pyspark_job.py) is two-stream only"
     if engine == "pyspark" and join not in ("INNER", "SNAPSHOT"):
@@ -259,12 +268,15 @@ def command(engine: str, join: str, spec: Spec, dirs: dict[str, Path], run_dir: 
     if engine == "streamjoin":
         query = run_dir / "q.sql"
         key = "l.k" if join in ("INNER", "INNER3") else "COALESCE(l.k, r.k)"
-        text = {"ASOF LEFT": ASOF_SQL, "INNER3": THREE_SQL, "ROWS": ROWS_SQL, "SNAPSHOT": SNAPSHOT_SQL}.get(join, SQL)
+        text = {"ASOF LEFT": ASOF_SQL, "INNER3": THREE_SQL, "ROWS": ROWS_SQL, "SNAPSHOT": SNAPSHOT_SQL,
+                "REGULAR": REGULAR_SQL}.get(join, SQL)
         query.write_text(text.format(l=l_dir, m=dirs.get("m"), r=r_dir, join=join, key=key, s=spec.window_ms // 1000))
-        return [str(ROOT / ".venv" / "bin" / "streamjoin"), "run", str(query), "--until-idle",
+        dialect = ["--dialect", "risingwave"] if join == "REGULAR" else []
+        return [str(ROOT / ".venv" / "bin" / "streamjoin"), "run", str(query), *dialect, "--until-idle",
                 "--checkpoint", str(run_dir / "checkpoint")], None
     if engine == "flink":
         more = [str(dirs["m"])] if join == "INNER3" else []
+        join = "SNAPSHOT" if join == "REGULAR" else join  # Flink's job for it is a regular join already
         return [str(flink_python()), str(HERE / "flink_job.py"), l_dir, r_dir, join, str(spec.window_ms), *more], b"+I["
     return [str(ROOT / ".venv" / "bin" / "python"), str(HERE / "pyspark_job.py"), l_dir, r_dir, join,
             str(spec.window_ms), str(run_dir / "checkpoint")], None
@@ -432,6 +444,12 @@ def workload_notes(workloads: set[str]) -> list[str]:
             "l.ROWTIME + 1 minute JOIN r ON` the same with r, on the inner-sparse files of l and r plus a stream m",
             "generated the same way; its input rows/s counts the rows of all three streams. Flink runs the same",
             "SQL (two chained interval joins); the hand-written PySpark job is two-stream only."]
+    if "regular" in workloads:
+        notes += [
+            "", "`regular`: the snapshot workload's files as a regular join of two append-only streams",
+            "(`--dialect risingwave`, `l JOIN t ON l.k = t.id` without a time bound: every row of both kept, issue 40),",
+            "run by streamjoin's own operator; Flink runs the same regular join (its snapshot job). rows/s counts both",
+            "streams' rows."]
     if "snapshot" in workloads:
         notes += [
             "", "`snapshot`: the inner-sparse l stream joined with a 1M-row table, `l JOIN t ON l.k = t.id`, about 91%",
