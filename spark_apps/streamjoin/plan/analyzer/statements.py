@@ -13,10 +13,10 @@ from dataclasses import replace
 
 from sqlglot import exp
 
+import streamjoin.plan.analyzer.dml as dml
 from streamjoin.dialect import directives, parse_script
 from streamjoin.dialect.profiles import DEFAULT, Profile, fold
 from streamjoin.errors import SqlError
-from streamjoin.plan.analyzer import dml
 from streamjoin.plan.analyzer.foreign import as_declaration, options_of
 from streamjoin.plan.analyzer.pumps import Application, is_pump
 from streamjoin.plan.analyzer.query import QueryAnalysis
