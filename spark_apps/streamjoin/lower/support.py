@@ -49,6 +49,9 @@ def check_runnable(script: Script, query: Query, options: LoweringOptions = Lowe
 def _check_table_query(script: Script, query: Query) -> None:
     """A query over tables only runs once, as a batch over their snapshots (`lower.table_query`):
     joins of tables and filters; not aggregates, sinks or views yet."""
+    if any(i.kind == Kind.STREAM for i in query.inputs):  # Lenses' SELECT TABLE over streams
+        raise Unsupported("`run` runs streaming queries (SELECT STREAM over streams); a SELECT TABLE over streams (a "
+                          "table that changes as the streams do) is not run yet")
     reasons = []
     if query.select_kind == "TABLE" or query.aggregation is not None:
         reasons.append("an aggregate or a SELECT TABLE over tables")
