@@ -39,13 +39,7 @@ class CommittedSink(OrderedSink):
             return self._apply(frame, batch_id)
         rows = self.table.write(frame.select(*self.columns, ROWTIME_COLUMN), batch_id, ROWTIME_COLUMN)
         with self.lock:
-            state = self.state()
-            if rows is not None and batch_id > state.last_batch:
-                state.rows_emitted += rows
-            if rows:
-                self._committed = max(batch_id, self._committed or -1)
-            state.last_batch = max(state.last_batch, batch_id)
-            self._save(state, None)
+            self._record(self.state(), batch_id, rows)
 
     def _apply(self, frame, batch_id: int) -> None:
         """streamjoin's operator (a regular join: rows emitted at once, EMIT EAGER or CHANGES): the
@@ -56,13 +50,16 @@ class CommittedSink(OrderedSink):
         with self.lock:
             state = self.state()
             rows = self._take_meta(state, table).select(self.columns)
-            applied = self.table.apply(rows, batch_id, OP if OP in self.columns else None)
-            if applied is not None and batch_id > state.last_batch:
-                state.rows_emitted += applied
-            if applied:
-                self._committed = max(batch_id, self._committed or -1)
-            state.last_batch = max(state.last_batch, batch_id)
-            self._save(state, None)
+            self._record(state, batch_id, self.table.apply(rows, batch_id, OP if OP in self.columns else None))
+
+    def _record(self, state, batch_id: int, rows: int | None) -> None:
+        """A written batch in the sink's state: its rows (None: a replay, committed before)."""
+        if rows is not None and batch_id > state.last_batch:
+            state.rows_emitted += rows
+        if rows:
+            self._committed = max(batch_id, self._committed or -1)
+        state.last_batch = max(state.last_batch, batch_id)
+        self._save(state, None)
 
     def _release(self, threshold_us: int | None) -> None:
         if self.custom:
