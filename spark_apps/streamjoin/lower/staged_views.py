@@ -51,7 +51,7 @@ def lower_staged_views(spark, script: Script, query: Query, specs: list[InputSpe
             inner = stage(view, inner_path)
             mine = [s for s in rest if s.alias.startswith(inner_path)]
             rest = [s for s in rest if not s.alias.startswith(inner_path)]
-            spec = _part(spark, script, view, inner_path, mine, inner, staged, checkpoint, late_root, parts)
+            spec = _part(spark, script, view, inner_path, path + item.alias, mine, inner, staged, checkpoint, late_root, parts)
             staged[path + item.alias] = spec
             read.append(spec)
         return read
@@ -60,9 +60,10 @@ def lower_staged_views(spark, script: Script, query: Query, specs: list[InputSpe
     return parts, staged, rest, top
 
 
-def _part(spark, script: Script, view: Query, prefix: str, mine: list[InputSpec], inner: list[InputSpec],
+def _part(spark, script: Script, view: Query, prefix: str, key: str, mine: list[InputSpec], inner: list[InputSpec],
           staged: dict[str, InputSpec], checkpoint: Path, late_root: Path, parts: list[Lowered]) -> InputSpec:
-    """A view as a part of its own (appended to `parts`), and how its reader reads its rows."""
+    """A view as a part of its own (appended to `parts`), and how its reader reads its rows; `key`:
+    where the reader finds it (the reader's prefix and its alias), which names its staged input."""
     from pyspark.sql import functions as F
     from pyspark.sql.pandas.types import to_arrow_schema
 
@@ -77,7 +78,7 @@ def _part(spark, script: Script, view: Query, prefix: str, mine: list[InputSpec]
         columns.append(rowtime)
     rows = frame.drop(ET_COLUMN)
     schema = to_arrow_schema(rows.select(*columns).schema, timezone="UTC")
-    name = f"__view_{prefix[:-1]}"
+    name = f"__view_{key}"  # the query's own alias at the top, as before nested views were staged
     n = len(parts)
     spec = InputSpec(
         alias=name,
