@@ -62,7 +62,7 @@ class RegularJoin(GroupJoin):
             if cond.residual_ok(left.values, right.values):
                 self.pair(left, right, now, out)
                 e.partners += 1
-                other.partners = getattr(other, "partners", 0) + 1
+                other.partners += 1
         self.present[side].setdefault(e.key, []).append(e)
         return e
 
