@@ -46,6 +46,34 @@ def s3_server():
     server.stop()
 
 
+@pytest.fixture(scope="session")
+def kafka_broker(tmp_path_factory):
+    """A real Kafka-compatible broker (Tansu, io.kafka_broker) on a free port, topics in memory,
+    with STREAMJOIN_KAFKA_BOOTSTRAP pointing every program at it for the whole session. Tests keep
+    apart by their own topic names (`kafka_topic`)."""
+    from streamjoin.io.kafka import BOOTSTRAP_ENV
+    from streamjoin.io.kafka_broker import EmbeddedKafka
+
+    broker = EmbeddedKafka(port=0, log_path=str(tmp_path_factory.mktemp("kafka") / "tansu.log"))
+    broker.start()
+    saved = os.environ.get(BOOTSTRAP_ENV)
+    os.environ[BOOTSTRAP_ENV] = broker.servers
+    yield broker
+    if saved is None:
+        os.environ.pop(BOOTSTRAP_ENV, None)
+    else:
+        os.environ[BOOTSTRAP_ENV] = saved
+    broker.stop()
+
+
+@pytest.fixture
+def kafka_topic(kafka_broker):
+    """A fresh topic name's prefix on the session's broker (the topics are made by the test)."""
+    import uuid
+
+    return f"t-{uuid.uuid4().hex[:10]}"
+
+
 @pytest.fixture
 def s3_prefix(s3_server, request):
     """A fresh s3://streamjoin/<test name>/ prefix on the embedded server."""

@@ -7,6 +7,8 @@
   snapshot SRC DEST       export a declared table as a new immutable snapshot version
   s3 serve                the embedded S3-compatible server (S3 and Kinesis), until Ctrl-C
   kinesis put STREAM FILE put JSON Lines as Kinesis records (demos, tests)
+  kafka serve             the embedded Kafka broker (Tansu), until Ctrl-C
+  kafka put TOPIC FILE    put JSON Lines as Kafka records (demos, tests)
   quality check APP       validate one complete hour of an app's output
   report APP --hour H     the hour's report and Data Docs as local files to open (copied from S3)
 
@@ -69,6 +71,22 @@ def main(argv: list[str] | None = None) -> int:
     put.add_argument("files", metavar="FILE", nargs="+", help="JSON Lines (- for stdin); a rowtime bound is a line too")
     put.add_argument("--key", help="the field whose value is each record's partition key (default: the line number)")
     put.add_argument("--create", type=int, metavar="SHARDS", help="create the stream with SHARDS shards if it does not exist")
+    kafka = commands.add_parser("kafka", help="Kafka: the embedded broker, and putting records (demos, tests)")
+    kafka_commands = kafka.add_subparsers(dest="kafka_command", required=True)
+    kafka_serve = kafka_commands.add_parser("serve", help="run the embedded Kafka broker (Tansu) on localhost until Ctrl-C")
+    kafka_serve.add_argument("--host", default="127.0.0.1")
+    kafka_serve.add_argument("--port", type=int, default=9092, help="default 9092 (as Kafka)")
+    kafka_serve.add_argument("--storage", default="memory://tansu/", help="where topics live: memory://tansu/ (the "
+                             "default), or s3://BUCKET/ (the AWS_* variables' S3, e.g. `s3 serve`'s: kept across restarts)")
+    kafka_put = kafka_commands.add_parser("put", help="put the rows of JSON Lines files as records, in order")
+    kafka_put.add_argument("topic", metavar="TOPIC")
+    kafka_put.add_argument("files", metavar="FILE", nargs="+", help="JSON Lines (- for stdin); a rowtime bound is a line too")
+    kafka_put.add_argument("--key", help="the field whose value (as JSON) is each record's key (default: no key, "
+                           "rows go round the partitions)")
+    kafka_put.add_argument("--timestamp", help="the field that is each record's timestamp (default: the producer's clock)")
+    kafka_put.add_argument("--create", type=int, metavar="PARTITIONS", help="create the topic with PARTITIONS partitions "
+                           "(or add partitions up to that many)")
+    kafka_put.add_argument("--bootstrap", help="the brokers (default: STREAMJOIN_KAFKA_BOOTSTRAP, else 127.0.0.1:9092)")
     quality = commands.add_parser("quality", help="the data quality gate of an app's hourly output")
     quality_commands = quality.add_subparsers(dest="quality_command", required=True)
     quality_check = quality_commands.add_parser("check", help="validate one complete hour; exit 0 passed, 1 failed")
@@ -85,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     args.file = getattr(args, "file", args.command)
     try:
         return {"check": _check, "explain": _explain, "run": _run, "snapshot": _snapshot, "s3": _s3, "kinesis": _kinesis,
-                "quality": _quality, "report": _report}[args.command](args)
+                "kafka": _kafka, "quality": _quality, "report": _report}[args.command](args)
     except SqlError as error:
         print(error, file=sys.stderr)
         return EXIT_REJECTED
@@ -240,6 +258,23 @@ def _kinesis(args) -> int:
         lines += data.splitlines()
     sent = put(args.stream, lines, key=args.key, shards=args.create)
     print(f"streamjoin: put {sent} records into {args.stream}", file=sys.stderr)
+    return EXIT_OK
+
+
+def _kafka(args) -> int:
+    """`kafka serve` (io.kafka_broker.serve) or `kafka put` (one line on stderr says how many)."""
+    from streamjoin.io import kafka_broker
+
+    if args.kafka_command == "serve":
+        kafka_broker.serve(args.host, args.port, args.storage, sys.stdout)
+        return EXIT_OK
+    lines = []
+    for name in args.files:
+        data = sys.stdin.buffer.read() if name == "-" else Path(name).read_bytes()
+        lines += data.splitlines()
+    sent = kafka_broker.put(args.topic, lines, key=args.key, partitions=args.create, servers=args.bootstrap,
+                            timestamp=args.timestamp)
+    print(f"streamjoin: put {sent} records into {args.topic}", file=sys.stderr)
     return EXIT_OK
 
 

@@ -286,7 +286,7 @@ def test_a_child_shard_is_not_read_before_its_parent_is_read_to_its_end(tmp_path
     source = kinesis.KinesisSource({"stream": "fake"}, None, parse=lambda *a: None)
     positions: dict = {}
     source._list(positions)
-    assert not source._ready(source.shards["shard-1"], positions)  # the parent is not read yet
+    assert not source._ready(source.parts["shard-1"], positions)  # the parent is not read yet
     stager = Stager(spec(tmp_path, "fake"))
     (stager.dir / "END").touch()
     stager.advance()

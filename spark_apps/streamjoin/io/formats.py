@@ -152,3 +152,44 @@ def cast_column(col, target: pa.DataType):
         lowered = pc.utf8_lower(col)
         return pc.equal(lowered, "true")
     return pc.cast(col, target)
+
+
+def record_parser(spec):
+    """How a log input (`InputSpec` of a Kinesis stream or a Kafka topic) turns its records into
+    staged rows: `parse(datas, fills, where)`, each record's data one JSON object, and `fills`
+    the columns its metadata gives (io.log_merge.ARRIVED: its arrival instant, the rowtime of an
+    arrival-ordered input; a name starting with '?': only where the value gave none)."""
+    from streamjoin.io.log_merge import ARRIVED
+
+    def parse(datas: list[bytes], fills: dict, where: str) -> pa.Table:
+        text = b"\n".join(d.rstrip(b"\r\n") for d in datas) + b"\n"
+        table = read_text(text, "json", spec.schema)
+        if table.num_rows != len(datas):
+            raise ValueError(f"input {spec.alias}: {where}: each record must hold one JSON object "
+                             f"({len(datas)} records gave {table.num_rows} rows)")
+        table = conform(table, spec.schema, spec.rowtime, where)
+        # the records' metadata (arrival, key, partition, ...): columns their values do not hold
+        for column, values in fills.items():
+            if column == ARRIVED:
+                column = spec.rowtime if spec.arrival else None  # arrival order: the records'
+            where_null = column is not None and column.startswith("?")  # only where the value gave none
+            column = column[1:] if where_null else column
+            if column in table.column_names:
+                i = table.column_names.index(column)
+                filled = _filled(values, table.schema.field(i).type, column, where)
+                if where_null:
+                    filled = pc.if_else(pc.is_null(table.column(i)), filled, table.column(i))
+                table = table.set_column(i, column, filled)
+        return table
+
+    return parse
+
+
+def _filled(values: list, kind: pa.DataType, column: str, where: str) -> pa.Array:
+    """A column filled from records' metadata: instants in µs, or values as JSON reads them (a
+    key `42` into an INT, `{"id": 1}` into a STRUCT)."""
+    if pa.types.is_timestamp(kind):
+        return pa.array(values, pa.int64()).cast(kind)
+    lines = "".join(json.dumps({"v": v}, default=str) + "\n" for v in values).encode()
+    one = pa.schema([pa.field("v", kind)])
+    return conform(read_text(lines, "json", one), one, "v", f"{where} ({column})").column("v").combine_chunks()

@@ -27,6 +27,8 @@ class InputSpec:
     storage: dict | None = None
     # connector 'kinesis' (path kinesis://STREAM): stream, start, start_timestamp_us, idle_ms
     kinesis: dict | None = None
+    # connector 'kafka' (path kafka://TOPIC): io.kafka's options (bootstrap, topic, start, fills, ...)
+    kafka: dict | None = None
     on_error: str = "dead_letter"  # a row that cannot be read: 'dead_letter' (set aside) or 'fail'
     # a row whose rowtime is further than this ahead of the wall clock when read is set aside as
     # unreadable (one bad clock must not move the watermark past every other row); None: no limit
@@ -54,6 +56,8 @@ class InputSpec:
             d["storage"] = self.storage
         if self.kinesis is not None:
             d["kinesis"] = self.kinesis
+        if self.kafka is not None:
+            d["kafka"] = self.kafka
         d["on_error"] = self.on_error
         d["future_limit_ms"] = self.future_limit_ms
         if self.pattern is not None:

@@ -1,5 +1,6 @@
 """Rows as JSON Lines (the output contract of `run` and the late-rows output): keys are column
-names, timestamps `YYYY-MM-DD HH:MM:SS.fff`, SQL NULL as null."""
+names, timestamps `YYYY-MM-DD HH:MM:SS.fff`, SQL NULL as null, bytes (BYTEA: a Kafka record's key)
+as their UTF-8 text, or as PostgreSQL writes bytea (`\\x` and hex) when they are not UTF-8."""
 
 from __future__ import annotations
 
@@ -23,6 +24,11 @@ def format_value(value):
         return int(value) if value == value.to_integral_value() else float(value)
     if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
         return None
+    if isinstance(value, bytes | bytearray):
+        try:
+            return bytes(value).decode("utf-8")
+        except UnicodeDecodeError:
+            return "\\x" + bytes(value).hex()
     return value
 
 

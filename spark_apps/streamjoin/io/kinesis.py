@@ -30,14 +30,14 @@ standard AWS_* variables (AWS_ENDPOINT_URL_KINESIS or AWS_ENDPOINT_URL: the embe
 
 from __future__ import annotations
 
-import heapq
 import logging
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import pyarrow as pa
-import pyarrow.compute as pc
+
+from streamjoin.io.log_merge import ARRIVED, Part, RowtimeMerge
 
 log = logging.getLogger("streamjoin.kinesis")
 
@@ -71,24 +71,17 @@ def client(settings: dict | None = None):
 
 
 @dataclass
-class _Shard:
-    id: str
-    parents: tuple[str, ...]
-    closed: bool
+class _Shard(Part):
+    parents: tuple[str, ...] = ()
+    closed: bool = False
     iterator: str | None = None
-    read_seq: str | None = None  # the last record read (staged or held)
-    top_us: int | None = None  # the highest rowtime read from it
-    caught_up: bool = False
-    finished: bool = False  # closed and read to its end: its children may start
-    quiet_since: float | None = None  # caught up with no records since (wall clock)
-    held: list = field(default_factory=list)  # (rowtime_us, seq, row index in `rows`) not staged yet
 
 
-class KinesisSource:
+class KinesisSource(RowtimeMerge):
     """Reads one Kinesis stream for one input (see the module docstring)."""
 
     def __init__(self, options: dict, storage: dict | None, parse, on_error: str = "fail"):
-        """`options`: stream, start, start_timestamp (µs), idle_ms; `parse(datas, arrivals_us)`
+        """`options`: stream, start, start_timestamp (µs), idle_ms; `parse(datas, fills, where)`
         turns record data into a conformed Arrow table (one row per record, the rowtime column
         filled), raising on a malformed record. `on_error`: 'fail' (such a record fails the
         input) or 'dead_letter' (it is set aside in `rejected`, for the stager to write)."""
@@ -100,7 +93,7 @@ class KinesisSource:
         self.idle_ms = options.get("idle_ms", 10_000)
         self.parse = parse
         self.client = client(storage)
-        self.shards: dict[str, _Shard] = {}
+        self.parts: dict[str, _Shard] = {}
         self.rows: pa.Table | None = None  # held rows (rows not staged yet), in read order per shard
         self.rowtime: str | None = None
 
@@ -116,7 +109,7 @@ class KinesisSource:
         while True:
             self._list(positions)
             got = self._read_all(positions, first_start_us, new)
-            unread = [s for s in self.shards.values()
+            unread = [s for s in self.parts.values()
                       if not self._done(s, positions) and self._ready(s, positions) and not s.caught_up]
             quiet = 0 if got or unread else quiet + 1
             # a shard that became readable in this pass (a split's children, once their parent is
@@ -124,9 +117,12 @@ class KinesisSource:
             if not ending or quiet >= 2:
                 break
         if new:
-            self._hold(new)
-        release, staged = self._release(everything=ending)
-        return release, self._positions(positions, staged)
+            self.hold(new)
+        release, staged = self.release(everything=ending)
+        return release, self.next_positions(positions, staged)
+
+    def close(self) -> None:
+        """Nothing to leave: boto3's client holds no connection that outlives a call."""
 
     def _list(self, positions: dict) -> None:
         shards, token = [], None
@@ -139,14 +135,14 @@ class KinesisSource:
                 break
         for s in shards:
             closed = "EndingSequenceNumber" in s.get("SequenceNumberRange", {})
-            if s["ShardId"] in self.shards:
-                self.shards[s["ShardId"]].closed = closed
+            if s["ShardId"] in self.parts:
+                self.parts[s["ShardId"]].closed = closed
                 continue
             parents = tuple(p for p in (s.get("ParentShardId"), s.get("AdjacentParentShardId")) if p)
-            shard = _Shard(s["ShardId"], parents, closed)
-            shard.read_seq = positions.get(s["ShardId"], {}).get("seq")
+            shard = _Shard(s["ShardId"], parents=parents, closed=closed)
+            shard.read_pos = positions.get(s["ShardId"], {}).get("seq")
             shard.top_us = positions.get(s["ShardId"], {}).get("top_us")
-            self.shards[s["ShardId"]] = shard
+            self.parts[s["ShardId"]] = shard
 
     def _done(self, shard: _Shard, positions: dict) -> bool:
         """Read to its end (closed, nothing left), in this process or before a restart."""
@@ -154,21 +150,19 @@ class KinesisSource:
 
     def _ready(self, shard: _Shard, positions: dict) -> bool:
         """Its parents are done (or expired: no longer listed): a child is read after them."""
-        return all(p not in self.shards or self._done(self.shards[p], positions) for p in shard.parents)
+        return all(p not in self.parts or self._done(self.parts[p], positions) for p in shard.parents)
 
     def _read_all(self, positions: dict, first_start_us: int, out: list) -> bool:
         """One pass over the shards that can be read; True if any record came."""
         got = False
-        for shard in sorted(self.shards.values(), key=lambda s: s.id):  # parents sort before children
+        for shard in sorted(self.parts.values(), key=lambda s: s.id):  # parents sort before children
             if self._done(shard, positions) or not self._ready(shard, positions):
                 continue
             records, behind = self._read(shard, first_start_us)
             if records:
                 got = True
                 table, sequences = self._parse(shard, records)
-                table = table.append_column("__shard", pa.array([shard.id] * table.num_rows, pa.string()))
-                table = table.append_column("__seq", pa.array(sequences, pa.string()))
-                out.append(table)
+                out.append(self.tagged(table, shard, sequences))
             shard.caught_up = not records and not behind
             shard.quiet_since = (shard.quiet_since or time.time()) if shard.caught_up else None
             shard.finished = shard.finished or (shard.caught_up and shard.closed)
@@ -181,8 +175,7 @@ class KinesisSource:
 
         where = f"kinesis://{self.stream}/{shard.id}"
         try:
-            return (self.parse([r["Data"] for r in records],
-                               [int(r["ApproximateArrivalTimestamp"].timestamp() * 1_000_000) for r in records], where),
+            return (self.parse([r["Data"] for r in records], _fills(records), where),
                     [r["SequenceNumber"] for r in records])
         except (ValueError, pa.ArrowException) as error:
             if self.on_error == "dead_letter":
@@ -205,16 +198,16 @@ class KinesisSource:
         tables, kept = [], []
         for r in records:
             try:
-                tables.append(self.parse([r["Data"]], [int(r["ApproximateArrivalTimestamp"].timestamp() * 1_000_000)], where))
+                tables.append(self.parse([r["Data"]], _fills([r]), where))
                 kept.append(r)
             except (ValueError, pa.ArrowException) as error:
                 reason = (str(error).splitlines()[0] if str(error) else type(error).__name__).removeprefix(f"{where}: ")
                 self.rejected.append(dead_letter(None, where, None, r["Data"], reason, sequence=r["SequenceNumber"]))
-        table = pa.concat_tables(tables) if tables else self.parse([], [], where)
+        table = pa.concat_tables(tables) if tables else self.parse([], _fills([]), where)
         return table, [r["SequenceNumber"] for r in kept]
 
     def _read(self, shard: _Shard, first_start_us: int) -> tuple[list, bool]:
-        """Records after `read_seq` (up to RECORDS_PER_POLL); and whether the shard is behind its tip."""
+        """Records after `read_pos` (up to RECORDS_PER_POLL); and whether the shard is behind its tip."""
         records: list = []
         behind = False
         while len(records) < RECORDS_PER_POLL:
@@ -228,7 +221,7 @@ class KinesisSource:
             batch = page.get("Records", [])
             if batch:
                 records += batch
-                shard.read_seq = batch[-1]["SequenceNumber"]
+                shard.read_pos = batch[-1]["SequenceNumber"]
             shard.iterator = page.get("NextShardIterator")
             behind = (page.get("MillisBehindLatest") or 0) > 0
             if shard.iterator is None:  # closed and read to its end
@@ -240,9 +233,9 @@ class KinesisSource:
 
     def _iterator(self, shard: _Shard, first_start_us: int) -> str:
         kwargs = {"StreamName": self.stream, "ShardId": shard.id}
-        if shard.read_seq is not None:
-            kwargs.update(ShardIteratorType="AFTER_SEQUENCE_NUMBER", StartingSequenceNumber=shard.read_seq)
-        elif shard.parents and any(p in self.shards for p in shard.parents):
+        if shard.read_pos is not None:
+            kwargs.update(ShardIteratorType="AFTER_SEQUENCE_NUMBER", StartingSequenceNumber=shard.read_pos)
+        elif shard.parents and any(p in self.parts for p in shard.parents):
             kwargs.update(ShardIteratorType="TRIM_HORIZON")  # a child: everything after its parents
         elif self.start == "trim_horizon":
             kwargs.update(ShardIteratorType="TRIM_HORIZON")
@@ -267,66 +260,11 @@ class KinesisSource:
                 delay = min(delay * 2, 5.0)
         raise AssertionError("unreachable")
 
-    # ------------------------------------------------------------------ merging by rowtime
 
-    def _hold(self, new: list[pa.Table]) -> None:
-        rows = pa.concat_tables(([self.rows] if self.rows is not None else []) + new, promote_options="none")
-        self.rows = rows
-        rowtimes = pc.cast(rows.column(self.rowtime), pa.int64()).to_pylist()
-        shards, seqs = rows.column("__shard").to_pylist(), rows.column("__seq").to_pylist()
-        for shard in self.shards.values():
-            shard.held = []
-        for i, (rt, shard, seq) in enumerate(zip(rowtimes, shards, seqs, strict=True)):
-            self.shards[shard].held.append((rt, seq, i))
-            top = self.shards[shard].top_us
-            self.shards[shard].top_us = rt if top is None else max(top, rt)
-
-    def _frontier(self) -> int | None:
-        """The rowtime up to which every shard still delivering has come (None: no limit). A
-        shard read to its end, or caught up and silent for idle_timeout, holds no one back."""
-        now = time.time()
-        holding = [s.top_us for s in self.shards.values() if s.top_us is not None and not s.finished
-                   and not (s.caught_up and s.quiet_since and now - s.quiet_since >= self.idle_ms / 1000)]
-        return min(holding) if holding else None
-
-    def _release(self, everything: bool) -> tuple[pa.Table | None, dict[str, str]]:
-        """The held rows up to the frontier (each shard's longest prefix at or below it), merged
-        by rowtime, each shard's order kept; the rest stays held. Also: shard -> the sequence
-        number of its last released record, for the shards that released any."""
-        if self.rows is None or not self.rows.num_rows:
-            return None, {}
-        frontier = None if everything else self._frontier()
-        prefixes = []
-        for shard in self.shards.values():
-            n = 0
-            while n < len(shard.held) and (frontier is None or shard.held[n][0] <= frontier):
-                n += 1
-            prefixes.append(shard.held[:n])
-        order = [i for _, _, i in heapq.merge(*prefixes, key=lambda h: h[0])]
-        if not order:
-            return None, {}
-        released = self.rows.take(pa.array(order, pa.int64()))
-        keep = sorted(set(range(self.rows.num_rows)) - set(order))
-        self.rows = self.rows.take(pa.array(keep, pa.int64()))
-        staged = {shard.id: prefix[-1][1] for prefix, shard in zip(prefixes, self.shards.values(), strict=True) if prefix}
-        self._hold([])
-        return released.drop_columns(["__shard", "__seq"]), staged
-
-    def _positions(self, positions: dict, staged: dict[str, str]) -> dict:
-        """The manifest's positions after this poll's release: per shard the last staged record
-        (a shard with nothing held is staged through what it read), its top rowtime, and done
-        once it is read to its end with nothing held."""
-        out = {}
-        for shard in self.shards.values():
-            state = dict(positions.get(shard.id, {"seq": None, "done": False}))
-            if shard.id in staged:
-                state["seq"] = staged[shard.id]
-            if not shard.held and shard.read_seq is not None:
-                state["seq"] = shard.read_seq
-            state["top_us"] = shard.top_us
-            state["done"] = bool(state.get("done")) or (shard.finished and not shard.held)
-            out[shard.id] = state
-        return out
+def _fills(records: list) -> dict:
+    """The columns the records' metadata fill (io.staging's parse): their arrival instant (µs)."""
+    arrived = [int(r["ApproximateArrivalTimestamp"].timestamp() * 1_000_000) for r in records]
+    return {ARRIVED: arrived, ARRIVAL: arrived}
 
 
 # ---------------------------------------------------------------------- producing (demos, tests)

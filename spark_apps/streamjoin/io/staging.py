@@ -109,7 +109,13 @@ class Stager:
         self.late_dir = Path(spec.late_dir)
         self.manifest_path = self.dir / "manifest.json"
         self._filesystem = None  # pyarrow's S3 filesystem, made on first use (s3:// inputs)
-        self._kinesis = None  # io.kinesis.KinesisSource, made on first use (kinesis:// inputs)
+        self._log = None  # io.kinesis.KinesisSource or io.kafka.KafkaSource, made on first use
+
+    def close(self) -> None:
+        """Leave what the input reads from (a Kafka client's connections and threads)."""
+        if self._log is not None:
+            self._log.close()
+            self._log = None
 
     @property
     def staged_schema(self) -> pa.Schema:
@@ -143,8 +149,8 @@ class Stager:
         if m.ended:
             return m.steps
         ending = (self.dir / "END").exists()
-        if self.spec.kinesis is not None:
-            new, polled = [], self._poll_kinesis(m, ending)
+        if self.spec.kinesis is not None or self.spec.kafka is not None:
+            new, polled = [], self._poll_log(m, ending)
             if polled is None and not ending:
                 return m.steps
             table = polled if polled is not None else self.staged_schema.empty_table()
@@ -185,33 +191,20 @@ class Stager:
         m.save(self.manifest_path)
         return m.steps
 
-    def _poll_kinesis(self, m: Manifest, ending: bool) -> pa.Table | None:
-        """What a Kinesis input has for this step (io.kinesis), None for nothing; the shards'
-        positions go into `m`, saved with the step."""
+    def _poll_log(self, m: Manifest, ending: bool) -> pa.Table | None:
+        """What a Kinesis or Kafka input has for this step (io.kinesis, io.kafka), None for
+        nothing; the shards' or partitions' positions go into `m`, saved with the step."""
         import time
 
-        from streamjoin.io.kinesis import ARRIVAL, KinesisSource
-
-        def parse(datas: list[bytes], arrivals_us: list[int], where: str) -> pa.Table:
-            text = b"\n".join(d.rstrip(b"\r\n") for d in datas) + b"\n"
-            table = read_text(text, "json", self.spec.schema)
-            if table.num_rows != len(datas):
-                raise ValueError(f"input {self.spec.alias}: {where}: each record must hold one JSON object "
-                                 f"({len(datas)} records gave {table.num_rows} rows)")
-            table = conform(table, self.spec.schema, self.spec.rowtime, where)
-            arrived = pa.array(arrivals_us, pa.int64())
-            for column in (ARRIVAL, self.spec.rowtime if self.spec.arrival else None):  # arrival order: the records'
-                if column in table.column_names:
-                    i = table.column_names.index(column)
-                    table = table.set_column(i, column, arrived.cast(table.schema.field(i).type))
-            return table
-
-        if self._kinesis is None:
-            self._kinesis = KinesisSource(self.spec.kinesis, self.spec.storage, parse, self.spec.on_error)
+        if self._log is None:
+            self._log = self._log_source()
         if m.first_start_us is None:
             m.first_start_us = int(time.time() * 1_000_000)
-        table, m.shards = self._kinesis.poll(m.shards, self.spec.rowtime, ending, m.first_start_us)
-        rejected, self._kinesis.rejected = self._kinesis.rejected, []
+        before = m.shards
+        table, m.shards = self._log.poll(m.shards, self.spec.rowtime, ending, m.first_start_us)
+        if table is None and m.shards != before:  # positions that moved without rows (a start at the
+            m.save(self.manifest_path)  # end, records before a start instant): kept for a restart
+        rejected, self._log.rejected = self._log.rejected, []
         if rejected:
             # named by the first record: read again after a crash, the same batch rewrites the same file
             first = rejected[0]
@@ -221,6 +214,19 @@ class Stager:
             if table is None:
                 m.save(self.manifest_path)  # no step to save it with: the count must not wait for one
         return table
+
+    def _log_source(self):
+        """The input's KinesisSource or KafkaSource, parsing records as this input's rows."""
+        from streamjoin.io.formats import record_parser
+
+        parse = record_parser(self.spec)
+        if self.spec.kinesis is not None:
+            from streamjoin.io.kinesis import KinesisSource
+
+            return KinesisSource(self.spec.kinesis, self.spec.storage, parse, self.spec.on_error)
+        from streamjoin.io.kafka import KafkaSource
+
+        return KafkaSource(self.spec.kafka, parse, self.spec.on_error)
 
     def _files_step(self, m: Manifest, ending: bool, now_us: int | None = None,
                     tick: bool = False) -> tuple[pa.Table, list[str], bool] | None:

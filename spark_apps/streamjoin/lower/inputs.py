@@ -15,7 +15,8 @@ from streamjoin.io.types import arrow_schema
 from streamjoin.plan.model import Kind, Query, Relation, Script
 from streamjoin.plan.windows import interval_ms
 
-STREAM_CONNECTORS = ("files", "s3", "kinesis")
+STREAM_CONNECTORS = ("files", "s3", "kinesis", "kafka")
+LOGS = ("kinesis", "kafka")  # read by the stager from a service, not from files: no path
 
 
 def input_specs(script: Script, query: Query, checkpoint: Path, late_root: Path, prefix: str = "") -> list[InputSpec]:
@@ -32,7 +33,9 @@ def input_specs(script: Script, query: Query, checkpoint: Path, late_root: Path,
         key = prefix + i.alias
         connector = (r.option("connector") or "files").lower()
         kinesis = kinesis_options(r) if connector == "kinesis" else None
-        path = f"kinesis://{kinesis['stream']}" if kinesis else expand(r.option("path"))
+        kafka = kafka_options(r) if connector == "kafka" else None
+        path = (f"kinesis://{kinesis['stream']}" if kinesis else f"kafka://{kafka['topic']}" if kafka
+                else expand(r.option("path")))
         check_stream_path(r, connector, path)
         specs.append(
             InputSpec(
@@ -47,6 +50,7 @@ def input_specs(script: Script, query: Query, checkpoint: Path, late_root: Path,
                 # read when the query is planned: the stager uses these (docs/storage.md)
                 storage=asdict(S3Settings.from_env()) if is_s3(path) else (settings_from_env() if kinesis else None),
                 kinesis=kinesis,
+                kafka=kafka,
                 on_error=on_error(r),
                 future_limit_ms=interval_ms(r.option("future_limit"), None) if r.option("future_limit") else None,
                 pattern=r.option("pattern"),
@@ -65,9 +69,10 @@ def _schema(relation: Relation):
 
     schema = arrow_schema(relation.columns)
     if relation.changing:
-        if relation.option("changelog") != "debezium":
+        kafka = (relation.option("connector") or "").lower() == "kafka"
+        if relation.option("changelog") != "debezium" and not kafka:
             raise Unsupported(f"table '{relation.name}': FORMAT {relation.option('changelog').upper()} is read from Kafka "
-                              "topics' keys (issue 41); from files, write Debezium events (FORMAT DEBEZIUM ENCODE JSON)")
+                              "topics' keys (connector = 'kafka'); from files, write Debezium events (FORMAT DEBEZIUM ENCODE JSON)")
         schema = schema.append(pa.field(CHANGE, pa.string()))
     return schema
 
@@ -117,6 +122,69 @@ def kinesis_options(relation: Relation) -> dict:
         except ValueError as error:
             raise Unsupported(f"stream '{relation.name}': bad idle_timeout: {error}") from None
     return {"stream": stream, "start": start, "start_timestamp_us": start_us, "idle_ms": idle_ms}
+
+
+def kafka_options(relation: Relation) -> dict:
+    """A Kafka topic's WITH options, checked (io.kafka), in each dialect's words: RisingWave's
+    topic, properties.bootstrap.server, scan.startup.mode (earliest | latest | timestamp),
+    scan.startup.timestamp.millis; s-Server's TOPIC, SEED_BROKERS, STARTING_TIME (EARLIEST |
+    LATEST | a timestamp); streamjoin's start, start_timestamp, idle_timeout, broker_timeout. A
+    Lenses topic is read by its name. STREAMJOIN_KAFKA_BOOTSTRAP overrides the brokers."""
+    import datetime as dt
+
+    from streamjoin.io.kafka import STARTS, bootstrap
+
+    def option(*names: str) -> str:
+        return next((expand(relation.option(n)) for n in names if relation.option(n)), "")
+
+    topic = option("topic", "kafka_topic") or relation.name
+    servers = bootstrap(option("properties.bootstrap.server", "properties.bootstrap.servers", "bootstrap.servers",
+                               "seed_brokers", "bootstrap_servers") or None)
+    start = option("start", "scan.startup.mode", "starting_time", "auto.offset.reset").lower() or "earliest"
+    start = {"smallest": "earliest", "largest": "latest", "beginning": "earliest", "end": "latest"}.get(start, start)
+    start_us = None
+    millis = option("scan.startup.timestamp.millis", "scan.startup.timestamp_millis")
+    text = option("start_timestamp") or (start if start not in STARTS else "")
+    if millis:
+        start, start_us = "timestamp", int(millis) * 1000
+    elif text:
+        try:
+            at = dt.datetime.fromisoformat(text.replace("/", "-"))
+        except ValueError:
+            raise Unsupported(f"stream '{relation.name}': start '{text}' is not earliest, latest or a timestamp "
+                              "(YYYY-MM-DD HH:MM:SS)") from None
+        at = at if at.tzinfo else at.replace(tzinfo=dt.UTC)  # a rowtime's zone: UTC
+        start, start_us = "timestamp", int(at.timestamp() * 1_000_000)
+    elif start == "timestamp":
+        raise Unsupported(f"stream '{relation.name}': start = 'timestamp' needs scan.startup.timestamp.millis or "
+                          "start_timestamp = 'YYYY-MM-DD HH:MM:SS'")
+    if (relation.option("format") or "json").lower() != "json":
+        raise Unsupported(f"stream '{relation.name}': a Kafka record's value is read as JSON (ENCODE JSON, format = "
+                          f"'json'), not {relation.option('format')}")
+    durations = {}
+    for name, default in (("idle_timeout", 10_000), ("broker_timeout", 60_000)):
+        durations[name] = default
+        if relation.option(name):
+            try:
+                durations[name] = interval_ms(relation.option(name), None)
+            except ValueError as error:
+                raise Unsupported(f"stream '{relation.name}': bad {name}: {error}") from None
+    return {"topic": topic, "bootstrap": servers, "start": start, "start_timestamp_us": start_us,
+            "idle_ms": durations["idle_timeout"], "broker_timeout_ms": durations["broker_timeout"],
+            "fills": kafka_fills(relation), "changelog": relation.option("changelog") if relation.changing else None}
+
+
+def kafka_fills(relation: Relation) -> dict[str, str]:
+    """The columns a record's metadata fills: RisingWave's INCLUDE columns (`include.<column>`
+    options), Lenses' `_key`, and an implicit ROWTIME the value does not hold (the record's
+    timestamp; '?' marks a fill only where the value gave none)."""
+    fills = {k.removeprefix("include."): v for k, v in relation.options if k.startswith("include.")}
+    names = [c.name for c in relation.columns]
+    if "_key" in names and "_key" not in fills:
+        fills["_key"] = "key"
+    if relation.implicit_rowtime and not relation.arrival_rowtime:
+        fills["?" + relation.rowtime] = "timestamp"
+    return fills
 
 
 def check_stream_path(relation: Relation, connector: str, path: str) -> None:

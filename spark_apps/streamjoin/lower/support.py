@@ -17,7 +17,7 @@ from sqlglot import exp
 from streamjoin.env import expand
 from streamjoin.errors import Unsupported
 from streamjoin.lower.columns import lag
-from streamjoin.lower.inputs import STREAM_CONNECTORS, check_stream_path, kinesis_options
+from streamjoin.lower.inputs import LOGS, STREAM_CONNECTORS, check_stream_path, kafka_options, kinesis_options
 from streamjoin.lower.lowered import OP
 from streamjoin.lower.strategy import LoweringOptions, cuts, promotes, staged_views, uses_custom
 from streamjoin.plan.model import Emit, JoinKind, JoinType, Kind, Query, Relation, Script, sql
@@ -173,10 +173,10 @@ def _stream(relation: Relation, alias: str) -> str | None:
     connector = (relation.option("connector") or "files").lower()
     if connector not in STREAM_CONNECTORS:
         return (f"input '{alias}': connector '{relation.option('connector')}' is not supported for streams yet "
-                "(use 'files', 's3' or 'kinesis')")
-    if connector == "kinesis":
+                "(use 'files', 's3', 'kinesis' or 'kafka')")
+    if connector in LOGS:
         try:
-            kinesis_options(relation)
+            (kinesis_options if connector == "kinesis" else kafka_options)(relation)
         except Unsupported as error:
             return str(error)
         return None
@@ -353,8 +353,8 @@ def _custom_inputs(ctx: Context) -> str | None:
             continue
         connector = (relation.option("connector") or "files").lower()
         if connector not in STREAM_CONNECTORS:
-            return f"input '{i.alias}': connector '{connector}' is not supported for streams yet (use 'files', 's3' or 'kinesis')"
-        if not relation.option("path") and connector != "kinesis":
+            return f"input '{i.alias}': connector '{connector}' is not supported for streams yet (use 'files', 's3', 'kinesis' or 'kafka')"
+        if not relation.option("path") and connector not in LOGS:
             return f"stream '{relation.name}' needs WITH (path = '...') to be read"
     sink = sink_spec(ctx.script, ctx.query)
     if sink is None:

@@ -129,10 +129,19 @@ def _included(create: exp.Create, options: dict[str, str], declared: set[str], w
                        f"include one of {', '.join(_INCLUDED)} or header 'name' TYPE")
         alias = prop.args.get("alias")
         name = ident_name(alias) if alias is not None else default
+        # what fills it (io.kafka reads `include.<column>`)
+        options[f"include.{name}"] = f"header:{column_def.this.name}" if column_def is not None else what
         if name not in declared:
             out.append(Column(name, kind))
             declared.add(name)
     return out
+
+
+def _key(this) -> str:
+    """An option's name: `connector`, or a dotted one (`properties.bootstrap.server`) whole."""
+    if isinstance(this, exp.Dot):
+        return f"{_key(this.this)}.{_key(this.expression)}"
+    return this.name.lower() if isinstance(this, exp.Expression) else str(this).lower()
 
 
 def _options(create: exp.Create) -> dict[str, str]:
@@ -140,7 +149,7 @@ def _options(create: exp.Create) -> dict[str, str]:
     properties = create.args.get("properties")
     for prop in properties.expressions if properties else []:
         if type(prop) is exp.Property:  # typed properties (other clauses) subclass Property too
-            key, value = prop.name.lower(), prop.args.get("value")
+            key, value = _key(prop.this), prop.args.get("value")
         else:
             key, value = prop.key.removesuffix("property"), prop.this
         if isinstance(value, (exp.Literal, exp.Identifier, exp.Var)):

@@ -249,6 +249,8 @@ class Runner:
         self._stopping.set()
         if self._feeder is not None:
             self._feeder.join()  # a staging pass in progress ends first: a restart must not stage beside it
+        for stager in self.stagers:
+            stager.close()
         self.sink.close()
         if self.query is None:  # never started
             return self.status.write(None, final=final)

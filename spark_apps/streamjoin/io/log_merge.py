@@ -1,0 +1,110 @@
+"""Merging a partitioned log by rowtime: what the Kinesis input (shards) and the Kafka input
+(partitions) share.
+
+Each part (a shard, a partition) keeps its own order; records read but not staged yet are *held*.
+A held record is released (staged) once every part still delivering has reached its rowtime (the
+input's clock is the slowest part's): so a fast part does not make a slow part's rows late. A part
+read to its end, or caught up and silent for `idle_ms`, holds no one back. Released rows come out
+merged by rowtime, each part's order kept; each part's position is its last *staged* record's
+(the manifest's), so a restart resumes after it: no gap, no duplicate.
+
+A source subclasses `RowtimeMerge`; its rows carry `__part` (the part's id) and `__pos` (the
+record's position, a string) until they are released.
+"""
+
+from __future__ import annotations
+
+import heapq
+import time
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+PART, POS = "__part", "__pos"
+# in the `fills` a source hands its parse (io.staging): each record's arrival instant (µs), the
+# rowtime of an arrival-ordered input (`InputSpec.arrival`); the other keys are columns to fill
+ARRIVED = "__arrived"
+
+
+@dataclass
+class Part:
+    id: str
+    read_pos: str | None = None  # the last record read (staged or held)
+    top_us: int | None = None  # the highest rowtime read from it
+    caught_up: bool = False
+    finished: bool = False  # read to its end for good (a closed shard)
+    quiet_since: float | None = None  # caught up with no records since (wall clock)
+    held: list = field(default_factory=list)  # (rowtime_us, pos, row index in `rows`) not staged yet
+
+
+class RowtimeMerge:
+    """Held rows of several parts, released in rowtime order (see the module docstring)."""
+
+    parts: dict  # id -> Part
+    rows: pa.Table | None
+    rowtime: str | None
+    idle_ms: int
+
+    def tagged(self, table: pa.Table, part: Part, positions: list[str]) -> pa.Table:
+        """A part's new rows, tagged with the part and each record's position, to `hold`."""
+        table = table.append_column(PART, pa.array([part.id] * table.num_rows, pa.string()))
+        return table.append_column(POS, pa.array(positions, pa.string()))
+
+    def hold(self, new: list[pa.Table]) -> None:
+        rows = pa.concat_tables(([self.rows] if self.rows is not None else []) + new, promote_options="none")
+        self.rows = rows
+        rowtimes = pc.cast(rows.column(self.rowtime), pa.int64()).to_pylist()
+        owners, positions = rows.column(PART).to_pylist(), rows.column(POS).to_pylist()
+        for part in self.parts.values():
+            part.held = []
+        for i, (rt, owner, pos) in enumerate(zip(rowtimes, owners, positions, strict=True)):
+            part = self.parts[owner]
+            part.held.append((rt, pos, i))
+            part.top_us = rt if part.top_us is None else max(part.top_us, rt)
+
+    def frontier(self) -> int | None:
+        """The rowtime up to which every part still delivering has come (None: no limit)."""
+        now = time.time()
+        holding = [p.top_us for p in self.parts.values() if p.top_us is not None and not p.finished
+                   and not (p.caught_up and p.quiet_since and now - p.quiet_since >= self.idle_ms / 1000)]
+        return min(holding) if holding else None
+
+    def release(self, everything: bool) -> tuple[pa.Table | None, dict[str, str]]:
+        """The held rows up to the frontier (each part's longest prefix at or below it), merged by
+        rowtime, each part's order kept; the rest stays held. Also: part -> the position of its
+        last released record, for the parts that released any."""
+        if self.rows is None or not self.rows.num_rows:
+            return None, {}
+        frontier = None if everything else self.frontier()
+        prefixes = []
+        for part in self.parts.values():
+            n = 0
+            while n < len(part.held) and (frontier is None or part.held[n][0] <= frontier):
+                n += 1
+            prefixes.append(part.held[:n])
+        order = [i for _, _, i in heapq.merge(*prefixes, key=lambda h: h[0])]
+        if not order:
+            return None, {}
+        released = self.rows.take(pa.array(order, pa.int64()))
+        keep = sorted(set(range(self.rows.num_rows)) - set(order))
+        self.rows = self.rows.take(pa.array(keep, pa.int64()))
+        staged = {part.id: prefix[-1][1] for prefix, part in zip(prefixes, self.parts.values(), strict=True) if prefix}
+        self.hold([])
+        return released.drop_columns([PART, POS]), staged
+
+    def next_positions(self, positions: dict, staged: dict[str, str]) -> dict:
+        """The manifest's positions after a release: per part its last staged record (a part with
+        nothing held is staged through what it read), its top rowtime, and done once it is read to
+        its end for good with nothing held."""
+        out = {}
+        for part in self.parts.values():
+            state = dict(positions.get(part.id, {"seq": None, "done": False}))
+            if part.id in staged:
+                state["seq"] = staged[part.id]
+            if not part.held and part.read_pos is not None:
+                state["seq"] = part.read_pos
+            state["top_us"] = part.top_us
+            state["done"] = bool(state.get("done")) or (part.finished and not part.held)
+            out[part.id] = state
+        return out

@@ -1,0 +1,297 @@
+"""Kafka topics as a stream input (connector 'kafka', io.kafka), against a real broker process (the
+embedded Tansu, io.kafka_broker; never a mock): records staged like file rows, exactly once across
+a restart and a SIGKILL, partitions of different speeds merged by rowtime so that none makes
+another's rows late, each dialect's declaration form, bad records and an unreachable broker."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from confluent_kafka import Producer
+from runtime_helpers import read_output, run_in_two_parts, run_to_end, start, streamjoin, ts
+from streamjoin.io.kafka_broker import create_topic
+from streamjoin.io.staging import InputSpec, Stager
+from streamjoin.io.types import arrow_schema
+from streamjoin.plan.model import Column
+
+D = "2024-01-01 "
+ORDERS = [(D + "10:00:00", 100), (D + "10:10:00", 101), (D + "10:20:00", 102), (D + "10:25:00", 103), (D + "10:40:00", 104)]
+SHIPMENTS = [(D + "10:30:00", 101), (D + "10:45:00", 100), (D + "10:55:00", 103), (D + "11:05:00", 103), (D + "11:30:00", 104)]
+# SEMANTICS §3's seed: each shipment with the orders of the hour before it, as the reference gives them
+SEED_ROWS = [(D + "10:30:00.000", 101, D + "10:10:00.000"), (D + "10:45:00.000", 100, D + "10:00:00.000"),
+             (D + "10:55:00.000", 103, D + "10:25:00.000"), (D + "11:05:00.000", 103, D + "10:25:00.000"),
+             (D + "11:30:00.000", 104, D + "10:40:00.000")]
+
+
+def produce(broker, topic: str, rows: list, partition: int = 0, key=None, timestamp_ms: int | None = None) -> None:
+    """Rows (dicts as JSON, bytes as they are) into one partition, flushed."""
+    producer = Producer({"bootstrap.servers": broker.servers})
+    for row in rows:
+        value = row if isinstance(row, bytes) or row is None else json.dumps(row).encode()
+        extra = {"timestamp": timestamp_ms} if timestamp_ms is not None else {}
+        producer.produce(topic, value=value, key=key, partition=partition, **extra)
+    assert producer.flush(30) == 0
+
+
+def jsonl(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_the_seed_join_reads_two_topics_filled_by_kafka_put_and_gives_the_reference_rows(kafka_broker, kafka_topic, tmp_path):
+    orders, shipments = f"{kafka_topic}-orders", f"{kafka_topic}-shipments"
+    put = streamjoin("kafka", "put", orders, jsonl(tmp_path / "o.jsonl", [{"rowtime": t, "orderId": i} for t, i in ORDERS]),
+                     "--key", "orderId", "--create", "2", timeout=120)
+    assert put.returncode == 0 and put.stderr.strip() == f"streamjoin: put 5 records into {orders}", put.stderr
+    assert streamjoin("kafka", "put", shipments, jsonl(tmp_path / "s.jsonl", [{"rowtime": t, "orderId": i} for t, i in SHIPMENTS]),
+                      "--create", "1", timeout=120).returncode == 0
+    sql = tmp_path / "q.sql"
+    sql.write_text(f"""CREATE STREAM orders (orderId INT) WITH (connector = 'kafka', topic = '{orders}');
+CREATE STREAM shipments (orderId INT) WITH (connector = 'kafka', topic = '{shipments}');
+SELECT STREAM ROWTIME, o.orderId, o.ROWTIME AS orderTime FROM shipments AS s
+JOIN orders OVER (RANGE INTERVAL '1' HOUR PRECEDING) AS o ON o.orderId = s.orderId;""")
+    result = streamjoin("run", sql, "--until-idle")
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [(r["rowtime"], r["orderid"], r["ordertime"]) for r in rows] == SEED_ROWS
+
+
+def test_a_risingwave_program_as_written_reads_its_kafka_sources_with_include_columns_through_the_bootstrap_override(
+        kafka_broker, kafka_topic, tmp_path):
+    """The program names its own broker (`message_queue:29092`, which does not resolve here);
+    STREAMJOIN_KAFKA_BOOTSTRAP points it at ours. INCLUDE columns come from each record."""
+    bids, asks = f"{kafka_topic}-bids", f"{kafka_topic}-asks"
+    for topic in (bids, asks):
+        create_topic(kafka_broker.servers, topic, 1)
+    produce(kafka_broker, bids, [{"id": 1, "ts": D + "10:00:01", "px": 10.5}, {"id": 2, "ts": D + "10:00:09", "px": 11.0}],
+            key=b'"desk-a"')
+    produce(kafka_broker, asks, [{"id": 1, "ts": D + "10:00:03", "px": 10.7}, {"id": 2, "ts": D + "10:00:30", "px": 11.2},
+                                 {"id": 3, "ts": D + "10:01:00", "px": 9.0}])
+    sql = tmp_path / "rw.sql"
+    sql.write_text(f"""
+CREATE SOURCE bids (id INT, ts TIMESTAMP, px DOUBLE PRECISION, WATERMARK FOR ts AS ts - INTERVAL '5' SECOND)
+INCLUDE key AS desk INCLUDE partition AS part INCLUDE offset AS off
+WITH (connector = 'kafka', topic = '{bids}', properties.bootstrap.server = 'message_queue:29092',
+      scan.startup.mode = 'earliest') FORMAT PLAIN ENCODE JSON;
+CREATE SOURCE asks (id INT, ts TIMESTAMP, px DOUBLE PRECISION, WATERMARK FOR ts AS ts - INTERVAL '5' SECOND)
+WITH (connector = 'kafka', topic = '{asks}', properties.bootstrap.server = 'message_queue:29092') FORMAT PLAIN ENCODE JSON;
+CREATE MATERIALIZED VIEW spreads AS
+SELECT b.id, b.desk, b.part, b.off, a.px - b.px AS spread FROM bids b JOIN asks a
+  ON b.id = a.id AND a.ts BETWEEN b.ts - INTERVAL '10' SECOND AND b.ts + INTERVAL '10' SECOND;""")
+    result = streamjoin("run", sql, "--dialect", "risingwave", "--until-idle")
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [(r["id"], r["desk"], r["part"], r["off"], round(r["spread"], 3)) for r in rows] == [(1, "desk-a", "0", "0", 0.2)]
+
+
+def test_a_restart_from_the_checkpoint_reads_each_record_once_with_no_gap(spark, kafka_broker, kafka_topic, tmp_path):
+    create_topic(kafka_broker.servers, kafka_topic, 2)
+    produce(kafka_broker, kafka_topic, [{"rowtime": ts(t * 1000), "k": t} for t in range(0, 3)], partition=0)
+    produce(kafka_broker, kafka_topic, [{"rowtime": ts(t * 1000 + 500), "k": 10 + t} for t in range(0, 3)], partition=1)
+    sql = f"CREATE STREAM s (k INT) WITH (connector = 'kafka', topic = '{kafka_topic}');\nSELECT STREAM ROWTIME, k FROM s;"
+
+    def more():
+        produce(kafka_broker, kafka_topic, [{"rowtime": ts(t * 1000), "k": t} for t in range(3, 6)], partition=0)
+        produce(kafka_broker, kafka_topic, [{"rowtime": ts(t * 1000 + 500), "k": 10 + t} for t in range(3, 6)], partition=1)
+
+    run_in_two_parts(spark, sql, tmp_path, more)
+    rows = read_output(tmp_path / "out")
+    assert [r["k"] for r in rows] == [0, 10, 1, 11, 2, 12, 3, 13, 4, 14, 5, 15]  # merged by rowtime, each once
+
+
+def spec(tmp_path: Path, topic: str, servers: str, **options) -> InputSpec:
+    columns = (Column("k", "INT"), Column("rowtime", "TIMESTAMP"))
+    kafka = {"topic": topic, "bootstrap": servers, "start": "earliest", "start_timestamp_us": None, "idle_ms": 60_000,
+             "broker_timeout_ms": 10_000, "fills": {}, **options}
+    return InputSpec(alias="s", path=f"kafka://{topic}", format="json", schema=arrow_schema(columns), rowtime="rowtime",
+                     lateness_ms=0, state_dir=str(tmp_path / "state"), late_dir=str(tmp_path / "late"), kafka=kafka)
+
+
+def staged(stager: Stager) -> list[int]:
+    steps = sorted(stager.steps_dir.glob("*.parquet"))
+    table = pa.concat_tables([pq.read_table(p) for p in steps]) if steps else None
+    return [] if table is None else [k for k in table.column("k").to_pylist() if k is not None]
+
+
+def test_a_fast_partition_does_not_make_a_slow_partitions_rows_late_the_clock_is_the_slowest_partitions(
+        kafka_broker, kafka_topic, tmp_path):
+    create_topic(kafka_broker.servers, kafka_topic, 2)
+    stager = Stager(spec(tmp_path, kafka_topic, kafka_broker.servers))
+    produce(kafka_broker, kafka_topic, [{"rowtime": ts(t * 1000), "k": t} for t in (10, 11, 12, 20)], partition=0)  # fast
+    produce(kafka_broker, kafka_topic, [{"rowtime": ts(t * 1000), "k": t} for t in (1, 2)], partition=1)  # slow
+    stager.advance()
+    assert staged(stager) == [1, 2]  # the fast partition's rows wait for the slow one
+    produce(kafka_broker, kafka_topic, [{"rowtime": ts(t * 1000), "k": t} for t in (3, 15)], partition=1)
+    stager.advance()
+    assert staged(stager) == [1, 2, 3, 10, 11, 12, 15]
+    again = Stager(spec(tmp_path, kafka_topic, kafka_broker.servers))  # a restart: 20 was held, never staged
+    (again.dir / "END").touch()
+    again.advance()
+    m = again.manifest()
+    assert staged(again) == [1, 2, 3, 10, 11, 12, 15, 20] and m.late_rows == 0 and m.rows == 8
+    assert m.shards["0"]["seq"] == "3" and m.shards["1"]["seq"] == "3"  # the offsets of the last staged records
+
+
+def test_a_partition_added_to_the_topic_is_read_from_its_beginning(kafka_broker, kafka_topic, tmp_path, monkeypatch):
+    """Tansu cannot add partitions to a topic (CreatePartitions): the topic has two from the start
+    and the first listing shows one of them, as a broker's metadata would before the second was added."""
+    create_topic(kafka_broker.servers, kafka_topic, 2)
+    stager = Stager(spec(tmp_path, kafka_topic, kafka_broker.servers, start="latest"))
+    produce(kafka_broker, kafka_topic, [{"rowtime": ts(1000), "k": 1}])  # before the first start: not read (latest)
+    produce(kafka_broker, kafka_topic, [{"rowtime": ts(1500), "k": 15}], partition=1)  # in the partition "added" later
+    from streamjoin.io import kafka
+
+    real = kafka.consumer
+
+    def one_partition_first(servers, errors=None):
+        client = real(servers, errors)
+        listed = {"times": 0}
+
+        class Seen:  # the real consumer, whose first topic listing lacks partition 1
+            def __getattr__(self, name):
+                return getattr(client, name)
+
+            def list_topics(self, topic, timeout):
+                metadata = client.list_topics(topic, timeout=timeout)
+                listed["times"] += 1
+                if listed["times"] == 1:
+                    metadata.topics[topic].partitions.pop(1)
+                return metadata
+
+        return Seen()
+
+    monkeypatch.setattr(kafka, "consumer", one_partition_first)
+    stager.advance()
+    produce(kafka_broker, kafka_topic, [{"rowtime": ts(2000), "k": 2}])
+    (stager.dir / "END").touch()
+    stager.advance()
+    assert sorted(staged(stager)) == [2, 15]
+
+
+def test_start_latest_is_fixed_at_the_first_start_and_a_timestamp_start_skips_older_records(kafka_broker, kafka_topic, tmp_path):
+    create_topic(kafka_broker.servers, kafka_topic, 1)
+    produce(kafka_broker, kafka_topic, [{"rowtime": ts(1000), "k": 1}], timestamp_ms=1_700_000_000_000)
+    first = Stager(spec(tmp_path / "latest", kafka_topic, kafka_broker.servers, start="latest"))
+    first.advance()  # nothing new: the end offsets are kept anyway, so a restart does not skip what came meanwhile
+    produce(kafka_broker, kafka_topic, [{"rowtime": ts(2000), "k": 2}], timestamp_ms=1_700_000_100_000)
+    again = Stager(spec(tmp_path / "latest", kafka_topic, kafka_broker.servers, start="latest"))
+    (again.dir / "END").touch()
+    again.advance()
+    assert staged(again) == [2]
+    at = Stager(spec(tmp_path / "at", kafka_topic, kafka_broker.servers, start="timestamp",
+                     start_timestamp_us=1_700_000_050_000_000))
+    (at.dir / "END").touch()
+    at.advance()
+    assert staged(at) == [2]
+
+
+def test_an_implicit_rowtime_is_the_records_timestamp_when_the_value_holds_none(spark, kafka_broker, kafka_topic, tmp_path):
+    create_topic(kafka_broker.servers, kafka_topic, 1)
+    produce(kafka_broker, kafka_topic, [{"k": 1}], timestamp_ms=1_704_103_200_000)  # 2024-01-01 10:00:00 UTC
+    produce(kafka_broker, kafka_topic, [{"k": 2, "rowtime": D + "10:00:05"}], timestamp_ms=1_704_103_299_000)
+    sql = f"CREATE STREAM s (k INT) WITH (connector = 'kafka', topic = '{kafka_topic}');\nSELECT STREAM ROWTIME, k FROM s;"
+    run_to_end(start(spark, sql, tmp_path, until_idle=True))
+    assert [(r["rowtime"], r["k"]) for r in read_output(tmp_path / "out")] == [(D + "10:00:00.000", 1), (D + "10:00:05.000", 2)]
+
+
+def test_malformed_records_are_dead_letters_naming_partition_and_offset_and_the_good_ones_run(spark, kafka_broker, kafka_topic, tmp_path):
+    create_topic(kafka_broker.servers, kafka_topic, 2)
+    produce(kafka_broker, kafka_topic, [{"rowtime": ts(1_000), "k": 1}, b"not json",
+                                        {"rowtime": ts(2_000), "k": "two"}, {"rowtime": ts(3_000), "k": 3}], partition=1)
+    sql = f"CREATE STREAM s (k INT) WITH (connector = 'kafka', topic = '{kafka_topic}');\nSELECT STREAM k FROM s;"
+    status = run_to_end(start(spark, sql, tmp_path, until_idle=True))
+    assert [r["k"] for r in read_output(tmp_path / "out")] == [1, 3]
+    assert status["inputs"]["s"]["rejected_rows"] == 2 and status["inputs"]["s"]["rows_read"] == 2
+    letters = [json.loads(line) for f in sorted((tmp_path / "out" / "rejected" / "s").glob("*.jsonl"))
+               for line in f.read_text().splitlines()]
+    assert sorted((r["source"], r["sequence"], r["raw"]) for r in letters) == [
+        (f"kafka://{kafka_topic}/1", "1", "not json"),
+        (f"kafka://{kafka_topic}/1", "2", json.dumps({"rowtime": ts(2_000), "k": "two"}))]
+
+
+def test_a_malformed_record_fails_the_query_with_its_partition_and_offset_when_on_error_is_fail(spark, kafka_broker, kafka_topic, tmp_path):
+    create_topic(kafka_broker.servers, kafka_topic, 1)
+    produce(kafka_broker, kafka_topic, [{"rowtime": ts(1_000), "k": 1}, b"[1, 2]"])
+    sql = (f"CREATE STREAM s (k INT) WITH (connector = 'kafka', topic = '{kafka_topic}', on_error = 'fail');\n"
+           "SELECT STREAM k FROM s;")
+    with pytest.raises(Exception, match=f"kafka://{kafka_topic}/0: the record at offset 1 is not a JSON object"):
+        run_to_end(start(spark, sql, tmp_path, until_idle=True))
+
+
+def test_a_broker_that_does_not_answer_is_asked_again_and_then_the_run_fails_naming_it(tmp_path):
+    sql = tmp_path / "q.sql"
+    sql.write_text("CREATE STREAM s (k INT) WITH (connector = 'kafka', topic = 't', broker_timeout = '3 SECONDS');\n"
+                   "SELECT STREAM k FROM s;")
+    result = subprocess.run([sys.executable, "-m", "streamjoin.cli", "run", str(sql), "--until-idle"], capture_output=True,
+                            text=True, timeout=300, env={**os.environ, "STREAMJOIN_KAFKA_BOOTSTRAP": "127.0.0.1:1"})
+    assert result.returncode == 1, result.stderr[-2000:]
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("streamjoin: BrokerUnavailableError: kafka 127.0.0.1:1 (topic 't'): could not list the "
+                           "topic's partitions for 3 s"), last
+    assert "asking again" in result.stderr and "%3|" not in result.stderr  # librdkafka's own lines stay quiet
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ("connector = 'kafka', start = 'oldest'", "start 'oldest' is not earliest, latest or a timestamp"),
+    ("connector = 'kafka', scan.startup.mode = 'timestamp'", "needs scan.startup.timestamp.millis"),
+    ("connector = 'kafka', format = 'csv'", "a Kafka record's value is read as JSON"),
+])
+def test_bad_kafka_options_are_rejected_before_anything_runs(tmp_path, options, message):
+    sql = tmp_path / "q.sql"
+    sql.write_text(f"CREATE STREAM s (k INT) WITH ({options});\nSELECT STREAM k FROM s;")
+    result = streamjoin("run", sql, "--until-idle", timeout=120)
+    assert result.returncode == 2 and message in result.stderr, result.stderr
+
+
+def test_a_run_killed_in_the_middle_and_started_again_loses_and_doubles_no_row(kafka_broker, kafka_topic, tmp_path):
+    """`streamjoin run` reads two topics while records arrive; SIGKILL to its whole process group
+    (driver and JVM) mid-run; the same checkpoint run to the end gives each join row once."""
+    left, right = f"{kafka_topic}-l", f"{kafka_topic}-r"
+    create_topic(kafka_broker.servers, left, 2)
+    create_topic(kafka_broker.servers, right, 1)
+    sql = tmp_path / "q.sql"
+    sql.write_text(f"""CREATE STREAM l (k INT) WITH (connector = 'kafka', topic = '{left}', idle_timeout = '1 SECOND');
+CREATE STREAM r (k INT) WITH (connector = 'kafka', topic = '{right}', idle_timeout = '1 SECOND');
+SELECT STREAM l.ROWTIME AS lt, l.k FROM l JOIN r OVER (RANGE INTERVAL '1' SECOND PRECEDING) AS r ON l.k = r.k;""")
+    args = [sys.executable, "-m", "streamjoin.cli", "run", str(sql), "--output", str(tmp_path / "out"),
+            "--checkpoint", str(tmp_path / "checkpoint")]
+
+    def batch(i: int) -> None:  # 20 keys a second, each right row 500 ms before its left row
+        produce(kafka_broker, right, [{"rowtime": ts(i * 1000 + n * 10), "k": i * 100 + n} for n in range(20)])
+        for p in (0, 1):
+            produce(kafka_broker, left, [{"rowtime": ts(i * 1000 + 500 + n * 10), "k": i * 100 + n}
+                                         for n in range(20) if n % 2 == p], partition=p)
+
+    process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        for i in range(6):
+            batch(i)
+            time.sleep(0.7)
+        deadline = time.time() + 180
+        while not any((tmp_path / "out").glob("part-*.jsonl")) and time.time() < deadline:
+            assert process.poll() is None, process.stderr.read().decode()[-2000:]
+            time.sleep(0.5)
+        batch(6)  # read or held or not yet read when the kill comes
+        os.killpg(process.pid, signal.SIGKILL)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    assert any((tmp_path / "out").glob("part-*.jsonl")), "the first process committed nothing before the kill"
+    committed = len(read_output(tmp_path / "out"))
+    assert 0 < committed < 7 * 20
+    for i in range(7, 12):
+        batch(i)
+    result = subprocess.run([*args, "--until-idle"], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    keys = [r["k"] for r in read_output(tmp_path / "out")]
+    assert sorted(keys) == [i * 100 + n for i in range(12) for n in range(20)]
