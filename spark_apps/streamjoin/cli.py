@@ -123,12 +123,13 @@ def _text(path: str) -> str:
 
 
 def _load(path: str, config: str | None = None, dialect: str | None = None):
+    from streamjoin.io.kafka_catalog import topic_columns
     from streamjoin.io.postgres import catalog_columns
     from streamjoin.plan import compile_sql
 
     declared, configured = _config(config)
     return compile_sql(_text(path), path, declared, dialect or configured, _chosen_by(dialect, config),
-                       catalog=catalog_columns)
+                       catalog=catalog_columns, topics=topic_columns)
 
 
 def _chosen_by(dialect: str | None, config: str | None) -> str:

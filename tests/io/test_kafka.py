@@ -295,3 +295,61 @@ SELECT STREAM l.ROWTIME AS lt, l.k FROM l JOIN r OVER (RANGE INTERVAL '1' SECOND
     assert result.returncode == 0, result.stderr[-3000:]
     keys = [r["k"] for r in read_output(tmp_path / "out")]
     assert sorted(keys) == [i * 100 + n for i in range(12) for n in range(20)]
+
+
+LENSES_SEED = """SET defaults.topic.autocreate=true;
+WITH customersTable AS (SELECT TABLE * FROM customers);
+WITH ordersStream AS (SELECT STREAM * FROM orders);
+
+INSERT INTO result
+SELECT STREAM
+    customersTable.name
+    , ordersStream.item
+ FROM
+    ordersStream {join} customersTable
+        ON customersTable.id = ordersStream.customer_id;
+"""
+
+
+@pytest.fixture
+def lenses_topics(tmp_path):
+    """A broker of the test's own holding the Lenses seed's topics as its tables show them (keyed
+    records, `customers` and `orders`: the names the seed's SQL uses)."""
+    from streamjoin.io.kafka_broker import EmbeddedKafka
+
+    with EmbeddedKafka(port=0, log_path=str(tmp_path / "tansu.log")) as broker:
+        for topic in ("customers", "orders"):
+            create_topic(broker.servers, topic, 1)
+        base = 1_704_067_200_000  # 2024-01-01 00:00:00 UTC: the customers first, then the orders
+        for key, row in ((1, {"id": 1, "name": "John"}), (2, {"id": 2, "name": "Frank"})):
+            produce(broker, "customers", [row], key=str(key).encode(), timestamp_ms=base)
+        for key, row in ((1, {"customer_id": 1, "item": "Computer"}), (2, {"customer_id": 1, "item": "Mouse"}),
+                         (3, {"customer_id": 3, "item": "Keyboard"})):
+            produce(broker, "orders", [row], key=str(key).encode(), timestamp_ms=base + 1000 * key)
+        yield broker
+
+
+@pytest.mark.parametrize(("join", "expected"), [
+    ("JOIN", [("John", "Computer"), ("John", "Mouse")]),
+    ("LEFT JOIN", [("John", "Computer"), ("John", "Mouse"), (None, "Keyboard")]),
+])
+def test_the_lenses_seed_joins_run_as_written_on_topics_named_and_not_declared(lenses_topics, tmp_path, join, expected):
+    sql = tmp_path / "lenses.sql"
+    sql.write_text(LENSES_SEED.format(join=join))
+    env = {**os.environ, "STREAMJOIN_KAFKA_BOOTSTRAP": lenses_topics.servers}
+    check = subprocess.run([sys.executable, "-m", "streamjoin.cli", "check", str(sql)], capture_output=True, text=True,
+                           timeout=120, env=env)
+    assert check.returncode == 0 and "dialect lenses" in check.stderr, check.stderr
+    result = subprocess.run([sys.executable, "-m", "streamjoin.cli", "run", str(sql), "--until-idle"], capture_output=True,
+                            text=True, timeout=600, env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert [(r["name"], r["item"]) for r in map(json.loads, result.stdout.splitlines())] == expected
+
+
+def test_a_lenses_topic_that_is_not_there_is_refused_at_its_name_saying_why(kafka_broker, tmp_path):
+    sql = tmp_path / "lenses.sql"
+    sql.write_text("SET defaults.topic.autocreate=true;\nINSERT INTO out SELECT STREAM * FROM nowhere_topic;")
+    result = streamjoin("check", sql, timeout=120)
+    assert result.returncode == 2
+    assert (f"unknown stream or table 'nowhere_topic', and no topic to read it from: the broker {kafka_broker.servers} "
+            "has no topic 'nowhere_topic'") in result.stderr, result.stderr

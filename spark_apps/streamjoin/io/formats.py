@@ -154,8 +154,8 @@ def cast_column(col, target: pa.DataType):
     return pc.cast(col, target)
 
 
-def record_parser(spec):
-    """How a log input (`InputSpec` of a Kinesis stream or a Kafka topic) turns its records into
+def record_parser(schema: pa.Schema, rowtime: str, arrival: bool = False, alias: str = ""):
+    """How a log input (a Kinesis stream or a Kafka topic, as `InputSpec`) turns its records into
     staged rows: `parse(datas, fills, where)`, each record's data one JSON object, and `fills`
     the columns its metadata gives (io.log_merge.ARRIVED: its arrival instant, the rowtime of an
     arrival-ordered input; a name starting with '?': only where the value gave none)."""
@@ -163,15 +163,15 @@ def record_parser(spec):
 
     def parse(datas: list[bytes], fills: dict, where: str) -> pa.Table:
         text = b"\n".join(d.rstrip(b"\r\n") for d in datas) + b"\n"
-        table = read_text(text, "json", spec.schema)
+        table = read_text(text, "json", schema)
         if table.num_rows != len(datas):
-            raise ValueError(f"input {spec.alias}: {where}: each record must hold one JSON object "
+            raise ValueError(f"input {alias}: {where}: each record must hold one JSON object "
                              f"({len(datas)} records gave {table.num_rows} rows)")
-        table = conform(table, spec.schema, spec.rowtime, where)
+        table = conform(table, schema, rowtime, where)
         # the records' metadata (arrival, key, partition, ...): columns their values do not hold
         for column, values in fills.items():
             if column == ARRIVED:
-                column = spec.rowtime if spec.arrival else None  # arrival order: the records'
+                column = rowtime if arrival else None  # arrival order: the records'
             where_null = column is not None and column.startswith("?")  # only where the value gave none
             column = column[1:] if where_null else column
             if column in table.column_names:

@@ -219,7 +219,7 @@ class Stager:
         """The input's KinesisSource or KafkaSource, parsing records as this input's rows."""
         from streamjoin.io.formats import record_parser
 
-        parse = record_parser(self.spec)
+        parse = record_parser(self.spec.schema, self.spec.rowtime, self.spec.arrival, self.spec.alias)
         if self.spec.kinesis is not None:
             from streamjoin.io.kinesis import KinesisSource
 

@@ -185,7 +185,13 @@ class NativeLowering:
         item = view.inputs[0]
         source = self.script.relation(item.relation)
         fmt = (source.option("format") or ("json" if source.kind == Kind.STREAM else "csv")).lower()
-        rows = read_files(expand(source.option("path")), fmt, arrow_schema(source.columns), source.option("pattern"))
+        if (source.option("connector") or "").lower() == "kafka":  # the topic as it is now
+            from streamjoin.io.kafka import read_all
+            from streamjoin.lower.inputs import kafka_options
+
+            rows = read_all(kafka_options(source), arrow_schema(source.columns), source.rowtime, source.arrival_rowtime)
+        else:
+            rows = read_files(expand(source.option("path")), fmt, arrow_schema(source.columns), source.option("pattern"))
         frame = self.spark.createDataFrame(rows.rename_columns([flat(item.alias, c) for c in rows.column_names]))
         if source.kind == Kind.STREAM:
             frame = frame.withColumn(ROWTIME_COLUMN, F.col(q(flat(item.alias, source.rowtime))))

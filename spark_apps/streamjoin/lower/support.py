@@ -206,8 +206,10 @@ def _table_view(script: Script, view: Query) -> str | None:
     if view.joins or view.aggregation is not None or len(view.inputs) != 1:
         return f"table view '{view.name}': `run` takes table views over one stream or table, without joins or GROUP BY"
     relation = script.relation(view.inputs[0].relation)
+    if (relation.option("connector") or "").lower() == "kafka" and relation.kind == Kind.STREAM:
+        return None  # the topic's records as they are when the query starts
     if relation.view or relation.option("connector", "files") != "files" or not relation.option("path"):
-        return f"table view '{view.name}': its source must be a declared files stream or table with a path"
+        return f"table view '{view.name}': its source must be a declared files stream or table with a path, or a Kafka topic"
     return None
 
 

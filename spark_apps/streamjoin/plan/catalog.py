@@ -60,6 +60,10 @@ def relation_from_create(create: exp.Create, where: Located, arrival: bool = Fal
 # Set by whoever compiles (`compile_sql(..., catalog=io.postgres.catalog_columns)`): the plan
 # reads no database itself.
 CATALOG: ContextVar[Callable[[str, str], list[tuple[str, str]]] | None] = ContextVar("catalog", default=None)
+# Likewise (`compile_sql(..., topics=io.kafka_catalog.topic_columns)`): a Kafka topic's columns, read
+# from its records (ValueError: no such topic, no broker, no records), for a Lenses program's topics,
+# which it names without declaring them.
+TOPICS: ContextVar[Callable[[str], list[tuple[str, str]]] | None] = ContextVar("topics", default=None)
 
 
 def _declared(schema) -> tuple[list[Column], list[str], exp.WatermarkColumnConstraint | None]:

@@ -12,25 +12,27 @@ from dataclasses import replace
 from streamjoin.dialect.profiles import DEFAULT, evidence, profile
 from streamjoin.errors import SqlError
 from streamjoin.plan.analyzer.statements import analyze
-from streamjoin.plan.catalog import CATALOG
+from streamjoin.plan.catalog import CATALOG, TOPICS
 from streamjoin.plan.model import Script
 from streamjoin.plan.rewrites import REWRITES
 
 
 def compile_sql(sql: str, filename: str = "<sql>", declared: tuple[tuple[str, str], ...] = (),
-                dialect: str | None = None, chosen_by: str = "--dialect", catalog=None) -> Script:
+                dialect: str | None = None, chosen_by: str = "--dialect", catalog=None, topics=None) -> Script:
     """Analyse a SQL file (SqlError with its position if rejected), then apply the rewrites.
     `declared`: inputs declared outside the file (`streamjoin.plan.inputs.declarations`);
     `dialect`: the profile to read it with (`dialect.profiles`; `chosen_by` says who chose it),
     else detected (`choose`); `catalog`: how a PostgreSQL table declared without columns gets them
     from its database ((url, table) -> [(name, type)], `io.postgres.catalog_columns`; None: it is
-    refused)."""
-    token = CATALOG.set(catalog)
+    refused); `topics`: how a Lenses program's undeclared topic gets its columns (topic -> [(name,
+    type)], `io.kafka_catalog.topic_columns`; None: it is refused)."""
+    token, topics_token = CATALOG.set(catalog), TOPICS.set(topics)
     try:
         script = choose(sql, filename, declared) if dialect is None else replace(
             analyze(sql, filename, declared, profile(dialect)), dialect_reason=f"chosen by {chosen_by}")
     finally:
         CATALOG.reset(token)
+        TOPICS.reset(topics_token)
     for rewrite in REWRITES:
         script = rewrite(script)
     return script

@@ -119,6 +119,7 @@ def take_snapshots(app: App, only_missing: bool = False) -> list[dict]:
     snapshot root `path`) as a new version; with `only_missing`, only where none exists yet."""
     from streamjoin.env import expand
     from streamjoin.io import snapshots
+    from streamjoin.io.kafka_catalog import topic_columns
     from streamjoin.io.postgres import catalog_columns
     from streamjoin.io.tables import read_table
     from streamjoin.io.types import arrow_schema
@@ -131,7 +132,7 @@ def take_snapshots(app: App, only_missing: bool = False) -> list[dict]:
         if only_missing and snapshots.latest(root) is not None:
             continue
         source_file = app.dir / entry["source"]
-        script = compile_sql(source_file.read_text(), str(source_file), catalog=catalog_columns)
+        script = compile_sql(source_file.read_text(), str(source_file), catalog=catalog_columns, topics=topic_columns)
         relation = next((r for r in script.relations if r.name == entry["table"]), None)
         if relation is None:
             raise ValueError(f"{source_file} declares no table '{entry['table']}'")

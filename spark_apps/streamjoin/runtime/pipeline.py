@@ -40,9 +40,10 @@ class Pipeline:
         """Compile and check (SqlError, Unsupported: exit 2 in the CLI) before any Spark starts.
         `declared`: inputs an app's config declares (`streamjoin.plan.inputs`); `dialect`: the
         profile to read the file with (None: detected; `dialect.profiles`)."""
+        from streamjoin.io.kafka_catalog import topic_columns
         from streamjoin.io.postgres import catalog_columns
 
-        script = compile_sql(sql, filename, declared, dialect, chosen_by, catalog=catalog_columns)
+        script = compile_sql(sql, filename, declared, dialect, chosen_by, catalog=catalog_columns, topics=topic_columns)
         query = script.final
         if query is None:
             raise Unsupported("the file has no final query to run")

@@ -342,6 +342,28 @@ class Analyzer:
             unique = f"{name}_{n}"
         return unique
 
+    def topic(self, name: str, table: exp.Table) -> Relation | None:
+        """A Lenses program's topic, named and not declared: a stream of its records (connector
+        'kafka'), its columns read from them (plan.catalog.TOPICS), its rowtime the records'
+        timestamps. None: not a Lenses program, or no reader of topics."""
+        from streamjoin.plan.catalog import TOPICS
+
+        reader = TOPICS.get()
+        if self.profile.name != "lenses" or reader is None:
+            return None
+        try:
+            columns = reader(name)
+        except ValueError as error:
+            self.where.fail(f"unknown stream or table '{name}', and no topic to read it from: {error}", table,
+                            "declare it (CREATE STREAM name (...) WITH (connector = 'kafka', ...)), or point "
+                            "STREAMJOIN_KAFKA_BOOTSTRAP at the broker that has it")
+        # the records' `rowtime` field if they have one, else their timestamps (io.kafka)
+        fields = tuple(Column(c, t) for c, t in columns if c != "rowtime")
+        relation = Relation(name=name, kind=Kind.STREAM, columns=(*fields, Column("rowtime", "TIMESTAMP")), rowtime="rowtime",
+                            options=(("connector", "kafka"), ("topic", name)), implicit_rowtime=True)
+        self.relations[name] = relation
+        return relation
+
     def relation(self, table: exp.Table) -> Relation:
         name = relation_name(table)
         candidates = [name, name.split(".")[-1]]
@@ -351,6 +373,9 @@ class Analyzer:
         by_last_part = [r for n, r in self.relations.items() if n.split(".")[-1] == name]
         if len(by_last_part) == 1:  # `order_quantity` for a declared `stocks.order_quantity`
             return by_last_part[0]
+        topic = self.topic(name, table)
+        if topic is not None:
+            return topic
         known = sorted(self.relations)
         close = difflib.get_close_matches(name, known, n=3)
         hint = f"did you mean {', '.join(close)}?" if close else (
