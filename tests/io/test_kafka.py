@@ -160,11 +160,11 @@ def test_a_partition_added_to_the_topic_is_read_from_its_beginning(kafka_broker,
             def __getattr__(self, name):
                 return getattr(client, name)
 
-            def list_topics(self, topic, timeout):
+            def list_topics(self, topic=None, timeout=-1):
                 metadata = client.list_topics(topic, timeout=timeout)
                 listed["times"] += 1
                 if listed["times"] == 1:
-                    metadata.topics[topic].partitions.pop(1)
+                    metadata.topics[kafka_topic].partitions.pop(1)
                 return metadata
 
         return Seen()
@@ -353,3 +353,103 @@ def test_a_lenses_topic_that_is_not_there_is_refused_at_its_name_saying_why(kafk
     assert result.returncode == 2
     assert (f"unknown stream or table 'nowhere_topic', and no topic to read it from: the broker {kafka_broker.servers} "
             "has no topic 'nowhere_topic'") in result.stderr, result.stderr
+
+
+def read_topic(servers: str, topic: str) -> list:
+    """Every record of the topic now: (key, value as JSON, headers)."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+
+    client = Consumer({"bootstrap.servers": servers, "group.id": "t", "enable.partition.eof": True})
+    metadata = client.list_topics(timeout=10).topics.get(topic)
+    if metadata is None:
+        return []
+    client.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in metadata.partitions])
+    records, ended = [], set()
+    deadline = time.time() + 30
+    while len(ended) < len(metadata.partitions) and time.time() < deadline:
+        for msg in client.consume(100, timeout=0.5):
+            if msg.error() is not None:
+                if msg.error().code() == KafkaError._PARTITION_EOF:
+                    ended.add(msg.partition())
+                continue
+            records.append((msg.key(), json.loads(msg.value()), dict(msg.headers() or [])))
+    client.close()
+    return records
+
+
+def test_run_writes_the_seed_joins_rows_into_a_topic_keyed_and_marked_with_their_release(kafka_broker, kafka_topic, tmp_path):
+    (tmp_path / "o").mkdir()
+    (tmp_path / "s").mkdir()
+    jsonl(tmp_path / "o" / "1.json", [{"rowtime": t, "orderId": i} for t, i in ORDERS])
+    jsonl(tmp_path / "s" / "1.json", [{"rowtime": t, "orderId": i} for t, i in SHIPMENTS])
+    sql = tmp_path / "q.sql"
+    sql.write_text(f"""CREATE STREAM orders (orderId INT) WITH (connector = 'files', path = '{tmp_path / "o"}');
+CREATE STREAM shipments (orderId INT) WITH (connector = 'files', path = '{tmp_path / "s"}');
+SELECT STREAM ROWTIME, o.orderId, o.ROWTIME AS orderTime FROM shipments AS s
+JOIN orders OVER (RANGE INTERVAL '1' HOUR PRECEDING) AS o ON o.orderId = s.orderId;""")
+    out = f"{kafka_topic}-out"
+    result = streamjoin("run", sql, "--until-idle", "--output", f"kafka://{out}?key=orderid", "--checkpoint", tmp_path / "cp")
+    assert result.returncode == 0, result.stderr[-3000:]
+    records = sorted(read_topic(kafka_broker.servers, out), key=lambda r: int(r[2]["streamjoin.row"]))  # partitions apart
+    assert [(r["rowtime"], r["orderid"], r["ordertime"]) for _, r, _ in records] == SEED_ROWS
+    assert [k for k, _, _ in records] == [str(r[1]).encode() for r in SEED_ROWS]
+    assert [(h["streamjoin.release"], h["streamjoin.row"]) for _, _, h in records] == [
+        (b"part-00000000", str(n).encode()) for n in range(5)]
+
+
+def test_a_release_cut_short_by_a_crash_is_completed_without_doubles_and_a_done_one_is_not_sent_again(
+        kafka_broker, kafka_topic, tmp_path, monkeypatch):
+    from streamjoin.io import kafka_sink
+
+    rows = pa.table({"k": list(range(6)), "v": [f"row {n}" for n in range(6)]})
+    first = kafka_sink.TopicWriter(f"kafka://{kafka_topic}?key=k", tmp_path / "state")
+    first.write_table("part-00000000", rows.slice(0, 2))
+    first.producer = _Dying(first.producer, after=3)
+    with pytest.raises(SystemExit):
+        first.write_table("part-00000001", rows)
+    again = kafka_sink.TopicWriter(f"kafka://{kafka_topic}?key=k", tmp_path / "state")  # the restart
+    again.write_table("part-00000000", rows.slice(0, 2))  # replayed, done before the crash: not sent
+    again.write_table("part-00000001", rows)  # replayed: only the rows that did not get out
+    again.write_table("part-00000002", rows.slice(5, 1))
+    records = read_topic(kafka_broker.servers, kafka_topic)
+    releases = [(h["streamjoin.release"].decode(), int(h["streamjoin.row"]), r["k"]) for _, r, h in records]
+    assert sorted(releases) == [("part-00000000", 0, 0), ("part-00000000", 1, 1)] + [
+        ("part-00000001", n, n) for n in range(6)] + [("part-00000002", 0, 5)]
+
+
+class _Dying:
+    """A producer whose process dies (SystemExit) after `after` records went out, flushed."""
+
+    def __init__(self, producer, after: int):
+        self.producer, self.after, self.sent = producer, after, 0
+
+    def produce(self, *args, **kwargs):
+        if self.sent == self.after:
+            self.producer.flush(10)
+            raise SystemExit("killed")
+        self.sent += 1
+        return self.producer.produce(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.producer, name)
+
+
+def test_a_risingwave_kafka_sink_receives_the_joins_rows_keyed_by_its_primary_key(kafka_broker, kafka_topic, tmp_path):
+    left, right, out = f"{kafka_topic}-l", f"{kafka_topic}-r", f"{kafka_topic}-out"
+    for topic in (left, right):
+        create_topic(kafka_broker.servers, topic, 1)
+    produce(kafka_broker, left, [{"id": 1, "ts": D + "10:00:00", "a": "x"}, {"id": 2, "ts": D + "10:00:05", "a": "y"}])
+    produce(kafka_broker, right, [{"id": 1, "ts": D + "10:00:02", "b": 7}, {"id": 2, "ts": D + "10:05:00", "b": 8}])
+    sql = tmp_path / "rw.sql"
+    sql.write_text(f"""
+CREATE SOURCE l (id INT, ts TIMESTAMP, a VARCHAR, WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)
+WITH (connector = 'kafka', topic = '{left}', properties.bootstrap.server = 'kafka:9092') FORMAT PLAIN ENCODE JSON;
+CREATE SOURCE r (id INT, ts TIMESTAMP, b INT, WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)
+WITH (connector = 'kafka', topic = '{right}', properties.bootstrap.server = 'kafka:9092') FORMAT PLAIN ENCODE JSON;
+CREATE MATERIALIZED VIEW pairs AS
+SELECT l.id, l.a, r.b FROM l JOIN r ON l.id = r.id AND r.ts BETWEEN l.ts AND l.ts + INTERVAL '1' MINUTE;
+CREATE SINK pairs_out FROM pairs WITH (connector = 'kafka', topic = '{out}', properties.bootstrap.server = 'kafka:9092',
+  primary_key = 'id') FORMAT PLAIN ENCODE JSON (force_append_only = 'true');""")
+    result = streamjoin("run", sql, "--dialect", "risingwave", "--until-idle", "--checkpoint", tmp_path / "cp")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert [(k, r) for k, r, _ in read_topic(kafka_broker.servers, out)] == [(b"1", {"id": 1, "a": "x", "b": 7})]

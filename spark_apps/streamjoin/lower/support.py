@@ -84,6 +84,8 @@ def sink_spec(script: Script, query: Query):
     relation = next((r for r in script.sinks if r.name == query.sink), None)
     if relation is None:
         return None  # an undeclared target (Lenses' topics): rows go to `run`'s --output
+    if (relation.option("connector") or "").lower() == "kafka":
+        return None  # a topic: rows go there as they go to --output (topic_target)
     try:
         spec = SinkSpec.from_options(relation.name, dict(relation.options), expand)
     except ValueError as error:
@@ -98,6 +100,22 @@ def sink_spec(script: Script, query: Query):
             raise Unsupported(f"sink '{relation.name}' marks hours complete, but the query's {coarse[0]} buckets close "
                               "later than their hours: partition such a sink by nothing (leave out partitioned_by)")
     return spec
+
+
+def topic_target(script: Script, query: Query) -> str | None:
+    """The `kafka://` output of a query that INSERTs INTO (or is the FROM of) a sink declared with
+    connector 'kafka' (io.kafka_sink): its topic, its key (primary_key), its brokers. None: not one."""
+    from streamjoin.io.kafka_sink import target
+
+    relation = next((r for r in script.sinks if r.name == query.sink), None) if query.sink else None
+    if relation is None or (relation.option("connector") or "").lower() != "kafka":
+        return None
+    option = relation.option
+    topic = expand(option("topic") or relation.name)
+    servers = next((expand(option(n)) for n in ("properties.bootstrap.server", "properties.bootstrap.servers",
+                                                 "bootstrap.servers", "seed_brokers") if option(n)), None)
+    key = [k.strip() for k in (option("primary_key") or option("key") or "").split(",") if k.strip()]
+    return target(topic, key, servers)
 
 
 def start_bounds(join, before: list[str], query: Query) -> tuple[int, int] | None:

@@ -19,7 +19,7 @@ from streamjoin.io.staging import InputSpec
 from streamjoin.lower.inputs import input_specs
 from streamjoin.lower.lowered import Lowered
 from streamjoin.lower.strategy import LoweringOptions
-from streamjoin.lower.support import check_runnable
+from streamjoin.lower.support import check_runnable, topic_target
 from streamjoin.plan.compile import compile_sql
 from streamjoin.plan.model import Kind, Query, Script
 from streamjoin.runtime.runner import Runner, run_outputs, run_query
@@ -81,6 +81,7 @@ class Pipeline:
         if len(self.script.runs) > 1:
             raise Unsupported(f"the application has {len(self.script.runs)} output streams "
                               f"({', '.join(self.script.outputs)}): it runs with `streamjoin run`, not yet as a deployed app")
+        output = topic_target(self.script, self.query) or output  # a declared Kafka sink's topic
         late_root = late_root if late_root is not None else default_late_root(checkpoint, output)
         lowered = self.lower(spark, checkpoint, late_root, until_idle)
         return Runner(spark, lowered, checkpoint, output, name or self.filename, until_idle=until_idle)
@@ -89,6 +90,8 @@ class Pipeline:
         """Run until idle (then flush and return) or until SIGTERM/SIGINT; returns the last status
         of each query run: {"query": status}, or {stream: status} for an application's several
         outputs (each with its own checkpoint, `<checkpoint>/outputs/<stream>`)."""
+        if len(self.script.runs) == 1:
+            output = topic_target(self.script, self.query) or output  # a declared Kafka sink's topic
         late_root = default_late_root(checkpoint, output)
         if len(self.script.runs) == 1 and self.query.kind == Kind.TABLE:
             return {"query": run_table_query(spark, self.script, self.query, checkpoint, output, self.filename)}
@@ -103,8 +106,8 @@ class Pipeline:
 
 
 def default_late_root(checkpoint: Path, output: str) -> Path:
-    """Late rows go beside the output (`DIR/late/`), or into the checkpoint for stdout."""
-    return Path(output) / "late" if output != "-" else checkpoint / "late"
+    """Late rows go beside the output (`DIR/late/`), or into the checkpoint for stdout and topics."""
+    return Path(output) / "late" if output != "-" and not output.startswith("kafka://") else checkpoint / "late"
 
 
 def run_table_query(spark, script: Script, query: Query, checkpoint: Path, output: str, query_file: str) -> dict:
@@ -115,12 +118,12 @@ def run_table_query(spark, script: Script, query: Query, checkpoint: Path, outpu
     import json
 
     from streamjoin.lower.native import NativeLowering
-    from streamjoin.runtime.writer import RowWriter
+    from streamjoin.runtime.writer import row_writer
 
     checkpoint.mkdir(parents=True, exist_ok=True)
     started = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     rows = NativeLowering(spark, script, {}, checkpoint).table_frame(query).toArrow()
-    RowWriter(output).write_table("part-00000000", rows)
+    row_writer(output, "", checkpoint).write_table("part-00000000", rows)
     status = {"query": query_file, "state": "finished", "error": None, "inputs": {}, "rows_emitted": rows.num_rows,
               "rows_emitted_this_run": rows.num_rows, "late_rows": 0, "rejected_rows": 0, "started_at": started,
               "updated_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}

@@ -25,7 +25,7 @@ from streamjoin.runtime.listener import ProgressListener
 from streamjoin.runtime.ordered_sink import OrderedSink
 from streamjoin.runtime.stage_sink import StageSink
 from streamjoin.runtime.status import Status
-from streamjoin.runtime.writer import RowWriter
+from streamjoin.runtime.writer import row_writer
 
 log = logging.getLogger("streamjoin.run")
 
@@ -60,12 +60,12 @@ class Runner:
         elif lowered.batch is not None:
             from streamjoin.runtime.batch_sink import BatchJoinSink
 
-            self.sink = BatchJoinSink(spark, checkpoint, RowWriter(output, suffix), lowered.columns, lowered.batch)
+            self.sink = BatchJoinSink(spark, checkpoint, row_writer(output, suffix, checkpoint), lowered.columns, lowered.batch)
         elif lowered.sink is not None:
             self.sink = CommittedSink(checkpoint, lowered, self.input_top_us, query_file)
         else:
             self.sink = OrderedSink(
-                checkpoint, RowWriter(output, suffix), lowered.columns, lowered.order_delay_ms, lowered.bucketed, self.input_top_us,
+                checkpoint, row_writer(output, suffix, checkpoint), lowered.columns, lowered.order_delay_ms, lowered.bucketed, self.input_top_us,
                 lowered.custom, lowered.emit,
             )
         # staged inputs that are not the user's (a promoting view's are: its rows out of order are late)

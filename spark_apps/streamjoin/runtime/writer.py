@@ -1,5 +1,5 @@
 """Where released rows go: JSON Lines to stdout, or files in a directory (`part-NNNNNNNN.jsonl`,
-names that sort in emission order)."""
+names that sort in emission order), or records of a Kafka topic (io.kafka_sink)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,16 @@ import sys
 from pathlib import Path
 
 from streamjoin.io.jsonlines import format_lines, format_rows
+
+
+def row_writer(target: str, suffix: str, checkpoint: Path):
+    """The writer of `run`'s output: a RowWriter, or a topic's (`kafka://TOPIC`, io.kafka_sink)
+    whose record of what it sent lives in the checkpoint."""
+    from streamjoin.io.kafka_sink import TopicWriter, is_topic
+
+    if is_topic(target):
+        return TopicWriter(target, checkpoint / "kafka_sink", suffix)
+    return RowWriter(target, suffix)
 
 
 class RowWriter:
