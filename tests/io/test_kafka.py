@@ -453,3 +453,40 @@ CREATE SINK pairs_out FROM pairs WITH (connector = 'kafka', topic = '{out}', pro
     result = streamjoin("run", sql, "--dialect", "risingwave", "--until-idle", "--checkpoint", tmp_path / "cp")
     assert result.returncode == 0, result.stderr[-3000:]
     assert [(k, r) for k, r, _ in read_topic(kafka_broker.servers, out)] == [(b"1", {"id": 1, "a": "x", "b": 7})]
+
+
+@pytest.mark.parametrize("changelog", ["DEBEZIUM", "UPSERT"])
+def test_a_table_fed_by_a_topics_changes_joins_a_stream_and_folds_to_the_join_with_its_last_rows(
+        spark, kafka_broker, kafka_topic, tmp_path, changelog):
+    """FORMAT DEBEZIUM: change events; FORMAT UPSERT: rows keyed by the record's key, a record
+    without a value deletes its key's row. Either way the view's changelog folds to the join of
+    the orders with the customers as they are at the end."""
+    from collections import Counter
+
+    from streamjoin.runtime.pipeline import Pipeline
+
+    orders, customers = f"{kafka_topic}-orders", f"{kafka_topic}-customers"
+    for topic in (orders, customers):
+        create_topic(kafka_broker.servers, topic, 1)
+    changes = [("c", 1, "ann"), ("c", 2, "bob"), ("u", 1, "ann2"), ("d", 2, "bob"), ("c", 3, "cy")]
+    for op, key, name in changes:
+        row = {"id": key, "name": name}
+        if changelog == "DEBEZIUM":
+            event = {"op": op, "before": row if op in ("u", "d") else None, "after": None if op == "d" else row}
+            produce(kafka_broker, customers, [{"payload": event}])
+        else:
+            produce(kafka_broker, customers, [None if op == "d" else row], key=json.dumps({"id": key}).encode())
+    produce(kafka_broker, orders, [{"oid": 10, "cust": 1}, {"oid": 11, "cust": 2}, {"oid": 12, "cust": 3}])
+    sql = f"""
+    CREATE SOURCE orders (oid INT, cust INT) WITH (connector = 'kafka', topic = '{orders}') FORMAT PLAIN ENCODE JSON;
+    CREATE TABLE customers (id INT PRIMARY KEY, name VARCHAR)
+      WITH (connector = 'kafka', topic = '{customers}') FORMAT {changelog} ENCODE JSON;
+    CREATE MATERIALIZED VIEW named AS
+      SELECT o.oid, c.id, c.name FROM orders AS o LEFT JOIN customers AS c ON o.cust = c.id;"""
+    runner = Pipeline.from_sql(sql, "rw.sql").runner(spark, tmp_path / "checkpoint", str(tmp_path / "out"), until_idle=True)
+    status = run_to_end(runner.start())
+    content = Counter()
+    for r in read_output(tmp_path / "out"):
+        content[(r["oid"], r["id"], r["name"])] += 1 if r["op"] == "+I" else -1
+    assert +content == Counter({(10, 1, "ann2"): 1, (11, None, None): 1, (12, 3, "cy"): 1}), read_output(tmp_path / "out")
+    assert status["rejected_rows"] == 0
