@@ -1,14 +1,15 @@
 """`make airflow`: Airflow standalone on this repo's DAGs, with the embedded S3 and local Spark.
 
 Starts `streamjoin s3 serve --data data/s3` (objects kept as files under data/s3/, the folder
-`make demo` fills, so they survive restarts) and `airflow standalone` (AIRFLOW_HOME=.airflow, SQLite, this repo's
+`make demo` fills, so they survive restarts), the embedded Kafka broker (`streamjoin kafka serve`
+on --kafka-port, topics in memory; skipped, saying so, when the port is taken) and `airflow standalone` (AIRFLOW_HOME=.airflow, SQLite, this repo's
 dags/), configures the connections from environment variables (`AIRFLOW_CONN_AWS_DEFAULT` to the
 embedded S3, `AIRFLOW_CONN_SPARK_DEFAULT` to local[2]), prints the URL, the login and the S3
 endpoint with its credentials, and stops both cleanly on Ctrl-C (standalone shuts down cleanly
 only on SIGINT). The API server listens on 127.0.0.1 only, unless `AIRFLOW__API__HOST` says
 otherwise (`AIRFLOW__API__HOST=0.0.0.0 make airflow` for every interface).
 
-    .venv/bin/python include/airflow_local.py [--port 8080] [--s3-port 9000] [--home .airflow] [--data data/s3]
+    .venv/bin/python include/airflow_local.py [--port 8080] [--s3-port 9000] [--kafka-port 9092] [--home .airflow] [--data data/s3]
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ def api_host() -> str:
     return os.environ.get("AIRFLOW__API__HOST") or "127.0.0.1"
 
 
-def banner(url: str, password: str, s3_env: dict[str, str], store: Path = STORE) -> list[str]:
+def banner(url: str, password: str, s3_env: dict[str, str], store: Path = STORE, kafka: str | None = None) -> list[str]:
     """What `make airflow` prints once Airflow is up: the UI and its login, the DAGs, and how to
     reach the embedded S3 (endpoint and credentials, as exports for another shell)."""
     host = api_host()
@@ -84,14 +85,31 @@ def banner(url: str, password: str, s3_env: dict[str, str], store: Path = STORE)
         f"(access key {s3_env['AWS_ACCESS_KEY_ID']}, secret key {s3_env['AWS_SECRET_ACCESS_KEY']}), its objects kept as "
         f"files under {shown(store)}/ (reports: {shown(_local(store, reports))}/); from another shell:",
         *(f"  export {name}={value}" for name, value in {**s3_env, **data_env()}.items()),
+        *([f"  export STREAMJOIN_KAFKA_BOOTSTRAP={kafka}   # the embedded Kafka broker (topics in memory)"] if kafka else []),
         "  (then: .venv/bin/streamjoin report hourly_city_sales --hour H --open)",
     ]
+
+
+def start_kafka(port: int):
+    """The embedded Kafka broker on `port` (None when 0, or when the port is taken: said on stdout)."""
+    from streamjoin.io.kafka_broker import EmbeddedKafka
+
+    if not port:
+        return None
+    broker = EmbeddedKafka(port=port)
+    try:
+        broker.start()
+    except RuntimeError as error:
+        print(f"not starting the embedded Kafka broker: {error}", flush=True)
+        return None
+    return broker
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=8080)
     parser.add_argument("--s3-port", type=int, default=9000)
+    parser.add_argument("--kafka-port", type=int, default=9092, help="the embedded Kafka broker's (0: do not start one)")
     parser.add_argument("--home", type=Path, default=ROOT / ".airflow", help="AIRFLOW_HOME (default: .airflow)")
     parser.add_argument("--data", type=Path, default=STORE, help="the embedded S3's folder (default: data/s3, the demo's)")
     args = parser.parse_args()
@@ -101,7 +119,10 @@ def main() -> int:
     home.mkdir(parents=True, exist_ok=True)
     s3 = EmbeddedS3(port=args.s3_port, data_dir=args.data.resolve())
     s3.start()
+    kafka = start_kafka(args.kafka_port)
     env = airflow_env(home, s3.env(), args.port)
+    if kafka is not None:
+        env["STREAMJOIN_KAFKA_BOOTSTRAP"] = kafka.servers
     stop = {"asked": False}
 
     def ask_stop(*_):
@@ -122,7 +143,8 @@ def main() -> int:
         while not stop["asked"] and standalone.poll() is None and not _up(f"{url}/api/v2/monitor/health"):
             time.sleep(1)
         if standalone.poll() is None and not stop["asked"]:
-            print("\n".join(banner(url, _password(home), s3.env(), args.data.resolve())), flush=True)
+            print("\n".join(banner(url, _password(home), s3.env(), args.data.resolve(),
+                                   kafka.servers if kafka else None)), flush=True)
             print("stop with Ctrl-C", flush=True)
         while not stop["asked"] and standalone.poll() is None:
             time.sleep(0.5)
@@ -134,7 +156,9 @@ def main() -> int:
             except subprocess.TimeoutExpired:
                 standalone.kill()
         s3.stop()
-        print("stopped Airflow and the embedded S3", flush=True)
+        if kafka is not None:
+            kafka.stop()
+        print("stopped Airflow, the embedded S3" + (" and the embedded Kafka broker" if kafka else ""), flush=True)
     return 0
 
 

@@ -48,3 +48,30 @@ def test_the_banner_points_at_the_reports_folder_reports_path_names(monkeypatch,
     monkeypatch.setenv("REPORTS_PATH", "s3://streamjoin/team/reports")
     text = "\n".join(airflow_local.banner("http://127.0.0.1:8080", "pw", S3_ENV, tmp_path / "s3"))
     assert f"(reports: {tmp_path}/s3/streamjoin/team/reports/)" in text
+
+
+def test_the_banner_exports_the_embedded_kafka_broker_when_it_runs():
+    text = "\n".join(airflow_local.banner("http://127.0.0.1:8080", "pw", S3_ENV, kafka="127.0.0.1:9092"))
+    assert "  export STREAMJOIN_KAFKA_BOOTSTRAP=127.0.0.1:9092" in text
+    assert "STREAMJOIN_KAFKA_BOOTSTRAP" not in "\n".join(airflow_local.banner("http://127.0.0.1:8080", "pw", S3_ENV))
+
+
+def test_make_airflow_starts_the_embedded_kafka_broker_and_skips_it_saying_why_when_its_port_is_taken(capsys):
+    broker = airflow_local.start_kafka(_free_port())
+    try:
+        from confluent_kafka.admin import AdminClient
+
+        assert AdminClient({"bootstrap.servers": broker.servers}).list_topics(timeout=10).brokers  # a broker answers
+        assert airflow_local.start_kafka(broker.port) is None
+        assert f"port {broker.port} on 127.0.0.1 is in use" in capsys.readouterr().out
+    finally:
+        broker.stop()
+    assert airflow_local.start_kafka(0) is None
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

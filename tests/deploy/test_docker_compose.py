@@ -22,7 +22,7 @@ AIRFLOW_CONFIG_TEMPLATE = Path(importlib.util.find_spec("airflow").origin).paren
 AIRFLOW_SERVICES = ("airflow-init", "airflow-apiserver", "airflow-scheduler", "airflow-dag-processor", "airflow-triggerer")
 AIRFLOW_LONG_RUNNING = {"airflow-apiserver": "api-server", "airflow-scheduler": "scheduler",
                         "airflow-dag-processor": "dag-processor", "airflow-triggerer": "triggerer"}
-EXPECTED_SERVICES = {"postgres", *AIRFLOW_SERVICES, "spark-master", "spark-worker", "minio", "minio-init"}
+EXPECTED_SERVICES = {"postgres", *AIRFLOW_SERVICES, "spark-master", "spark-worker", "minio", "minio-init", "kafka"}
 SPARK_MASTER_URL = "spark://spark-master:7077"
 
 # The code whose environment the stack must provide: read at test time, so new code is covered.
@@ -507,3 +507,14 @@ def test_the_api_server_minio_and_spark_ui_are_published_on_distinct_host_ports(
     assert ui_port in published_ports(services["spark-master"])
     host_ports = [host for service in services.values() for host in published_ports(service).values()]
     assert len(host_ports) == len(set(host_ports)), sorted(host_ports)
+
+
+def test_kafka_is_one_kraft_node_advertised_as_kafka_9092_and_every_airflow_service_points_streamjoin_at_it(services):
+    kafka = env_of(services["kafka"])
+    assert kafka["KAFKA_PROCESS_ROLES"] == "broker,controller" and kafka["KAFKA_CONTROLLER_QUORUM_VOTERS"] == "1@kafka:9093"
+    assert kafka["KAFKA_ADVERTISED_LISTENERS"] == "PLAINTEXT://kafka:9092"
+    assert "PLAINTEXT://:9092" in kafka["KAFKA_LISTENERS"].split(",")
+    assert str(kafka["KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR"]) == "1"  # one node: replication factor 1 everywhere
+    assert "--bootstrap-server localhost:9092" in " ".join(services["kafka"]["healthcheck"]["test"])
+    for name in AIRFLOW_SERVICES:
+        assert env_of(services[name])["STREAMJOIN_KAFKA_BOOTSTRAP"] == "kafka:9092", name

@@ -490,3 +490,34 @@ def test_a_table_fed_by_a_topics_changes_joins_a_stream_and_folds_to_the_join_wi
         content[(r["oid"], r["id"], r["name"])] += 1 if r["op"] == "+I" else -1
     assert +content == Counter({(10, 1, "ann2"): 1, (11, None, None): 1, (12, 3, "cy"): 1}), read_output(tmp_path / "out")
     assert status["rejected_rows"] == 0
+
+
+def test_an_s_server_program_reads_kafka10_foreign_streams_and_its_pump_writes_a_kafka_foreign_stream(
+        kafka_broker, kafka_topic, tmp_path):
+    """s-Server's own form: foreign streams on KAFKA10_SERVER (TOPIC, SEED_BROKERS naming a broker
+    that is not here, STARTING_TIME), a pump INSERT INTO a Kafka foreign stream: the output topic."""
+    orders, shipments, matched = f"{kafka_topic}-orders", f"{kafka_topic}-shipments", f"{kafka_topic}-matched"
+    for topic in (orders, shipments):
+        create_topic(kafka_broker.servers, topic, 1)
+    produce(kafka_broker, orders, [{"ROWTIME": t, "orderId": i} for t, i in ORDERS])
+    produce(kafka_broker, shipments, [{"ROWTIME": t, "orderId": i} for t, i in SHIPMENTS])
+    options = "\"SEED_BROKERS\" 'kafka.example.net:9092', \"STARTING_TIME\" 'EARLIEST', \"PARSER\" 'JSON'"
+    sql = tmp_path / "s.sql"
+    sql.write_text(f"""CREATE OR REPLACE SCHEMA "demo";
+SET SCHEMA '"demo"';
+CREATE OR REPLACE FOREIGN STREAM "orders" ("orderId" INTEGER)
+    SERVER "KAFKA10_SERVER" OPTIONS ("TOPIC" '{orders}', {options});
+CREATE OR REPLACE FOREIGN STREAM "shipments" ("orderId" INTEGER)
+    SERVER "KAFKA10_SERVER" OPTIONS ("TOPIC" '{shipments}', {options});
+CREATE OR REPLACE FOREIGN STREAM "matched" ("shipTime" TIMESTAMP, "orderId" INTEGER, "orderTime" TIMESTAMP)
+    SERVER "KAFKA10_SERVER" OPTIONS ("TOPIC" '{matched}', "SEED_BROKERS" 'kafka.example.net:9092', "FORMATTER" 'JSON');
+CREATE OR REPLACE PUMP "match_pump" STOPPED AS
+INSERT INTO "matched"
+SELECT STREAM s.ROWTIME AS "shipTime", o."orderId", o.ROWTIME AS "orderTime"
+FROM "shipments" AS s JOIN "orders" OVER (RANGE INTERVAL '1' HOUR PRECEDING) AS o ON o."orderId" = s."orderId";
+ALTER PUMP "match_pump" START;
+""")
+    result = streamjoin("run", sql, "--until-idle", "--checkpoint", tmp_path / "cp")
+    assert result.returncode == 0, result.stderr[-3000:]
+    records = sorted(read_topic(kafka_broker.servers, matched), key=lambda r: int(r[2]["streamjoin.row"]))
+    assert [(r["shipTime"], r["orderId"], r["orderTime"]) for _, r, _ in records] == SEED_ROWS

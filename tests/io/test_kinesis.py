@@ -315,3 +315,50 @@ def test_an_expired_shard_iterator_is_made_again_after_the_last_record_read(tmp_
     (stager.dir / "END").touch()
     stager.advance()
     assert expired and staged(stager) == [1, 2, 3] and stager.manifest().rows == 3
+
+
+def records_of(stream: str) -> list[dict]:
+    client = kinesis.client()
+    rows = []
+    for shard in client.list_shards(StreamName=stream)["Shards"]:
+        iterator = client.get_shard_iterator(StreamName=stream, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON")["ShardIterator"]
+        page = client.get_records(ShardIterator=iterator, Limit=10_000)
+        rows += [(json.loads(r["Data"]), r["PartitionKey"]) for r in page["Records"]]
+    return rows
+
+
+def test_run_writes_the_seed_joins_rows_into_a_kinesis_stream_as_a_kda_destination(stream, tmp_path):
+    write_jsonl(tmp_path / "o" / "1.json", [{"rowtime": t, "orderId": i} for t, i in ORDERS])
+    write_jsonl(tmp_path / "s" / "1.json", [{"rowtime": t, "orderId": i} for t, i in SHIPMENTS])
+    sql = tmp_path / "q.sql"
+    sql.write_text(f"""CREATE STREAM orders (orderId INT) WITH (connector = 'files', path = '{tmp_path / "o"}');
+CREATE STREAM shipments (orderId INT) WITH (connector = 'files', path = '{tmp_path / "s"}');
+SELECT STREAM ROWTIME, o.orderId, o.ROWTIME AS orderTime FROM shipments AS s
+JOIN orders OVER (RANGE INTERVAL '1' HOUR PRECEDING) AS o ON o.orderId = s.orderId;""")
+    result = streamjoin("run", sql, "--until-idle", "--output", f"kinesis://{stream}?key=orderid", "--checkpoint", tmp_path / "cp")
+    assert result.returncode == 0, result.stderr[-3000:]
+    got = sorted((r["rowtime"], r["orderid"], r["ordertime"], key) for r, key in records_of(stream))
+    assert got == [(D + "10:30:00.000", 101, D + "10:10:00.000", "101"), (D + "10:45:00.000", 100, D + "10:00:00.000", "100"),
+                   (D + "10:55:00.000", 103, D + "10:25:00.000", "103"), (D + "11:05:00.000", 103, D + "10:25:00.000", "103"),
+                   (D + "11:30:00.000", 104, D + "10:40:00.000", "104")]
+
+
+def test_a_destination_release_cut_short_by_a_crash_is_completed_without_doubles(stream, tmp_path, monkeypatch):
+    from streamjoin.io import kinesis_sink
+
+    rows = pa.table({"k": [1, 2, 2, 3], "v": ["a", "b", "b", "c"]})  # two identical rows: both must arrive
+    first = kinesis_sink.StreamWriter(f"kinesis://{stream}?key=k", tmp_path / "state")
+    first.write_table("part-00000000", rows.slice(0, 1))
+    real_put = first._put
+
+    def dies_after_two(batch):  # the process dies once two records of the release are in
+        real_put(batch[:2])
+        raise SystemExit("killed")
+
+    monkeypatch.setattr(first, "_put", dies_after_two)
+    with pytest.raises(SystemExit):
+        first.write_table("part-00000001", rows)
+    again = kinesis_sink.StreamWriter(f"kinesis://{stream}?key=k", tmp_path / "state")
+    again.write_table("part-00000000", rows.slice(0, 1))  # done before the crash: not sent again
+    again.write_table("part-00000001", rows)
+    assert sorted((r["k"], r["v"]) for r, _ in records_of(stream)) == [(1, "a"), (1, "a"), (2, "b"), (2, "b"), (3, "c")]

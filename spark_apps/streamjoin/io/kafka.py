@@ -45,6 +45,7 @@ log = logging.getLogger("streamjoin.kafka")
 
 STARTS = ("earliest", "latest", "timestamp")
 RECORDS_PER_POLL = 200_000  # per poll, all partitions: a poll's memory is bounded
+READ_S = 0.2  # a read's longest stretch: what keeps arriving waits for the next poll
 BOOTSTRAP_ENV = "STREAMJOIN_KAFKA_BOOTSTRAP"  # overrides every program's brokers (docs/kafka.md)
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 # what a column may be filled with from a record's metadata (besides its value)
@@ -198,13 +199,15 @@ class KafkaSource(RowtimeMerge):
         return offset if offset >= 0 else OFFSET_BEGINNING if offset == -2 else self._end_offset(number)
 
     def _read(self, out: list) -> bool:
-        """One read of what the assigned partitions have (up to RECORDS_PER_POLL); True if any
-        record came. A partition is caught up once its end-of-partition event came last."""
+        """One read of what the assigned partitions have (up to RECORDS_PER_POLL, for up to
+        READ_S); True if any record came. A partition is caught up once its end-of-partition event
+        came last."""
         from confluent_kafka import KafkaError
 
         records: dict[str, list] = {}
         count, empty = 0, 0
-        while count < RECORDS_PER_POLL and empty < 2:
+        until = time.time() + READ_S  # records that keep coming must not keep the read from ending
+        while count < RECORDS_PER_POLL and empty < 2 and time.time() < until:
             batch = self.client.consume(num_messages=10_000, timeout=0.2)
             if not batch:
                 if all(p.at_end for p in self.parts.values()):

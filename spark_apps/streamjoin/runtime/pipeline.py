@@ -106,8 +106,8 @@ class Pipeline:
 
 
 def default_late_root(checkpoint: Path, output: str) -> Path:
-    """Late rows go beside the output (`DIR/late/`), or into the checkpoint for stdout and topics."""
-    return Path(output) / "late" if output != "-" and not output.startswith("kafka://") else checkpoint / "late"
+    """Late rows go beside the output (`DIR/late/`), or into the checkpoint for stdout and streams."""
+    return Path(output) / "late" if output != "-" and not output.startswith(("kafka://", "kinesis://")) else checkpoint / "late"
 
 
 def run_table_query(spark, script: Script, query: Query, checkpoint: Path, output: str, query_file: str) -> dict:

@@ -11,12 +11,16 @@ from streamjoin.io.jsonlines import format_lines, format_rows
 
 
 def row_writer(target: str, suffix: str, checkpoint: Path):
-    """The writer of `run`'s output: a RowWriter, or a topic's (`kafka://TOPIC`, io.kafka_sink)
-    whose record of what it sent lives in the checkpoint."""
+    """The writer of `run`'s output: a RowWriter, or a topic's (`kafka://TOPIC`, io.kafka_sink) or a
+    Kinesis stream's (`kinesis://STREAM`, io.kinesis_sink), whose record of what it sent lives in
+    the checkpoint."""
     from streamjoin.io.kafka_sink import TopicWriter, is_topic
+    from streamjoin.io.kinesis_sink import StreamWriter, is_stream
 
     if is_topic(target):
         return TopicWriter(target, checkpoint / "kafka_sink", suffix)
+    if is_stream(target):
+        return StreamWriter(target, checkpoint / "kinesis_sink", suffix)
     return RowWriter(target, suffix)
 
 

@@ -18,10 +18,11 @@ final query, a pump into a stream read from a connector, a column count that dif
 from __future__ import annotations
 
 import difflib
+from dataclasses import replace
 
 from sqlglot import exp
 
-from streamjoin.plan.model import Pump, Relation
+from streamjoin.plan.model import Kind, Pump, Relation
 from streamjoin.plan.scope import ident_name, relation_name
 
 
@@ -65,9 +66,9 @@ class Application:
                 self.analyzer.statement(st)
             else:
                 later.append(st)
-        fills = self.targets([st for st in later if is_pump(st)])
-        produced = {produces(st) for st in later} - {None}
         read = {id(st): reads(st) for st in later}
+        fills = self.targets([st for st in later if is_pump(st)], {name for names in read.values() for name, _ in names})
+        produced = {produces(st) for st in later} - {None}
         self.check_filled(later, read, produced)
         read_anywhere = {name for names in read.values() for name, _ in names}
         terminal = [p for p in fills.values() if relation_name(pump_target(p)) not in read_anywhere]
@@ -90,8 +91,9 @@ class Application:
             if name := produces(ready):
                 done.add(name)
 
-    def targets(self, pumps: list[exp.Create]) -> dict[str, exp.Create]:
-        """stream -> the pump that fills it, each target checked."""
+    def targets(self, pumps: list[exp.Create], read: set[str]) -> dict[str, exp.Create]:
+        """stream -> the pump that fills it, each target checked. A Kafka foreign stream a pump
+        writes and nothing reads is the application's output topic: a sink (io.kafka_sink)."""
         relations, sinks = self.analyzer.relations, self.analyzer.sinks
         fills: dict[str, exp.Create] = {}
         for pump in pumps:
@@ -102,6 +104,9 @@ class Application:
                 self.where.fail(f"pump '{pump_name}' inserts into '{name}', which is not declared", target,
                                 f"did you mean {', '.join(close)}?" if close else
                                 f"declare it: CREATE OR REPLACE STREAM {target.sql()} (column type, ...)")
+            if (name in relations and (relations[name].option("connector") or "").lower() == "kafka"
+                    and name not in read and relations[name].kind == Kind.STREAM):
+                sinks[name] = replace(relations.pop(name), kind=Kind.TABLE, rowtime=None)
             if name in relations and relations[name].options:
                 self.where.fail(f"pump '{pump_name}' inserts into '{name}', which reads from a connector", target,
                                 "an in-application stream is declared without WITH (...)")
