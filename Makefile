@@ -39,7 +39,7 @@ test: $(STAMP) check-java lint
 # the pure-Python tests alone (dialect, plan, operator engine, reference, CLI check/explain, docs):
 # no Spark, Airflow, S3 or PostgreSQL; about half a minute (markers in pyproject.toml, tests/conftest.py)
 test-quick: $(STAMP)
-	$(VENV)/bin/pytest -m "not long and not spark and not airflow and not s3 and not postgres"
+	$(VENV)/bin/pytest -m "not long and not spark and not airflow and not s3 and not postgres and not kafka"
 
 # the long variants (tests marked `long`: wide differential sweeps, slow end-to-end runs)
 test-long: $(STAMP) check-java lint

@@ -1,6 +1,6 @@
 """Session-wide fixtures: one SparkSession, one embedded S3 server (each created only by the
 tests that ask for it); the markers of what a test needs (pyproject.toml), so that
-`pytest -m "not spark and not airflow and not s3 and not postgres"` runs the pure-Python
+`pytest -m "not spark and not airflow and not s3 and not postgres and not kafka"` runs the pure-Python
 front-end and engine tests alone, in seconds."""
 
 import os
@@ -8,7 +8,8 @@ import os
 import pytest
 
 # a fixture a test uses -> the markers it gets
-FIXTURE_MARKS = {"spark": ("spark",), "s3_server": ("s3",), "s3_prefix": ("s3",), "app_env": ("s3", "spark")}
+FIXTURE_MARKS = {"spark": ("spark",), "s3_server": ("s3",), "s3_prefix": ("s3",), "app_env": ("s3", "spark"),
+                 "kafka_broker": ("kafka",), "kafka_topic": ("kafka",), "lenses_topics": ("kafka",)}
 
 
 def pytest_collection_modifyitems(items):

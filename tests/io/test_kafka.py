@@ -72,25 +72,28 @@ def test_a_risingwave_program_as_written_reads_its_kafka_sources_with_include_co
     bids, asks = f"{kafka_topic}-bids", f"{kafka_topic}-asks"
     for topic in (bids, asks):
         create_topic(kafka_broker.servers, topic, 1)
-    produce(kafka_broker, bids, [{"id": 1, "ts": D + "10:00:01", "px": 10.5}, {"id": 2, "ts": D + "10:00:09", "px": 11.0}],
-            key=b'"desk-a"')
+    producer = Producer({"bootstrap.servers": kafka_broker.servers})
+    for row in ({"id": 1, "ts": D + "10:00:01", "px": 10.5}, {"id": 2, "ts": D + "10:00:09", "px": 11.0}):
+        producer.produce(bids, value=json.dumps(row).encode(), key=b'"desk-a"', headers=[("trace", f"t-{row['id']}".encode())])
+    assert producer.flush(30) == 0
     produce(kafka_broker, asks, [{"id": 1, "ts": D + "10:00:03", "px": 10.7}, {"id": 2, "ts": D + "10:00:30", "px": 11.2},
                                  {"id": 3, "ts": D + "10:01:00", "px": 9.0}])
     sql = tmp_path / "rw.sql"
     sql.write_text(f"""
 CREATE SOURCE bids (id INT, ts TIMESTAMP, px DOUBLE PRECISION, WATERMARK FOR ts AS ts - INTERVAL '5' SECOND)
-INCLUDE key AS desk INCLUDE partition AS part INCLUDE offset AS off
+INCLUDE key AS desk INCLUDE partition AS part INCLUDE offset AS off INCLUDE header 'trace' VARCHAR AS trace
 WITH (connector = 'kafka', topic = '{bids}', properties.bootstrap.server = 'message_queue:29092',
       scan.startup.mode = 'earliest') FORMAT PLAIN ENCODE JSON;
 CREATE SOURCE asks (id INT, ts TIMESTAMP, px DOUBLE PRECISION, WATERMARK FOR ts AS ts - INTERVAL '5' SECOND)
 WITH (connector = 'kafka', topic = '{asks}', properties.bootstrap.server = 'message_queue:29092') FORMAT PLAIN ENCODE JSON;
 CREATE MATERIALIZED VIEW spreads AS
-SELECT b.id, b.desk, b.part, b.off, a.px - b.px AS spread FROM bids b JOIN asks a
+SELECT b.id, b.desk, b.part, b.off, b.trace, a.px - b.px AS spread FROM bids b JOIN asks a
   ON b.id = a.id AND a.ts BETWEEN b.ts - INTERVAL '10' SECOND AND b.ts + INTERVAL '10' SECOND;""")
     result = streamjoin("run", sql, "--dialect", "risingwave", "--until-idle")
     assert result.returncode == 0, result.stderr[-3000:]
     rows = [json.loads(line) for line in result.stdout.splitlines()]
-    assert [(r["id"], r["desk"], r["part"], r["off"], round(r["spread"], 3)) for r in rows] == [(1, "desk-a", "0", "0", 0.2)]
+    assert [(r["id"], r["desk"], r["part"], r["off"], r["trace"], round(r["spread"], 3)) for r in rows] == [
+        (1, "desk-a", "0", "0", "t-1", 0.2)]
 
 
 def test_a_restart_from_the_checkpoint_reads_each_record_once_with_no_gap(spark, kafka_broker, kafka_topic, tmp_path):
@@ -521,3 +524,22 @@ ALTER PUMP "match_pump" START;
     assert result.returncode == 0, result.stderr[-3000:]
     records = sorted(read_topic(kafka_broker.servers, matched), key=lambda r: int(r[2]["streamjoin.row"]))
     assert [(r["shipTime"], r["orderId"], r["orderTime"]) for _, r, _ in records] == SEED_ROWS
+
+
+def test_the_embedded_broker_keeps_its_topics_on_the_embedded_s3_across_a_restart(s3_server, tmp_path):
+    """`kafka serve --storage s3://BUCKET/`: Tansu's S3 storage, on the embedded S3 (the AWS_*
+    variables `s3 serve` prints), so the topics outlive the broker."""
+    from streamjoin.io.kafka_broker import EmbeddedKafka, put
+
+    broker = EmbeddedKafka(port=0, storage="s3://streamjoin/", log_path=str(tmp_path / "tansu.log"))
+    broker.start()
+    try:
+        assert put("kept", [b'{"a": 1}', b'{"a": 2}'], partitions=1, servers=broker.servers) == 2
+    finally:
+        broker.stop()
+    again = EmbeddedKafka(port=broker.port, storage="s3://streamjoin/", log_path=str(tmp_path / "tansu.log"))
+    again.start()
+    try:
+        assert [value for _, value, _ in read_topic(again.servers, "kept")] == [{"a": 1}, {"a": 2}]
+    finally:
+        again.stop()

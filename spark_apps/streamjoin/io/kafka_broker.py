@@ -48,7 +48,7 @@ class EmbeddedKafka:
         out = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
         self.process = subprocess.Popen(
             [binary(), "broker", "--listener-url", url, "--advertised-listener-url", url, "--storage-engine", self.storage],
-            stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **(self.env or {})}, start_new_session=True)
+            stdout=out, stderr=subprocess.STDOUT, env=self._environment(), start_new_session=True)
         deadline = time.time() + wait_s
         while not _listening(self.host, self.port):
             if self.process.poll() is not None:
@@ -59,6 +59,13 @@ class EmbeddedKafka:
                 raise RuntimeError(f"the Kafka broker (Tansu) did not listen on {self.servers} within {wait_s:.0f} s")
             time.sleep(0.05)
         return self.servers
+
+    def _environment(self) -> dict[str, str]:
+        """The broker's: ours, with the region under the name Tansu's S3 client reads."""
+        env = {**os.environ, **(self.env or {})}
+        if env.get("AWS_REGION") and not env.get("AWS_DEFAULT_REGION"):
+            env["AWS_DEFAULT_REGION"] = env["AWS_REGION"]
+        return env
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
