@@ -543,3 +543,21 @@ def test_the_embedded_broker_keeps_its_topics_on_the_embedded_s3_across_a_restar
         assert [value for _, value, _ in read_topic(again.servers, "kept")] == [{"a": 1}, {"a": 2}]
     finally:
         again.stop()
+
+
+def test_a_lenses_program_reads_a_topics_value_meta_and_key_facets(kafka_broker, kafka_topic, tmp_path):
+    """A topic whose values are plain numbers is read as `_value`; `_meta.partition`,
+    `_meta.offset` and `_meta.timestamp` (epoch milliseconds) and `_key` are each record's."""
+    topic = kafka_topic.replace("-", "_")  # a plain name (t-44e5... would read as t minus a number)
+    create_topic(kafka_broker.servers, topic, 1)
+    producer = Producer({"bootstrap.servers": kafka_broker.servers})
+    for n, value in enumerate((12.5, 30.0)):
+        producer.produce(topic, value=json.dumps(value).encode(), key=f'"k{n}"'.encode(), timestamp=1_704_067_200_000 + n)
+    assert producer.flush(30) == 0
+    sql = tmp_path / "lenses.sql"
+    sql.write_text(f"SET defaults.topic.autocreate=true;\nINSERT INTO out SELECT STREAM _key AS k, _value AS v, "
+                   f"_meta.partition AS p, _meta.offset AS o, _meta.timestamp AS t FROM {topic};")
+    result = streamjoin("run", sql, "--until-idle", timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert [json.loads(line) for line in result.stdout.splitlines()] == [
+        {"k": "k0", "v": 12.5, "p": 0, "o": 0, "t": 1_704_067_200_000}, {"k": "k1", "v": 30.0, "p": 0, "o": 1, "t": 1_704_067_200_001}]

@@ -49,7 +49,7 @@ READ_S = 0.2  # a read's longest stretch: what keeps arriving waits for the next
 BOOTSTRAP_ENV = "STREAMJOIN_KAFKA_BOOTSTRAP"  # overrides every program's brokers (docs/kafka.md)
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 # what a column may be filled with from a record's metadata (besides its value)
-METADATA = ("key", "partition", "offset", "timestamp", "headers", "payload")
+METADATA = ("key", "partition", "offset", "timestamp", "headers", "payload", "value", "meta")
 
 
 def is_kafka(path: str) -> bool:
@@ -309,6 +309,11 @@ class KafkaSource(RowtimeMerge):
             if rejected:
                 raise ValueError(rejected[0]["reason"])
             return json.dumps(rows[0], default=str).encode() if rows else None
+        if "value" in self.fills.values():  # a value that is no object is the `_value` column (Lenses)
+            try:
+                return value if isinstance(json.loads(value), dict) else b"{}"
+            except ValueError:
+                return b"{}"
         _object(value)
         return value
 
@@ -385,6 +390,10 @@ def _metadata(msg, what: str):
         return _timestamp_us(msg)
     if what == "payload":
         return None if msg.value() is None else msg.value().decode("utf-8", errors="replace")
+    if what == "value":
+        return _decoded(msg.value())
+    if what == "meta":  # Lenses' _meta facet (its timestamp: epoch milliseconds)
+        return {"offset": msg.offset(), "partition": msg.partition(), "timestamp": _timestamp_us(msg) // 1000}
     headers = msg.headers() or []
     if what == "headers":
         return [{"key": k, "value": None if v is None else v.decode("utf-8", errors="replace")} for k, v in headers]

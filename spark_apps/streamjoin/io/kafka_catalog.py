@@ -4,7 +4,8 @@ without declaring them, become streams (`plan.catalog.TOPICS`; docs/kafka.md).
 The first records of each partition (up to `SAMPLE` in all) are read from the beginning; each
 JSON value's fields become columns, typed by what they hold (true/false BOOLEAN, whole numbers
 BIGINT, other numbers DOUBLE, objects STRUCT<...> field by field, anything else VARCHAR), in the
-order they are first seen; the records' keys give `_key`, typed the same way. A topic that does
+order they are first seen; the records' keys give `_key`, typed the same way; values that are
+not JSON objects give `_value`. A topic that does
 not exist, or holds no record yet, has no columns to read: a ValueError says so, and the program
 is refused at the name (declare the topic instead).
 """
@@ -46,10 +47,12 @@ def topic_columns(topic: str, servers: str | None = None) -> list[tuple[str, str
                 keys.append(msg.key())
     finally:
         client.close()
-    rows = [row for row in (_json(v) for v in values) if isinstance(row, dict)]
-    if not rows:
-        raise ValueError(f"topic '{topic}' on {servers} holds no JSON record to read its fields from")
-    columns = _fields(rows)
+    decoded = [v for v in (_json(v) for v in values) if v is not None]
+    rows = [row for row in decoded if isinstance(row, dict)]
+    if not decoded:
+        raise ValueError(f"topic '{topic}' on {servers} holds no record to read its fields from")
+    # values that are no JSON objects (a number, a string): the `_value` column, as Lenses names it
+    columns = _fields(rows) if rows else [("_value", _typed(decoded))]
     present = [k for k in (_json(k) for k in keys) if k is not None]
     if present and "_key" not in dict(columns):
         columns.insert(0, ("_key", _typed(present)))

@@ -176,12 +176,13 @@ def kafka_options(relation: Relation) -> dict:
 
 def kafka_fills(relation: Relation) -> dict[str, str]:
     """The columns a record's metadata fills: RisingWave's INCLUDE columns (`include.<column>`
-    options), Lenses' `_key`, and an implicit ROWTIME the value does not hold (the record's
+    options), Lenses' `_key`, `_value` (a value that is no JSON object) and `_meta`, and an implicit ROWTIME the value does not hold (the record's
     timestamp; '?' marks a fill only where the value gave none)."""
     fills = {k.removeprefix("include."): v for k, v in relation.options if k.startswith("include.")}
     names = [c.name for c in relation.columns]
-    if "_key" in names and "_key" not in fills:
-        fills["_key"] = "key"
+    for column, what in (("_key", "key"), ("_value", "value"), ("_meta", "meta")):  # Lenses' facets
+        if column in names and column not in fills:
+            fills[column] = what
     if relation.implicit_rowtime and not relation.arrival_rowtime:
         fills["?" + relation.rowtime] = "timestamp"
     return fills

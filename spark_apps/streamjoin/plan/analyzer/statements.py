@@ -9,6 +9,7 @@ declares them; the pump whose stream nothing reads is the final query (docs/appl
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import replace
 
 from sqlglot import exp
@@ -359,6 +360,8 @@ class Analyzer:
                             "STREAMJOIN_KAFKA_BOOTSTRAP at the broker that has it")
         # the records' `rowtime` field if they have one, else their timestamps (io.kafka)
         fields = tuple(Column(c, t) for c, t in columns if c != "rowtime")
+        if re.search(r"\b_meta\b", self.where.sql, re.IGNORECASE):  # Lenses' _meta facet, where the program reads it
+            fields += (Column("_meta", "STRUCT<offset BIGINT, partition INT, timestamp BIGINT>"),)
         relation = Relation(name=name, kind=Kind.STREAM, columns=(*fields, Column("rowtime", "TIMESTAMP")), rowtime="rowtime",
                             options=(("connector", "kafka"), ("topic", name)), implicit_rowtime=True)
         self.relations[name] = relation
