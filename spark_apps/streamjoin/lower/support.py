@@ -214,9 +214,9 @@ def _table(relation: Relation) -> str | None:
         return f"table '{relation.name}' needs WITH (path = '...') to be read"
     if connector == "postgres" and not (relation.option("url") and (relation.option("table") or relation.option("query"))):
         return f"table '{relation.name}': connector 'postgres' needs url and table (or query)"
-    if connector not in ("files", "postgres", "s3", "values"):
-        return (f"table '{relation.name}': connector '{connector}' is not supported (use 'files', 'postgres' or 's3', "
-                "or seed it with INSERT INTO ... VALUES)")
+    if connector not in ("files", "postgres", "s3", "values", "kafka"):
+        return (f"table '{relation.name}': connector '{connector}' is not supported (use 'files', 'postgres', 's3' or "
+                "'kafka', or seed it with INSERT INTO ... VALUES)")
     return None
 
 

@@ -61,6 +61,28 @@ def used_columns(query: Query, alias: str, columns: tuple[str, ...]) -> list[str
     return [c for c in columns if c in used] or list(columns[:1])
 
 
+def kafka_table(relation: Relation) -> pa.Table:
+    """A table fed by a topic's records (RisingWave `CREATE TABLE ... WITH (connector = 'kafka')
+    FORMAT PLAIN`), as the topic holds it when the query starts: each record a row, a later record
+    replacing an earlier one of the same primary key."""
+    from dataclasses import replace
+
+    from streamjoin.io.kafka import read_all
+    from streamjoin.lower.inputs import kafka_options
+    from streamjoin.plan.model import Column
+
+    arrival = "__arrival"  # the records' timestamps order them (each partition's order kept)
+    reading = replace(relation, columns=(*relation.columns, Column(arrival, "TIMESTAMP")), rowtime=arrival,
+                      implicit_rowtime=False, arrival_rowtime=True)
+    options = kafka_options(reading)
+    rows = read_all(options, arrow_schema(reading.columns), arrival, arrival=True).drop_columns([arrival])
+    if relation.primary_key and rows.num_rows:
+        keys = rows.select(list(relation.primary_key)).to_pylist()
+        last = {tuple(k.values()): n for n, k in enumerate(keys)}
+        rows = rows.take(pa.array(sorted(last.values()), pa.int64()))
+    return rows
+
+
 def load_snapshot(spark, relation: Relation, alias: str, query: Query, item: Input, directory: Path,
                   view_rows: pa.Table | None = None) -> tuple[object, Snapshot]:
     """Read the table once and return (a cached DataFrame with `alias__col` names, its identity)."""
@@ -75,8 +97,11 @@ def load_snapshot(spark, relation: Relation, alias: str, query: Query, item: Inp
         filters = list(item.pushed_filters)
     else:
         where, filters = _postgres_where(item.pushed_filters, alias) if connector == "postgres" else (None, list(item.pushed_filters))
-        read = read_table(relation.name, dict(relation.options), arrow_schema(relation.columns), where)
-        table, source, version = read.rows, read.source, read.version
+        if connector == "kafka":
+            table, source = kafka_table(relation), f"kafka topic {relation.option('topic') or relation.name}"
+        else:
+            read = read_table(relation.name, dict(relation.options), arrow_schema(relation.columns), where)
+            table, source, version = read.rows, read.source, read.version
 
     table = table.rename_columns([flat(alias, c) for c in table.column_names])
     if filters:  # the table-only filters, in Spark's SQL
