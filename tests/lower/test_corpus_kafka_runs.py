@@ -12,10 +12,10 @@ import random
 import time
 
 import pytest
-from test_corpus_runs import CORPUS, _header_ok, generate, inputs_of
 from streamjoin.plan import compile_sql
 from streamjoin.plan.model import Kind
 from streamjoin.runtime.pipeline import Pipeline
+from test_corpus_runs import CORPUS, _header_ok, generate, inputs_of
 
 
 def kafka_program(path) -> bool:
@@ -43,7 +43,6 @@ def test_the_corpus_has_risingwave_programs_that_read_kafka():
 
 def produce(servers: str, topic: str, rows: list[dict]) -> None:
     from confluent_kafka import Producer
-
     from streamjoin.io.kafka_broker import create_topic
 
     create_topic(servers, topic, 1)
