@@ -531,13 +531,14 @@ def test_the_embedded_broker_keeps_its_topics_on_the_embedded_s3_across_a_restar
     variables `s3 serve` prints), so the topics outlive the broker."""
     from streamjoin.io.kafka_broker import EmbeddedKafka, put
 
-    broker = EmbeddedKafka(port=0, storage="s3://streamjoin/", log_path=str(tmp_path / "tansu.log"))
+    storage = f"s3://streamjoin/kept-{time.time_ns()}/"  # the broker's own prefix in the session's bucket
+    broker = EmbeddedKafka(port=0, storage=storage, log_path=str(tmp_path / "tansu.log"))
     broker.start()
     try:
         assert put("kept", [b'{"a": 1}', b'{"a": 2}'], partitions=1, servers=broker.servers) == 2
     finally:
         broker.stop()
-    again = EmbeddedKafka(port=broker.port, storage="s3://streamjoin/", log_path=str(tmp_path / "tansu.log"))
+    again = EmbeddedKafka(port=broker.port, storage=storage, log_path=str(tmp_path / "tansu.log"))
     again.start()
     try:
         assert [value for _, value, _ in read_topic(again.servers, "kept")] == [{"a": 1}, {"a": 2}]
@@ -561,3 +562,46 @@ def test_a_lenses_program_reads_a_topics_value_meta_and_key_facets(kafka_broker,
     assert result.returncode == 0, result.stderr[-3000:]
     assert [json.loads(line) for line in result.stdout.splitlines()] == [
         {"k": "k0", "v": 12.5, "p": 0, "o": 0, "t": 1_704_067_200_000}, {"k": "k1", "v": 30.0, "p": 0, "o": 1, "t": 1_704_067_200_001}]
+
+
+def test_a_broker_that_goes_away_and_comes_back_within_the_timeout_loses_and_doubles_nothing(s3_server, tmp_path, caplog):
+    """The broker stops between two polls (its topics kept on the embedded S3) and starts again
+    five seconds later, and a record arrives: the poll meanwhile asks again (a warning each time)
+    and goes on where it was, reading each record once."""
+    import logging
+    import threading
+
+    from streamjoin.io.kafka_broker import EmbeddedKafka
+
+    storage = f"s3://streamjoin/outage-{time.time_ns()}/"
+    broker = EmbeddedKafka(port=0, storage=storage, log_path=str(tmp_path / "tansu.log"))
+    broker.start()
+    create_topic(broker.servers, "events", 1)
+    produce(broker, "events", [{"rowtime": ts(t * 1000), "k": t} for t in (1, 2)])
+    # broker_timeout 20 s: each request waits 5 s, so the 5-second outage fails one or two of them
+    stager = Stager(spec(tmp_path, "events", broker.servers, broker_timeout_ms=20_000, idle_ms=0))
+    stager.advance()
+    assert staged(stager) == [1, 2]
+    broker.stop()
+    back = EmbeddedKafka(port=broker.port, storage=storage, log_path=str(tmp_path / "tansu.log"))
+
+    def come_back():
+        back.start()
+        produce(back, "events", [{"rowtime": ts(3000), "k": 3}])
+
+    returning = threading.Timer(5.0, come_back)
+    returning.start()
+    try:
+        with caplog.at_level(logging.WARNING, logger="streamjoin.kafka"):
+            stager.advance()  # the broker is away: asked again until it answers
+        returning.join()
+        (stager.dir / "END").touch()
+        deadline = time.time() + 60
+        while not stager.manifest().ended and time.time() < deadline:
+            stager.advance()
+        assert staged(stager) == [1, 2, 3] and stager.manifest().rows == 3
+        assert any("asking again" in r.getMessage() for r in caplog.records), [r.getMessage() for r in caplog.records]
+    finally:
+        returning.join()
+        stager.close()
+        back.stop()

@@ -5,8 +5,9 @@ every generated row (none rejected) and write rows of the program's own output c
 program that is one stream-stream window join of two declared streams must give exactly the
 reference's rows (tests/reference.py, SEMANTICS.md §3-§5).
 
-Programs that read Kafka, CDC or datagen are not run here (their connectors are issue 26's and
-beyond); the count of runnable ones is pinned so that a program can not silently drop out."""
+Programs that read Kafka run on a broker in tests/lower/test_corpus_kafka_runs.py; those that read
+CDC or datagen are not run; the count of runnable ones is pinned so that a program can not
+silently drop out."""
 
 from __future__ import annotations
 

@@ -131,6 +131,8 @@ class KafkaSource(RowtimeMerge):
         positions), as io.kinesis does."""
         self.rowtime = rowtime
         self._list(positions, first_start_us)
+        if ending:
+            self._recheck_ends()
         new: list[pa.Table] = []
         deadline = time.time() + self.timeout_s
         while True:
@@ -182,6 +184,19 @@ class KafkaSource(RowtimeMerge):
             self.client.incremental_assign(adding)
             for tp in adding:
                 self.parts[str(tp.partition)].assigned = True
+
+    def _recheck_ends(self) -> None:
+        """A partition whose end event came in an earlier poll is at its end only if the broker
+        holds nothing after what was read: a record that came since must be read before the
+        input ends (the end event of a fetch not yet made would say so too late)."""
+        from confluent_kafka import TopicPartition
+
+        for part in self.parts.values():
+            if not part.at_end:
+                continue
+            position = self.client.position([TopicPartition(self.topic, part.number)])[0].offset
+            if position >= 0 and self._end_offset(part.number) > position:
+                part.at_end = False
 
     def _end_offset(self, number: int) -> int:
         from confluent_kafka import TopicPartition
