@@ -9,7 +9,9 @@ While it runs, the task watches the app's heartbeat and `status.json` and restar
 checkpoint when it dies or stalls; after `max_restarts` restarts it alerts and fails.
 
 Params: `run_seconds` overrides the window (0: each app's own); `apps` limits the run to some apps.
-See docs/operations.md.
+A manually triggered run is not queued behind the scheduled one: it asks the running apps to stop
+gracefully and runs them itself; a scheduled run waits for a running app to end. See
+docs/operations.md.
 """
 
 from __future__ import annotations
@@ -39,7 +41,8 @@ def _alert_app_down(context) -> None:
     schedule="@hourly",
     start_date=datetime(2026, 1, 1),
     catchup=False,
-    max_active_runs=1,
+    # a manual run beside the scheduled one: it takes the apps over (include/ops/supervise.hand_over)
+    max_active_runs=2,
     tags=["streamjoin", "apps"],
     doc_md=__doc__,
     default_args={"retries": 1, "retry_delay": timedelta(minutes=1), "on_failure_callback": _alert_app_down},

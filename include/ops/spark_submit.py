@@ -34,6 +34,8 @@ class SupervisedSparkSubmitOperator(SparkSubmitOperator):
             self._hook = self._get_hook()  # a fresh spark-submit per start
             return HookLaunch(self._hook)
 
+        run_type = getattr(context.get("dag_run"), "run_type", "") if hasattr(context, "get") else ""
         result = supervise(app, launch, window, stall_s=float(deploy.get("stall_minutes", 10)) * 60,
-                           max_restarts=int(deploy.get("max_restarts", 3)))
+                           max_restarts=int(deploy.get("max_restarts", 3)),
+                           manual=str(getattr(run_type, "value", run_type)).lower() == "manual")
         return asdict(result)

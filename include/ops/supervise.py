@@ -12,6 +12,13 @@ every committed output version).
   for `stall_s`: kill, restart.
 - **ended**: exit code 0 (its window is over, or an operator asked it to stop): the run is done.
 - More than `max_restarts` restarts in one run: `AppDown` (the DAG alerts and fails).
+
+**One app, two DAG runs** (`hand_over`): an app runs on one checkpoint, so two runs never run it at
+once. A *manually* triggered run asks the app another run is running to stop gracefully (it
+finishes its micro-batch; that run's task ends as "ended"), waits for it to end, and runs it with
+its own window: a manual run is never queued behind the scheduled one. A *scheduled* run that
+finds the app running (a manual run's, or the previous hour's still in its window) waits for it
+to end, then runs it, as a queued run did.
 """
 
 from __future__ import annotations
@@ -51,12 +58,55 @@ class Supervision:
     outcome: str = ""
 
 
-def supervise(app: App, launch: Callable[[float], Launched], window_s: float, stall_s: float = 600,
-              max_restarts: int = 3, poll_s: float = 2.0, clock=time.time, sleep=time.sleep) -> Supervision:
-    """Run `app` for `window_s` seconds through `launch(run_for_s)`, restarting it as above."""
+def alive(control: Control, fresh_s: float = 10.0) -> int | None:
+    """The pid of a live process running the app (a fresh heartbeat from a process that exists)."""
+    beat = control.read_heartbeat()
+    if beat is None or time.time() - beat["at"] > fresh_s or beat.get("pid") == os.getpid():
+        return None
+    try:
+        os.kill(beat["pid"], 0)
+    except ProcessLookupError:
+        return None
+    except PermissionError:
+        pass  # another user's process: it exists
+    return beat["pid"]
+
+
+def hand_over(app: App, manual: bool, result: Supervision, wait_s: float = 4 * 3600, poll_s: float = 2.0,
+              clock=time.time, sleep=time.sleep) -> None:
+    """Before this run starts `app`: nothing to do when no other run runs it. A manual run asks
+    the running app to stop (gracefully) and waits for it to end; a scheduled run waits for it to
+    end (see the module docstring). Each wait says, every minute, what it waits for."""
     control = Control(app.checkpoint)
-    end = clock() + window_s
+    pid = alive(control)
+    if pid is None:
+        return
+    if manual:
+        control.request("stop", reason="a manually triggered run takes the app over")
+        _event(result, f"running in another DAG run (pid {pid}): asked it to stop gracefully (a manual run takes over)")
+    else:
+        _event(result, f"running in another DAG run (pid {pid}): waiting for it to end (a manual run's, or the "
+                       "previous run's window)")
+    deadline, said = clock() + wait_s, clock()
+    while alive(control) is not None:
+        if clock() > deadline:
+            raise AppDown(f"{app.name}: the run in pid {pid} did not end within {wait_s:.0f} s; this run cannot start it")
+        if clock() - said >= 60:
+            _event(result, f"still waiting for pid {pid} to end (its heartbeat: {control.dir / 'heartbeat'})")
+            said = clock()
+        sleep(poll_s)
+    _event(result, f"the other run (pid {pid}) ended: starting the app here")
+
+
+def supervise(app: App, launch: Callable[[float], Launched], window_s: float, stall_s: float = 600,
+              max_restarts: int = 3, poll_s: float = 2.0, clock=time.time, sleep=time.sleep,
+              manual: bool = False) -> Supervision:
+    """Run `app` for `window_s` seconds through `launch(run_for_s)`, restarting it as above;
+    first `hand_over` from a run of another DAG run (`manual`: this run was triggered by hand)."""
+    control = Control(app.checkpoint)
     result = Supervision(app.name)
+    hand_over(app, manual, result, poll_s=poll_s, clock=clock, sleep=sleep)
+    end = clock() + window_s
     while True:
         run_for = max(end - clock(), 1.0)
         process = launch(run_for)

@@ -64,6 +64,59 @@ def test_the_supervisor_kills_a_stalled_app_and_gives_up_after_its_restart_budge
     assert len(started) == 3 and all(s.killed for s in started)
 
 
+# another DAG run's app: a heartbeat every 0.2 s until its window ends or a stop is requested
+OTHER_RUN = """
+import json, os, sys, time
+from pathlib import Path
+control = Path(sys.argv[1])
+end = time.time() + float(sys.argv[2])
+while time.time() < end and not (control / "stop").exists():
+    (control / "heartbeat.tmp").write_text(json.dumps({"at": time.time(), "pid": os.getpid(), "trigger_active_since": None}))
+    os.replace(control / "heartbeat.tmp", control / "heartbeat")
+    time.sleep(0.2)
+"""
+
+
+def other_run(app: App, window_s: float):
+    import subprocess
+    import sys
+    import threading
+    import time
+
+    control = Control(app.checkpoint)
+    process = subprocess.Popen([sys.executable, "-c", OTHER_RUN, str(control.dir), str(window_s)])
+    threading.Thread(target=process.wait, daemon=True).start()  # reaped when it ends, as its own task would
+    while control.read_heartbeat() is None or control.read_heartbeat().get("pid") != process.pid:
+        time.sleep(0.05)
+    return process
+
+
+def test_a_manual_run_asks_the_scheduled_runs_app_to_stop_and_runs_it_itself_without_queueing(tmp_path, monkeypatch):
+    import time
+
+    monkeypatch.setenv("CHECKPOINT_PATH", str(tmp_path / "ck"))
+    app = App.load("hourly_city_sales")
+    scheduled = other_run(app, window_s=300)  # the scheduled run's app, 55 minutes to go
+    started = time.time()
+    launched = []
+    result = supervise(app, lambda run_for: launched.append(run_for) or FakeLaunch([0]), 120, poll_s=0.2, manual=True)
+    assert scheduled.wait(timeout=10) == 0 and time.time() - started < 30  # it stopped gracefully, at once
+    assert Control(app.checkpoint).requested("stop")  # (the app this run starts clears it: run_app)
+    assert launched and launched[0] > 100 and result.outcome == "ended"  # the manual run's own window
+    assert "asked it to stop gracefully (a manual run takes over)" in result.events[0]
+
+
+def test_a_scheduled_run_waits_for_a_running_app_to_end_and_never_stops_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("CHECKPOINT_PATH", str(tmp_path / "ck"))
+    app = App.load("hourly_city_sales")
+    manual = other_run(app, window_s=2)  # a manual run's app, two seconds to go
+    launched = []
+    result = supervise(app, lambda run_for: launched.append(manual.poll()) or FakeLaunch([0]), 120, poll_s=0.2)
+    assert launched == [0]  # started once the other had ended by itself
+    assert not Control(app.checkpoint).requested("stop")
+    assert "waiting for it to end" in result.events[0] and "ended: starting the app here" in result.events[1]
+
+
 @pytest.mark.long  # ~160 s; test_app_dags' kill-and-restart test covers the same path in `make test`
 def test_a_killed_app_is_restarted_from_its_checkpoint_and_no_sale_is_lost_or_counted_twice(app_env):
     sales = Path(os.environ["SALES_PATH"])
