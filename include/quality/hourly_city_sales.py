@@ -15,7 +15,10 @@ The RIGHT OUTER JOIN promises exactly one row per city of the city table per hou
 - attribute_matches_snapshot (likewise): each row's attributes are the snapshot's for its key;
 - input_volume (when earlier hours are complete): the hour's input (`volume_measure`, summed) is
   at least `min_volume_share` of the median of the `volume_trailing_hours` before it (`trailing`):
-  an hour whose input mostly went late or missing is not VALIDATED.
+  an hour whose input mostly went late or missing is not VALIDATED;
+- late_share (when `late_input` is set and the hour has late rows): at most `max_late_share` of the hour's input came late
+  (`late`: the rows of the hour in the input's late-rows output; the hour's on-time input is the
+  volume measure's sum, so the check is "that sum is at least late x (1 - share) / share").
 
 Column roles and thresholds come from the `[quality]` section of the app's `app.toml`. Each
 expectation's `meta["check"]` names which of these checks it belongs to.
@@ -31,7 +34,7 @@ import great_expectations.expectations as gxe
 
 
 def build_suite(context, config: dict, expected_rows: int, hour: str, reference=None,
-                trailing: list[float] | None = None) -> gx.ExpectationSuite:
+                trailing: list[float] | None = None, late: int | None = None) -> gx.ExpectationSuite:
     """Add the suite for hour `hour` (`YYYY-MM-DDTHH`) to `context` and return it. `reference`: the
     rows (a pyarrow Table) of the snapshot the hour was joined with, or None when they are unknown.
     The snapshot's columns are named as the output's unless `[quality] snapshot_columns` maps them."""
@@ -64,6 +67,13 @@ def build_suite(context, config: dict, expected_rows: int, hour: str, reference=
         expectations.append(gxe.ExpectColumnSumToBeBetween(
             column=quality["volume_measure"], min_value=round(share * usual, 6),
             meta={"check": "input_volume", "trailing_hours": len(trailing), "trailing_median": usual}))
+    if late and quality.get("volume_measure"):  # an hour without late rows meets it whatever its input
+        share = float(quality.get("max_late_share", 0.2))
+        if not 0 < share <= 1:
+            raise ValueError(f"[quality] max_late_share must be in (0, 1], not {share}")
+        expectations.append(gxe.ExpectColumnSumToBeBetween(
+            column=quality["volume_measure"], min_value=round(late * (1 - share) / share, 6),
+            meta={"check": "late_share", "late_rows": late, "max_late_share": share}))
     suite = gx.ExpectationSuite(name=config["name"], expectations=expectations,
                                 meta={"dataset": config["name"], "hour": hour})
     return context.suites.add(suite)

@@ -160,7 +160,9 @@ def _verdict_html(verdict: dict) -> str:
     lines = ['<h2>Quality</h2><p id="verdict">'
              f"Verdict: <strong>{e(str(verdict.get('status', '')).upper())}</strong>, "
              f"{total - len(failed)} of {total} expectations met; {verdict.get('rows')} rows, "
-             f"{verdict.get('expected_rows')} expected. Checked at {e(str(verdict.get('checked_at', '')))}. "
+             f"{verdict.get('expected_rows')} expected"
+             + (f"; {verdict['late_rows']} late rows of the hour set aside" if verdict.get("late_rows") is not None else "")
+             + f". Checked at {e(str(verdict.get('checked_at', '')))}. "
              f'<a href="quality.json">quality.json</a></p>']
     if failed:
         lines.append('<table id="failed"><thead><tr><th>check</th><th>expectation</th><th>column</th><th>expected</th>'

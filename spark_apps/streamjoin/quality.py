@@ -62,6 +62,8 @@ class Verdict:
     verdict: str  # where this verdict is
     checked_at: str
     notes: list[str] = field(default_factory=list)  # what was not checked, and why
+    # the hour's rows in the app's late-rows output when it was checked (None: not counted)
+    late_rows: int | None = None
     alerts: dict[str, str] = field(default_factory=dict)  # channel -> outcome (not in verdict.json)
 
     @property
@@ -76,6 +78,8 @@ class Verdict:
         lines = [f"{self.app} hour {self.hour}: {self.status.upper()} "
                  f"({self.expectations - len(self.failed)} of {self.expectations} expectations met; "
                  f"{self.rows} rows, {self.expected_rows} expected)"]
+        if self.late_rows is not None:
+            lines.append(f"late rows of the hour (set aside by the app, so far): {self.late_rows}")
         lines += _failure_lines(self.failed, rows=False)
         lines += [f"note: {n}" for n in self.notes]
         lines += [f"result:  {self.result}", f"docs:    {self.docs}", f"verdict: {self.verdict}"]
@@ -119,17 +123,19 @@ def check_hour(app: str | Path, hour: str, output: str | None = None, alert: boo
     reference, note = snapshot_table(mark, config["quality"].get("snapshot"), settings)
     table = hours.read_hour_arrow(output, hour, settings)
     trailing = trailing_volumes(output, hour, config["quality"], settings)
+    late = late_rows_of_hour(config, root, hour)
     quiet_library_logs()
     suite_module = load_suite_module(root, config["quality"].get("suite", config["name"]))
     docs_dir = Path(tempfile.mkdtemp(prefix="streamjoin-quality-docs-"))
     try:
-        result = validate(table, config, suite_module, expected_rows, hour, docs_dir, reference, trailing)
+        result = validate(table, config, suite_module, expected_rows, hour, docs_dir, reference, trailing, late)
         still_remote = data_docs.localize(docs_dir)  # pages that open offline: their assets beside them
         if still_remote:
             log.warning("Data Docs pages still load from the network (GX's templates changed?): %s", ", ".join(still_remote))
         verdict = _verdict(config["name"], hour, output, table, expected_rows, result, docs_dir,
                            int(config["quality"].get("sample_rows", 5)))
         verdict.notes = [note] if note else []
+        verdict.late_rows = late
         publish(verdict, result, docs_dir, settings)
     finally:
         shutil.rmtree(docs_dir, ignore_errors=True)
@@ -249,8 +255,29 @@ def trailing_volumes(output: str, hour: str, quality: dict, settings: s3.S3Setti
     return volumes
 
 
+def late_rows_of_hour(config: dict, root: Path, hour: str) -> int | None:
+    """How many rows of `[quality] late_input` whose rowtime (`late_rowtime`) lies in `hour` came
+    late: the input's late-rows output (`<checkpoint>/late/<input>/late-*.jsonl`, what the app set
+    aside, counted now: rows that come late after this check are not). None without `late_input`."""
+    quality = config["quality"]
+    alias, rowtime = quality.get("late_input"), quality.get("late_rowtime")
+    if not alias or not rowtime:
+        return None
+    checkpoint = os.environ.get(f"{config.get('env_prefix', '')}CHECKPOINT_PATH") or config.get("paths", {}).get("checkpoint")
+    if not checkpoint:
+        raise QualityConfigError("[quality] late_input needs the app's checkpoint ([paths] checkpoint or CHECKPOINT_PATH)")
+    folder = (Path(checkpoint) if Path(checkpoint).is_absolute() else root / checkpoint) / "late" / alias
+    prefix = hour.replace("T", " ")  # rowtimes are written YYYY-MM-DD HH:MM:SS.fff
+    count = 0
+    for path in sorted(folder.glob("late-*.jsonl")):
+        for line in path.read_text().splitlines():
+            value = json.loads(line).get(rowtime) if line.strip() else None
+            count += isinstance(value, str) and value.startswith(prefix)
+    return count
+
+
 def validate(table, config: dict, suite_module, expected_rows: int, hour: str, docs_dir: Path,
-             reference=None, trailing: list[float] | None = None) -> dict:
+             reference=None, trailing: list[float] | None = None, late: int | None = None) -> dict:
     """Run the suite on the hour's rows in an ephemeral context (pandas data source), building
     the Data Docs site in the local folder `docs_dir`; returns the validation result as JSON.
     `reference`: the rows of the snapshot the hour was joined with (None: unknown); `trailing`:
@@ -277,7 +304,10 @@ def validate(table, config: dict, suite_module, expected_rows: int, hour: str, d
     ))
     batch = (context.data_sources.add_pandas("output").add_dataframe_asset(config["name"])
              .add_batch_definition_whole_dataframe(f"hour {hour}"))
-    if "trailing" in inspect.signature(suite_module.build_suite).parameters:
+    accepts = inspect.signature(suite_module.build_suite).parameters
+    if "late" in accepts:
+        suite = suite_module.build_suite(context, config, expected_rows, hour, reference, trailing=trailing or [], late=late)
+    elif "trailing" in accepts:  # a suite written before the late-share check
         suite = suite_module.build_suite(context, config, expected_rows, hour, reference, trailing=trailing or [])
     else:  # a suite written before the volume check
         suite = suite_module.build_suite(context, config, expected_rows, hour, reference)
@@ -343,13 +373,13 @@ def _failure(entry: dict, table, sample_rows: int) -> FailedExpectation:
         check=(config.get("meta") or {}).get("check", config["type"]),
         expectation=config["type"],
         column=kwargs.get("column") or ", ".join(c for c in (kwargs.get("column_A"), kwargs.get("column_B")) if c) or None,
-        expected=_expected(config["type"], kwargs),
+        expected=_expected(config["type"], kwargs, config.get("meta")),
         observed=_observed(config["type"], entry),
         offending_rows=_rows(table, indexes),
     )
 
 
-def _expected(kind: str, kwargs: dict) -> str:
+def _expected(kind: str, kwargs: dict, meta: dict | None = None) -> str:
     mostly = kwargs.get("mostly")
     if kind == "expect_table_row_count_to_equal":
         return f"exactly {kwargs['value']} rows"
@@ -363,6 +393,9 @@ def _expected(kind: str, kwargs: dict) -> str:
         return f"every one of the snapshot's {len(kwargs['value_set'])} keys"
     if kind == "expect_column_pair_values_to_be_in_set":
         return f"each ({kwargs['column_A']}, {kwargs['column_B']}) as in the snapshot"
+    if kind == "expect_column_sum_to_be_between" and (meta or {}).get("check") == "late_share":
+        return (f"at most a share of {meta['max_late_share']:g} of the hour's input late: {meta['late_rows']} late rows "
+                f"need a sum of at least {kwargs['min_value']:g} on time")
     if kind == "expect_column_sum_to_be_between":  # the input volume against the hours before it
         return f"a sum of at least {kwargs['min_value']:g} (a share of the trailing hours' median)"
     if kind == "expect_column_values_to_be_between":

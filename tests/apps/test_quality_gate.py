@@ -39,10 +39,12 @@ APP = Path(__file__).resolve().parents[2] / "include" / "apps" / "hourly_city_sa
 
 
 @pytest.fixture(autouse=True)
-def no_alert_channels(monkeypatch):
-    """Only the tests that configure a channel deliver anything."""
+def no_alert_channels(monkeypatch, tmp_path):
+    """Only the tests that configure a channel deliver anything; the app's late rows are the
+    test's own (none unless it writes some), never a demo run's under data/."""
     for name in (*ALERT_VARIABLES, "OUTPUT_PATH"):
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("CHECKPOINT_PATH", str(tmp_path / "checkpoint"))
 
 
 @pytest.fixture
@@ -361,3 +363,34 @@ def test_an_hour_as_busy_as_the_hours_before_passes_input_volume_and_the_first_h
     write_hour(output, good_rows())
     verdict = check_hour(APP, HOUR, output)
     assert verdict.passed and verdict.expectations == 12  # the 11 checks and input_volume
+
+
+def write_late_sales(tmp_path: Path, hour: str, count: int, other_hour: int = 0) -> None:
+    """The app's late-rows output of its `sales` input: `count` rows of `hour` (and `other_hour`
+    rows of the hour after it, which must not count), as the stager writes them."""
+    folder = tmp_path / "checkpoint" / "late" / "sales"
+    folder.mkdir(parents=True, exist_ok=True)
+    day, hh = hour.split("T")
+    rows = [{"sale_id": n, "city": "city-1", "amount": 1.0, "sale_time": f"{day} {hh}:{n % 60:02d}:00.000"} for n in range(count)]
+    rows += [{"sale_id": n, "city": "city-1", "amount": 1.0, "sale_time": f"{day} {int(hh) + 1:02d}:00:00.000"}
+             for n in range(other_hour)]
+    (folder / "late-00000003.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def test_an_hour_whose_input_mostly_came_late_fails_late_share_with_the_numbers(output, tmp_path):
+    """Issue 43: 1,805 of ~2,000 sales of an hour were late, and the report said VALIDATED. Here
+    the hour has 45 sales on time and 90 late (two thirds): over the app's 0.2."""
+    write_hour(output, good_rows())
+    write_late_sales(tmp_path, HOUR, 90, other_hour=500)
+    verdict = check_hour(APP, HOUR, output)
+    assert not verdict.passed and failed_checks(verdict) == {("late_share", "sales")}
+    (failure,) = verdict.failed
+    assert failure.expected == "at most a share of 0.2 of the hour's input late: 90 late rows need a sum of at least 360 on time"
+    assert failure.observed == "45 in total", failure
+
+
+def test_an_hour_with_a_few_late_rows_passes_late_share(output, tmp_path):
+    write_hour(output, good_rows())
+    write_late_sales(tmp_path, HOUR, 5, other_hour=500)  # 5 of 50: a tenth
+    verdict = check_hour(APP, HOUR, output)
+    assert verdict.passed and verdict.expectations == 12  # the 11 checks and late_share
