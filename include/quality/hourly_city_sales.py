@@ -16,6 +16,8 @@ The RIGHT OUTER JOIN promises exactly one row per city of the city table per hou
 - input_volume (when earlier hours are complete): the hour's input (`volume_measure`, summed) is
   at least `min_volume_share` of the median of the `volume_trailing_hours` before it (`trailing`):
   an hour whose input mostly went late or missing is not VALIDATED;
+- silent_share (when earlier hours are complete): the share of cities without sales (the volume
+  measure NULL) is at most the trailing hours' median share plus `max_silent_share_rise`;
 - late_share (when `late_input` is set and the hour has late rows): at most `max_late_share` of the hour's input came late
   (`late`: the rows of the hour in the input's late-rows output; the hour's on-time input is the
   volume measure's sum, so the check is "that sum is at least late x (1 - share) / share").
@@ -34,7 +36,8 @@ import great_expectations.expectations as gxe
 
 
 def build_suite(context, config: dict, expected_rows: int, hour: str, reference=None,
-                trailing: list[float] | None = None, late: int | None = None) -> gx.ExpectationSuite:
+                trailing: list[float] | None = None, late: int | None = None,
+                silent: list[float] | None = None) -> gx.ExpectationSuite:
     """Add the suite for hour `hour` (`YYYY-MM-DDTHH`) to `context` and return it. `reference`: the
     rows (a pyarrow Table) of the snapshot the hour was joined with, or None when they are unknown.
     The snapshot's columns are named as the output's unless `[quality] snapshot_columns` maps them."""
@@ -67,6 +70,13 @@ def build_suite(context, config: dict, expected_rows: int, hour: str, reference=
         expectations.append(gxe.ExpectColumnSumToBeBetween(
             column=quality["volume_measure"], min_value=round(share * usual, 6),
             meta={"check": "input_volume", "trailing_hours": len(trailing), "trailing_median": usual}))
+    if silent and quality.get("volume_measure"):  # silent cities against the hours before: usual share + the rise allowed
+        usual = statistics.median(silent)
+        rise = float(quality.get("max_silent_share_rise", 0.2))
+        allowed = min(1.0, usual + rise)
+        expectations.append(gxe.ExpectColumnValuesToNotBeNull(
+            column=quality["volume_measure"], mostly=round(1 - allowed, 6),
+            meta={"check": "silent_share", "trailing_hours": len(silent), "trailing_median": usual, "max_rise": rise}))
     if late and quality.get("volume_measure"):  # an hour without late rows meets it whatever its input
         share = float(quality.get("max_late_share", 0.2))
         if not 0 < share <= 1:

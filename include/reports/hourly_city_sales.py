@@ -4,7 +4,9 @@
     publish(report, "s3://bucket/reports/hourly_city_sales/hour=2024-01-01T10")   # -> the paths written
 
 `publish` writes `cities.csv` (one row per city), `sales_by_region.png` (a bar chart of the total
-sales per region), `quality.json` (the hour's verdict) and, last, `index.html` (the cities table,
+sales per region), `input_trend.png` when earlier hours were complete (the hour's input and silent
+share beside those of the hours before it, as the quality gate compared them), `quality.json`
+(the hour's verdict) and, last, `index.html` (the cities table,
 the chart, the verdict with each failed expectation; self-contained: the chart and the CSV are
 inside the page, so it opens whole from a presigned URL or a copied file). The report says VALIDATED only when the
 verdict passed; otherwise NOT VALIDATED (docs/quality.md: a failed hour keeps its data, and whoever
@@ -42,6 +44,8 @@ class Report:
     chart_measure: str
     totals: dict[str, object]  # chart_by value -> chart_measure summed (NULLs left out)
     verdict: dict  # the hour's verdict (verdict.json); {} when the hour was never checked
+    # (label, input volume, silent share) of the hours before it, oldest first, then of this hour
+    trend: list[tuple[str, float, float]] = field(default_factory=list)
     files: dict[str, bytes] = field(default_factory=dict)  # filled by render()
 
     @property
@@ -70,7 +74,18 @@ def build_report(app_config, hour: str, frame, verdict) -> Report:
         totals[group] = totals.get(group, 0) + (row.get(measure) or 0)
     verdict = verdict.to_json() if hasattr(verdict, "to_json") else dict(verdict or {})
     return Report(app=config["name"], hour=hour, columns=columns, rows=[{c: r.get(c) for c in columns} for r in rows],
-                  chart_by=chart_by, chart_measure=measure, totals=dict(sorted(totals.items())), verdict=verdict)
+                  chart_by=chart_by, chart_measure=measure, totals=dict(sorted(totals.items())), verdict=verdict,
+                  trend=_trend(rows, config.get("quality", {}).get("volume_measure"), verdict.get("trailing") or {}))
+
+
+def _trend(rows: list[dict], measure: str | None, trailing: dict) -> list[tuple[str, float, float]]:
+    """The input trend the chart shows: the trailing hours (as the verdict recorded them), then this one."""
+    volumes, silent = trailing.get("volumes") or [], trailing.get("silent_shares") or []
+    if not measure or not volumes:
+        return []
+    before = [(f"-{n + 1}h", float(v), float(silent[n]) if n < len(silent) else math.nan) for n, v in enumerate(volumes)]
+    here = (float(sum(r.get(measure) or 0 for r in rows)), sum(r.get(measure) is None for r in rows) / max(len(rows), 1))
+    return [*reversed(before), ("this hour", *here)]
 
 
 def publish(report: Report, dest: str) -> list[str]:
@@ -89,13 +104,34 @@ def publish(report: Report, dest: str) -> list[str]:
 def render(report: Report) -> dict[str, bytes]:
     """The report's files (name -> bytes), in the order they are published."""
     table, chart = cities_csv(report), chart_png(report)
+    trend = trend_png(report) if report.trend else None
     report.files = {
         "cities.csv": table,
         "sales_by_region.png": chart,
+        **({"input_trend.png": trend} if trend else {}),
         "quality.json": (json.dumps(report.verdict, indent=2, sort_keys=True, default=str) + "\n").encode(),
-        "index.html": index_html(report, chart, table).encode(),
+        "index.html": index_html(report, chart, table, trend).encode(),
     }
     return report.files
+
+
+def trend_png(report: Report) -> bytes:
+    """The hour's input (bars) and silent share (a line) beside the hours before it."""
+    from matplotlib.figure import Figure
+
+    labels = [t[0] for t in report.trend]
+    figure = Figure(figsize=(8, 3.5), layout="constrained")
+    axes = figure.subplots()
+    axes.bar(labels, [t[1] for t in report.trend], color=["#9aa9c7"] * (len(labels) - 1) + ["#4c72b0"])
+    axes.set_ylabel("input (volume measure summed)")
+    share = axes.twinx()
+    share.plot(labels, [t[2] for t in report.trend], color="#c44e52", marker="o")
+    share.set_ylabel("silent share", color="#c44e52")
+    share.set_ylim(0, 1)
+    axes.set_title(f"{report.app} {report.hour}: input and silent share, this hour and the hours before")
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=100)
+    return buffer.getvalue()
 
 
 def cities_csv(report: Report) -> bytes:
@@ -123,7 +159,7 @@ def chart_png(report: Report) -> bytes:
     return buffer.getvalue()
 
 
-def index_html(report: Report, chart: bytes, table: bytes) -> str:
+def index_html(report: Report, chart: bytes, table: bytes, trend: bytes | None = None) -> str:
     """The page, self-contained: the chart and the CSV are inside it (data: URLs), so it shows whole
     wherever it is opened (a presigned URL, a copied file, a mail attachment)."""
     e = html.escape
@@ -140,6 +176,7 @@ td.num{{text-align:right}} .null{{color:#999}} .validated{{background:#d4edda;pa
 <h1>{e(report.app)}: hour {e(report.hour)}</h1>
 <p class="{banner}" id="status"><strong>{e(report.status)}</strong></p>
 {_verdict_html(report.verdict)}
+{_trend_html(report, trend)}
 <h2>{e(report.chart_measure)} by {e(report.chart_by)}</h2>
 <p><img id="chart" src="{chart_url}" alt="{e(report.chart_measure)} by {e(report.chart_by)}"></p>
 <h2>Cities ({len(report.rows)})</h2>
@@ -220,3 +257,15 @@ def _writer(dest: str):
         client.put_object(Bucket=bucket, Key=key, Body=data, ContentType=kind)
 
     return put
+
+
+def _trend_html(report: Report, trend: bytes | None) -> str:
+    if not trend:
+        return ""
+    url = "data:image/png;base64," + base64.b64encode(trend).decode()
+    cells = "".join(f"<tr><td>{html.escape(label)}</td><td class=\"num\">{volume:g}</td><td class=\"num\">{share:.0%}</td></tr>"
+                    for label, volume, share in report.trend)
+    return ('<h2>Input, this hour and the hours before</h2>'
+            f'<p><img id="trend" src="{url}" alt="input and silent share by hour"></p>'
+            f'<table id="trend-table"><thead><tr><th>hour</th><th>input</th><th>silent</th></tr></thead><tbody>{cells}'
+            '</tbody></table>')

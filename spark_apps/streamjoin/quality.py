@@ -64,6 +64,8 @@ class Verdict:
     notes: list[str] = field(default_factory=list)  # what was not checked, and why
     # the hour's rows in the app's late-rows output when it was checked (None: not counted)
     late_rows: int | None = None
+    # the complete hours before it (newest first): their input volumes and silent shares (the report's trend)
+    trailing: dict = field(default_factory=dict)
     alerts: dict[str, str] = field(default_factory=dict)  # channel -> outcome (not in verdict.json)
 
     @property
@@ -122,13 +124,14 @@ def check_hour(app: str | Path, hour: str, output: str | None = None, alert: boo
     expected_rows = snapshot_rows(mark, config["quality"].get("snapshot"))
     reference, note = snapshot_table(mark, config["quality"].get("snapshot"), settings)
     table = hours.read_hour_arrow(output, hour, settings)
-    trailing = trailing_volumes(output, hour, config["quality"], settings)
+    silent: list[float] = []
+    trailing = trailing_volumes(output, hour, config["quality"], settings, silent)
     late = late_rows_of_hour(config, root, hour)
     quiet_library_logs()
     suite_module = load_suite_module(root, config["quality"].get("suite", config["name"]))
     docs_dir = Path(tempfile.mkdtemp(prefix="streamjoin-quality-docs-"))
     try:
-        result = validate(table, config, suite_module, expected_rows, hour, docs_dir, reference, trailing, late)
+        result = validate(table, config, suite_module, expected_rows, hour, docs_dir, reference, trailing, late, silent)
         still_remote = data_docs.localize(docs_dir)  # pages that open offline: their assets beside them
         if still_remote:
             log.warning("Data Docs pages still load from the network (GX's templates changed?): %s", ", ".join(still_remote))
@@ -136,6 +139,7 @@ def check_hour(app: str | Path, hour: str, output: str | None = None, alert: boo
                            int(config["quality"].get("sample_rows", 5)))
         verdict.notes = [note] if note else []
         verdict.late_rows = late
+        verdict.trailing = {"volumes": trailing, "silent_shares": [round(x, 4) for x in silent]}
         publish(verdict, result, docs_dir, settings)
     finally:
         shutil.rmtree(docs_dir, ignore_errors=True)
@@ -235,10 +239,12 @@ def load_suite_module(root: Path, suite: str):
     return module
 
 
-def trailing_volumes(output: str, hour: str, quality: dict, settings: s3.S3Settings | None = None) -> list[float]:
+def trailing_volumes(output: str, hour: str, quality: dict, settings: s3.S3Settings | None = None,
+                     silent: list[float] | None = None) -> list[float]:
     """The input volume (`[quality] volume_measure` summed) of each complete hour among the
     `volume_trailing_hours` (default 6) before `hour`: what the hour's own volume is compared with.
-    Empty without a volume measure or without earlier complete hours."""
+    Empty without a volume measure or without earlier complete hours. `silent`, if given, gets
+    each of those hours' silent share (rows whose volume measure is NULL: cities that sold nothing)."""
     measure = quality.get("volume_measure")
     if not measure:
         return []
@@ -251,7 +257,10 @@ def trailing_volumes(output: str, hour: str, quality: dict, settings: s3.S3Setti
         if hours.marker(output, earlier, settings) is None:
             continue
         rows = hours.read_hour_arrow(output, earlier, settings)
-        volumes.append(float(pc.sum(rows.column(measure)).as_py() or 0) if measure in rows.column_names else 0.0)
+        present = measure in rows.column_names
+        volumes.append(float(pc.sum(rows.column(measure)).as_py() or 0) if present else 0.0)
+        if silent is not None and present and rows.num_rows:
+            silent.append(rows.column(measure).null_count / rows.num_rows)
     return volumes
 
 
@@ -277,7 +286,8 @@ def late_rows_of_hour(config: dict, root: Path, hour: str) -> int | None:
 
 
 def validate(table, config: dict, suite_module, expected_rows: int, hour: str, docs_dir: Path,
-             reference=None, trailing: list[float] | None = None, late: int | None = None) -> dict:
+             reference=None, trailing: list[float] | None = None, late: int | None = None,
+             silent: list[float] | None = None) -> dict:
     """Run the suite on the hour's rows in an ephemeral context (pandas data source), building
     the Data Docs site in the local folder `docs_dir`; returns the validation result as JSON.
     `reference`: the rows of the snapshot the hour was joined with (None: unknown); `trailing`:
@@ -305,7 +315,10 @@ def validate(table, config: dict, suite_module, expected_rows: int, hour: str, d
     batch = (context.data_sources.add_pandas("output").add_dataframe_asset(config["name"])
              .add_batch_definition_whole_dataframe(f"hour {hour}"))
     accepts = inspect.signature(suite_module.build_suite).parameters
-    if "late" in accepts:
+    if "silent" in accepts:
+        suite = suite_module.build_suite(context, config, expected_rows, hour, reference, trailing=trailing or [], late=late,
+                                         silent=silent or [])
+    elif "late" in accepts:  # a suite written before the silent-share check
         suite = suite_module.build_suite(context, config, expected_rows, hour, reference, trailing=trailing or [], late=late)
     elif "trailing" in accepts:  # a suite written before the late-share check
         suite = suite_module.build_suite(context, config, expected_rows, hour, reference, trailing=trailing or [])

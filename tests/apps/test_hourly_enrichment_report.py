@@ -82,6 +82,26 @@ def city_rows(index_html: str) -> list[str]:
 
 # --- the report, without Airflow ---------------------------------------------------------------
 
+
+def test_a_report_shows_the_hours_input_and_silent_share_beside_the_hours_before_and_its_late_rows(tmp_path):
+    """Issue 43: the trend the quality gate compared (its verdict's `trailing`), as a chart and a
+    table, and the late rows the hour had when it was checked."""
+    config = apps.load_app("hourly_city_sales").config
+    verdict = {**a_verdict("passed"), "late_rows": 7,
+               "trailing": {"volumes": [45.0, 40.0], "silent_shares": [0.1, 0.2]}}  # newest first
+    report = report_module.build_report(config, HOUR, hour_table(good_rows()), verdict)
+    written = report_module.publish(report, str(tmp_path / "hour"))
+    assert [Path(w).name for w in written] == ["cities.csv", "sales_by_region.png", "input_trend.png", "quality.json",
+                                               "index.html"]
+    assert Path(written[2]).read_bytes().startswith(PNG_SIGNATURE)
+    page = Path(written[-1]).read_text()
+    assert 'id="trend"' in page and "7 late rows of the hour set aside" in page
+    trend = page[page.index('id="trend-table"'):]
+    assert ("<tr><td>-2h</td><td class=\"num\">40</td><td class=\"num\">20%</td></tr>"
+            "<tr><td>-1h</td><td class=\"num\">45</td><td class=\"num\">10%</td></tr>"
+            "<tr><td>this hour</td><td class=\"num\">45</td><td class=\"num\">10%</td></tr>") in trend
+
+
 def test_a_validated_hours_report_has_a_row_per_city_a_png_chart_and_the_verdict(tmp_path):
     config = apps.load_app("hourly_city_sales").config
     report = report_module.build_report(config, HOUR, hour_table(good_rows()), a_verdict("passed"))

@@ -362,7 +362,8 @@ def test_an_hour_as_busy_as_the_hours_before_passes_input_volume_and_the_first_h
     assert check_hour(APP, first, output).passed  # no complete hour before it: no volume expectation
     write_hour(output, good_rows())
     verdict = check_hour(APP, HOUR, output)
-    assert verdict.passed and verdict.expectations == 12  # the 11 checks and input_volume
+    assert verdict.passed and verdict.expectations == 13  # the 11 checks, input_volume and silent_share
+    assert verdict.trailing == {"volumes": [45.0], "silent_shares": [0.1]}  # what the report's trend shows
 
 
 def write_late_sales(tmp_path: Path, hour: str, count: int, other_hour: int = 0) -> None:
@@ -394,3 +395,19 @@ def test_an_hour_with_a_few_late_rows_passes_late_share(output, tmp_path):
     write_late_sales(tmp_path, HOUR, 5, other_hour=500)  # 5 of 50: a tenth
     verdict = check_hour(APP, HOUR, output)
     assert verdict.passed and verdict.expectations == 12  # the 11 checks and late_share
+
+
+def test_an_hour_with_half_its_cities_silent_where_a_tenth_were_before_fails_silent_share(output):
+    """Issue 43: 84 of 200 cities silent in an hour whose hours before had a tenth silent. Here 5
+    of 10 (the absolute bound, 0.5, lets it through) against 1 of 10 in each hour before."""
+    for back in (3, 2, 1):
+        earlier = _hour_before(HOUR, back)
+        write_hour(output, good_rows(earlier), hour=earlier)
+    quiet = good_rows()
+    for row in quiet[1:5]:
+        row["sales"], row["total_sales"] = None, None
+    write_hour(output, quiet)
+    verdict = check_hour(APP, HOUR, output)
+    assert not verdict.passed and failed_checks(verdict) == {("silent_share", "sales")}
+    (failure,) = verdict.failed
+    assert failure.expected == "NULL in at most 30% of the rows" and failure.observed.startswith("5 of 10 rows NULL"), failure
