@@ -605,3 +605,18 @@ def test_a_broker_that_goes_away_and_comes_back_within_the_timeout_loses_and_dou
         returning.join()
         stager.close()
         back.stop()
+
+
+def test_a_caught_up_silent_partition_stops_holding_the_others_back_after_the_idle_timeout(kafka_broker, kafka_topic, tmp_path):
+    create_topic(kafka_broker.servers, kafka_topic, 2)
+    produce(kafka_broker, kafka_topic, [{"rowtime": ts(0), "k": 0}], partition=1)  # then silent
+    produce(kafka_broker, kafka_topic, [{"rowtime": ts(t * 1000), "k": t} for t in (10, 11)], partition=0)
+    stager = Stager(spec(tmp_path, kafka_topic, kafka_broker.servers, idle_ms=1000))
+    try:
+        stager.advance()
+        assert staged(stager) == [0]  # 10 and 11 wait: partition 1 may still bring rows before them
+        time.sleep(1.2)
+        stager.advance()  # partition 1 has been caught up and silent for the idle timeout
+        assert staged(stager) == [0, 10, 11]
+    finally:
+        stager.close()

@@ -253,7 +253,8 @@ class KafkaSource(RowtimeMerge):
                 if table.num_rows:
                     out.append(self.tagged(table, part, offsets))
             part.caught_up = part.at_end
-            part.quiet_since = (part.quiet_since or time.time()) if part.at_end and not got else None
+            # caught up and silent since its last record came (or since it was first seen caught up)
+            part.quiet_since = None if not part.at_end else time.time() if got else (part.quiet_since or time.time())
         return count > 0
 
     def _parse(self, part: _Partition, msgs: list) -> tuple[pa.Table, list[str]]:

@@ -174,7 +174,7 @@ def put(topic: str, lines: list[bytes], key: str | None = None, partitions: int 
     the record's timestamp (else the producer's clock). Returns the records put."""
     from confluent_kafka import Producer
 
-    servers = bootstrap(servers)
+    servers = servers or bootstrap(None)  # named here (`kafka put --bootstrap`): those, whatever the variable says
     if partitions is not None:
         create_topic(servers, topic, partitions)
     producer = Producer({"bootstrap.servers": servers, "enable.idempotence": True, "linger.ms": 5})
