@@ -30,6 +30,7 @@ from pathlib import Path
 from streamjoin import data_docs
 from streamjoin.io import hours, s3
 from streamjoin.io.table_sink import HOUR
+from streamjoin.quality_inputs import late_rows_of_hour, trailing_volumes
 
 log = logging.getLogger("streamjoin.quality")
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -126,7 +127,7 @@ def check_hour(app: str | Path, hour: str, output: str | None = None, alert: boo
     table = hours.read_hour_arrow(output, hour, settings)
     silent: list[float] = []
     trailing = trailing_volumes(output, hour, config["quality"], settings, silent)
-    late = late_rows_of_hour(config, root, hour)
+    late = late_rows_of_hour(config, root, hour, QualityConfigError)
     quiet_library_logs()
     suite_module = load_suite_module(root, config["quality"].get("suite", config["name"]))
     docs_dir = Path(tempfile.mkdtemp(prefix="streamjoin-quality-docs-"))
@@ -237,52 +238,6 @@ def load_suite_module(root: Path, suite: str):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-def trailing_volumes(output: str, hour: str, quality: dict, settings: s3.S3Settings | None = None,
-                     silent: list[float] | None = None) -> list[float]:
-    """The input volume (`[quality] volume_measure` summed) of each complete hour among the
-    `volume_trailing_hours` (default 6) before `hour`: what the hour's own volume is compared with.
-    Empty without a volume measure or without earlier complete hours. `silent`, if given, gets
-    each of those hours' silent share (rows whose volume measure is NULL: cities that sold nothing)."""
-    measure = quality.get("volume_measure")
-    if not measure:
-        return []
-    import pyarrow.compute as pc
-
-    start = dt.datetime.strptime(hour, "%Y-%m-%dT%H")
-    volumes = []
-    for back in range(1, int(quality.get("volume_trailing_hours", 6)) + 1):
-        earlier = (start - dt.timedelta(hours=back)).strftime("%Y-%m-%dT%H")
-        if hours.marker(output, earlier, settings) is None:
-            continue
-        rows = hours.read_hour_arrow(output, earlier, settings)
-        present = measure in rows.column_names
-        volumes.append(float(pc.sum(rows.column(measure)).as_py() or 0) if present else 0.0)
-        if silent is not None and present and rows.num_rows:
-            silent.append(rows.column(measure).null_count / rows.num_rows)
-    return volumes
-
-
-def late_rows_of_hour(config: dict, root: Path, hour: str) -> int | None:
-    """How many rows of `[quality] late_input` whose rowtime (`late_rowtime`) lies in `hour` came
-    late: the input's late-rows output (`<checkpoint>/late/<input>/late-*.jsonl`, what the app set
-    aside, counted now: rows that come late after this check are not). None without `late_input`."""
-    quality = config["quality"]
-    alias, rowtime = quality.get("late_input"), quality.get("late_rowtime")
-    if not alias or not rowtime:
-        return None
-    checkpoint = os.environ.get(f"{config.get('env_prefix', '')}CHECKPOINT_PATH") or config.get("paths", {}).get("checkpoint")
-    if not checkpoint:
-        raise QualityConfigError("[quality] late_input needs the app's checkpoint ([paths] checkpoint or CHECKPOINT_PATH)")
-    folder = (Path(checkpoint) if Path(checkpoint).is_absolute() else root / checkpoint) / "late" / alias
-    prefix = hour.replace("T", " ")  # rowtimes are written YYYY-MM-DD HH:MM:SS.fff
-    count = 0
-    for path in sorted(folder.glob("late-*.jsonl")):
-        for line in path.read_text().splitlines():
-            value = json.loads(line).get(rowtime) if line.strip() else None
-            count += isinstance(value, str) and value.startswith(prefix)
-    return count
 
 
 def validate(table, config: dict, suite_module, expected_rows: int, hour: str, docs_dir: Path,
