@@ -158,7 +158,8 @@ def main() -> int:
         s3.stop()
         if kafka is not None:
             kafka.stop()
-        print("stopped Airflow, the embedded S3" + (" and the embedded Kafka broker" if kafka else ""), flush=True)
+        print("stopped Airflow, the embedded S3 and the embedded Kafka broker" if kafka else
+              "stopped Airflow and the embedded S3", flush=True)
     return 0
 
 

@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from confluent_kafka import Producer
+from kafka_helpers import produce, read_topic
 from runtime_helpers import read_output, run_in_two_parts, run_to_end, start, streamjoin, ts
 from streamjoin.io.kafka_broker import create_topic
 from streamjoin.io.staging import InputSpec, Stager
@@ -30,16 +31,6 @@ SHIPMENTS = [(D + "10:30:00", 101), (D + "10:45:00", 100), (D + "10:55:00", 103)
 SEED_ROWS = [(D + "10:30:00.000", 101, D + "10:10:00.000"), (D + "10:45:00.000", 100, D + "10:00:00.000"),
              (D + "10:55:00.000", 103, D + "10:25:00.000"), (D + "11:05:00.000", 103, D + "10:25:00.000"),
              (D + "11:30:00.000", 104, D + "10:40:00.000")]
-
-
-def produce(broker, topic: str, rows: list, partition: int = 0, key=None, timestamp_ms: int | None = None) -> None:
-    """Rows (dicts as JSON, bytes as they are) into one partition, flushed."""
-    producer = Producer({"bootstrap.servers": broker.servers})
-    for row in rows:
-        value = row if isinstance(row, bytes) or row is None else json.dumps(row).encode()
-        extra = {"timestamp": timestamp_ms} if timestamp_ms is not None else {}
-        producer.produce(topic, value=value, key=key, partition=partition, **extra)
-    assert producer.flush(30) == 0
 
 
 def jsonl(path: Path, rows: list[dict]) -> Path:
@@ -356,28 +347,6 @@ def test_a_lenses_topic_that_is_not_there_is_refused_at_its_name_saying_why(kafk
     assert result.returncode == 2
     assert (f"unknown stream or table 'nowhere_topic', and no topic to read it from: the broker {kafka_broker.servers} "
             "has no topic 'nowhere_topic'") in result.stderr, result.stderr
-
-
-def read_topic(servers: str, topic: str) -> list:
-    """Every record of the topic now: (key, value as JSON, headers)."""
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
-
-    client = Consumer({"bootstrap.servers": servers, "group.id": "t", "enable.partition.eof": True})
-    metadata = client.list_topics(timeout=10).topics.get(topic)
-    if metadata is None:
-        return []
-    client.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in metadata.partitions])
-    records, ended = [], set()
-    deadline = time.time() + 30
-    while len(ended) < len(metadata.partitions) and time.time() < deadline:
-        for msg in client.consume(100, timeout=0.5):
-            if msg.error() is not None:
-                if msg.error().code() == KafkaError._PARTITION_EOF:
-                    ended.add(msg.partition())
-                continue
-            records.append((msg.key(), json.loads(msg.value()), dict(msg.headers() or [])))
-    client.close()
-    return records
 
 
 def test_run_writes_the_seed_joins_rows_into_a_topic_keyed_and_marked_with_their_release(kafka_broker, kafka_topic, tmp_path):

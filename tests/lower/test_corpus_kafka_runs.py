@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 import random
-import time
 
 import pytest
+from kafka_helpers import produce, read_topic
 from streamjoin.plan import compile_sql
 from streamjoin.plan.model import Kind
 from streamjoin.runtime.pipeline import Pipeline
@@ -41,41 +41,11 @@ def test_the_corpus_has_risingwave_programs_that_read_kafka():
     assert len(PROGRAMS) >= 5, [p.name for p in PROGRAMS]
 
 
-def produce(servers: str, topic: str, rows: list[dict]) -> None:
-    from confluent_kafka import Producer
-    from streamjoin.io.kafka_broker import create_topic
-
-    create_topic(servers, topic, 1)
-    producer = Producer({"bootstrap.servers": servers})
-    for row in rows:
-        producer.produce(topic, value=json.dumps(row).encode())
-    assert producer.flush(30) == 0
-
-
-def topic_rows(servers: str, topic: str) -> list[dict]:
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
-
-    client = Consumer({"bootstrap.servers": servers, "group.id": "t", "enable.partition.eof": True})
-    metadata = client.list_topics(timeout=10).topics.get(topic)
-    rows, ended = [], set()
-    if metadata is not None:
-        client.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in metadata.partitions])
-        deadline = time.time() + 30
-        while len(ended) < len(metadata.partitions) and time.time() < deadline:
-            for msg in client.consume(100, timeout=0.5):
-                if msg.error() is None:
-                    rows.append(json.loads(msg.value()))
-                elif msg.error().code() == KafkaError._PARTITION_EOF:
-                    ended.add(msg.partition())
-    client.close()
-    return rows
-
-
 @pytest.mark.parametrize("path", PROGRAMS, ids=[f"{p.parent.name}/{p.stem}" for p in PROGRAMS])
 def test_a_corpus_program_that_reads_kafka_runs_on_the_broker_and_writes_its_columns(spark, tmp_path, monkeypatch, path):
     from streamjoin.errors import Unsupported
     from streamjoin.io.kafka import BOOTSTRAP_ENV
-    from streamjoin.io.kafka_broker import EmbeddedKafka
+    from streamjoin.io.kafka_broker import EmbeddedKafka, create_topic
     from streamjoin.lower.inputs import kafka_options
     from streamjoin.lower.support import topic_target
 
@@ -94,7 +64,8 @@ def test_a_corpus_program_that_reads_kafka_runs_on_the_broker_and_writes_its_col
             if (relation.option("connector") or "").lower() != "kafka":
                 continue
             rows = generate(relation, tmp_path / "generated" / relation.name, rng)
-            produce(broker.servers, kafka_options(relation)["topic"], rows)
+            create_topic(broker.servers, kafka_options(relation)["topic"], 1)
+            produce(broker, kafka_options(relation)["topic"], rows)
             total += len(rows) if relation.kind == Kind.STREAM else 0  # a table is read whole, not counted
         pipeline = Pipeline.from_sql(sql, path.name)
         out = tmp_path / "out"
@@ -107,7 +78,7 @@ def test_a_corpus_program_that_reads_kafka_runs_on_the_broker_and_writes_its_col
         assert read >= total, (read, total, statuses)  # every record generated was read (views may read one twice)
         target = topic_target(pipeline.script, pipeline.query) if len(pipeline.script.runs) == 1 else None
         if target is not None:
-            rows = topic_rows(broker.servers, target.removeprefix("kafka://").split("?")[0])
+            rows = [value for _, value, _ in read_topic(broker.servers, target.removeprefix("kafka://").split("?")[0])]
         else:
             rows = [json.loads(line) for part in sorted(out.rglob("part-*.jsonl")) for line in part.read_text().splitlines()]
     columns = {c.name for q in pipeline.script.runs for c in q.output}

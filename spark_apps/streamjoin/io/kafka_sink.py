@@ -21,10 +21,11 @@ idempotent (no record is doubled by its own retries).
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
+
+from streamjoin.io.release_log import ReleaseLog
 
 RELEASE, ROW = "streamjoin.release", "streamjoin.row"
 
@@ -47,7 +48,7 @@ class TopicWriter:
     def __init__(self, target_url: str, state_dir: Path, suffix: str = ""):
         from confluent_kafka import Producer
 
-        from streamjoin.io.kafka import bootstrap
+        from streamjoin.io.kafka import CLIENT_LOG, bootstrap
 
         parts = urlsplit(target_url)
         options = parse_qs(parts.query)
@@ -57,10 +58,9 @@ class TopicWriter:
         self.key = [k for k in ",".join(options.get("key", [])).split(",") if k]
         self.servers = bootstrap(options.get("bootstrap", [None])[0])
         self.suffix = suffix
-        state_dir.mkdir(parents=True, exist_ok=True)
-        self.state_path = state_dir / f"kafka-sink{suffix}.json"
+        self.log = ReleaseLog(state_dir / f"kafka-sink{suffix}.json")
         self.producer = Producer({"bootstrap.servers": self.servers, "enable.idempotence": True, "linger.ms": 20,
-                                  "logger": _client_log()})
+                                  "logger": CLIENT_LOG})
 
     def write(self, name: str, rows: list[dict]) -> None:
         from streamjoin.io.jsonlines import format_rows
@@ -88,16 +88,12 @@ class TopicWriter:
         if not values:
             return
         release = f"{name}{self.suffix}"
-        state = self._state()
-        if state.get("done") is not None and release <= state["done"]:
+        if self.log.done(release):
             return  # sent before a restart: a replay
-        present: set[int] = set()
-        pending = state.get("pending")
-        if pending and pending["release"] == release:
-            present = self._rows_of(release, pending["offsets"])
-        else:
-            state["pending"] = {"release": release, "offsets": self._ends()}
-            self._save(state)
+        pending = self.log.pending(release)
+        present = self._rows_of(release, pending["offsets"]) if pending is not None else set()
+        if pending is None:
+            self.log.begin(release, offsets=self._ends())
         failures: list = []
 
         def delivered(error, msg):
@@ -119,8 +115,7 @@ class TopicWriter:
         if left or failures:
             reason = failures[0].str() if failures else f"{left} records not acknowledged in 120 s"
             raise ConnectionError(f"kafka {self.servers}: writing release {release} into topic '{self.topic}': {reason}")
-        state["done"], state["pending"] = release, None
-        self._save(state)
+        self.log.finish(release)
 
     def _ends(self) -> dict[str, int]:
         """The topic's end offset per partition now (nothing for a topic not made yet)."""
@@ -169,17 +164,3 @@ class TopicWriter:
         finally:
             client.close()
         return present
-
-    def _state(self) -> dict:
-        return json.loads(self.state_path.read_text()) if self.state_path.exists() else {}
-
-    def _save(self, state: dict) -> None:
-        tmp = self.state_path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(state))
-        os.replace(tmp, self.state_path)
-
-
-def _client_log():
-    from streamjoin.io.kafka import CLIENT_LOG
-
-    return CLIENT_LOG

@@ -13,12 +13,12 @@ stay as many as the release has; the destination stream is the application's own
 
 from __future__ import annotations
 
-import json
-import os
 import time
 from collections import Counter
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
+
+from streamjoin.io.release_log import ReleaseLog
 
 
 def is_stream(target: str) -> bool:
@@ -38,8 +38,7 @@ class StreamWriter:
         self.key = parse_qs(parts.query).get("key", [None])[0]
         self.suffix = suffix
         self.client = client()
-        state_dir.mkdir(parents=True, exist_ok=True)
-        self.state_path = state_dir / f"kinesis-sink{suffix}.json"
+        self.log = ReleaseLog(state_dir / f"kinesis-sink{suffix}.json")
 
     def write(self, name: str, rows: list[dict]) -> None:
         from streamjoin.io.jsonlines import format_rows
@@ -58,15 +57,12 @@ class StreamWriter:
         if not datas:
             return
         release = f"{name}{self.suffix}"
-        state = json.loads(self.state_path.read_text()) if self.state_path.exists() else {}
-        if state.get("done") is not None and release <= state["done"]:
+        if self.log.done(release):
             return  # sent before a restart: a replay
-        there: Counter = Counter()
-        if (state.get("pending") or {}).get("release") == release:
-            there = self._records_since(state["pending"]["since"])
-        else:
-            state["pending"] = {"release": release, "since": time.time() - 1}  # arrivals are the server's clock
-            self._save(state)
+        pending = self.log.pending(release)
+        there = self._records_since(pending["since"]) if pending is not None else Counter()
+        if pending is None:
+            self.log.begin(release, since=time.time() - 1)  # arrivals are the server's clock
         entries = []
         for n, (data, key) in enumerate(zip(datas, keys, strict=True)):
             if there[data]:
@@ -75,8 +71,7 @@ class StreamWriter:
             entries.append({"Data": data, "PartitionKey": str(key) if key is not None else str(n)})
         for i in range(0, len(entries), 500):
             self._put(entries[i:i + 500])
-        state["done"], state["pending"] = release, None
-        self._save(state)
+        self.log.finish(release)
 
     def _put(self, batch: list[dict]) -> None:
         delay = 0.1
@@ -111,8 +106,3 @@ class StreamWriter:
                     break
                 iterator = page.get("NextShardIterator")
         return found
-
-    def _save(self, state: dict) -> None:
-        tmp = self.state_path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(state))
-        os.replace(tmp, self.state_path)
