@@ -594,3 +594,21 @@ def test_a_caught_up_silent_partition_stops_holding_the_others_back_after_the_id
         assert staged(stager) == [0, 10, 11]
     finally:
         stager.close()
+
+
+def test_a_topic_that_does_not_exist_reads_nothing_and_says_so_once(kafka_broker, kafka_topic, tmp_path, caplog):
+    import logging
+
+    stager = Stager(spec(tmp_path, f"{kafka_topic}-misspelt", kafka_broker.servers))
+    try:
+        with caplog.at_level(logging.WARNING, logger="streamjoin.kafka"):
+            stager.advance()
+            stager.advance()
+            (stager.dir / "END").touch()
+            stager.advance()
+    finally:
+        stager.close()
+    said = [r.getMessage() for r in caplog.records if "does not exist" in r.getMessage()]
+    assert said == [f"kafka {kafka_broker.servers}: topic '{kafka_topic}-misspelt' does not exist (yet): nothing is read "
+                    "from it until it does"]
+    assert staged(stager) == [] and stager.manifest().ended

@@ -119,6 +119,7 @@ class KafkaSource(RowtimeMerge):
         self.on_error = on_error
         self.rejected: list[dict] = []
         self.errors: list = []  # the client's errors since the last successful call (error_cb)
+        self.missing_said = False  # the topic's absence was logged
         self.client = consumer(self.servers, self.errors)
         self.parts: dict[str, _Partition] = {}
         self.rows: pa.Table | None = None
@@ -154,8 +155,12 @@ class KafkaSource(RowtimeMerge):
 
         # all topics: a request for one topic by name makes some brokers (Tansu) create it
         topic = self._call("list the topic's partitions", lambda: self.client.list_topics(timeout=self.call_s).topics.get(self.topic))
-        if topic is None:
-            return  # not created yet: nothing to read
+        if topic is None:  # not created yet: nothing to read (said once: a misspelt name reads nothing too)
+            if not self.missing_said:
+                log.warning("kafka %s: topic '%s' does not exist (yet): nothing is read from it until it does",
+                            self.servers, self.topic)
+                self.missing_said = True
+            return
         if topic.error is not None:
             if topic.error.code() == 3:  # UNKNOWN_TOPIC_OR_PART: not created yet: nothing to read
                 return
