@@ -48,12 +48,6 @@ RECORDS_PER_POLL = 200_000  # per poll, all partitions: a poll's memory is bound
 READ_S = 0.2  # a read's longest stretch: what keeps arriving waits for the next poll
 BOOTSTRAP_ENV = "STREAMJOIN_KAFKA_BOOTSTRAP"  # overrides every program's brokers (docs/kafka.md)
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
-# what a column may be filled with from a record's metadata (besides its value)
-METADATA = ("key", "partition", "offset", "timestamp", "headers", "payload", "value", "meta")
-
-
-def is_kafka(path: str) -> bool:
-    return path.startswith("kafka://")
 
 
 def bootstrap(declared: str | None, env=None) -> str:
