@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from hour_fixtures import free_port
 
 from include import airflow_local
 
@@ -57,7 +58,7 @@ def test_the_banner_exports_the_embedded_kafka_broker_when_it_runs():
 
 
 def test_make_airflow_starts_the_embedded_kafka_broker_and_skips_it_saying_why_when_its_port_is_taken(capsys):
-    broker = airflow_local.start_kafka(_free_port())
+    broker = airflow_local.start_kafka(free_port())
     try:
         from confluent_kafka.admin import AdminClient
 
@@ -67,11 +68,3 @@ def test_make_airflow_starts_the_embedded_kafka_broker_and_skips_it_saying_why_w
     finally:
         broker.stop()
     assert airflow_local.start_kafka(0) is None
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]

@@ -10,12 +10,12 @@ the next start loads them again (io/s3_folder.py). `make demo` and `make airflow
 from __future__ import annotations
 
 import os
-import socket
 import time
 from pathlib import Path
 
 from moto.server import ThreadedMotoServer
 
+from streamjoin.io.ports import free_port, listening
 from streamjoin.io.s3 import S3Settings
 from streamjoin.io.s3_folder import FolderMirror
 
@@ -65,7 +65,7 @@ class EmbeddedS3:
         import logging
 
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no line per request
-        if _listening(self.host, self.port):
+        if listening(self.host, self.port):
             raise RuntimeError(f"port {self.port} on {self.host} is in use: pick another with --port")
         if self.in_process:
             mirror = FolderMirror(self.data_dir, region=REGION) if self.data_dir else None
@@ -91,7 +91,7 @@ class EmbeddedS3:
                 stdout=subprocess.DEVNULL, stderr=self._log,
             )
         deadline = time.time() + 60
-        while not _listening(self.host, self.port):
+        while not listening(self.host, self.port):
             if self._process is not None and self._process.poll() is not None:
                 self._log.seek(0)
                 raise RuntimeError(f"the embedded S3 server exited: {self._log.read().decode(errors='replace')[-500:]}")
@@ -148,18 +148,6 @@ class _MirroredMotoServer(ThreadedMotoServer):
         super().stop()
         if self._mirror is not None:
             self._mirror.close()
-
-
-def free_port(host: str = DEFAULT_HOST) -> int:
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
-
-
-def _listening(host: str, port: int) -> bool:
-    with socket.socket() as s:
-        s.settimeout(0.2)
-        return s.connect_ex((host, port)) == 0
 
 
 def serve(host: str, port: int, buckets: list[str], out, data_dir: str | None = None) -> None:

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import time
 
 from streamjoin.io.kafka import bootstrap
+from streamjoin.io.ports import free_port, listening
 
 DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 9092
 
@@ -33,7 +33,7 @@ class EmbeddedKafka:
 
     def __init__(self, host: str = DEFAULT_HOST, port: int | None = DEFAULT_PORT, storage: str = "memory://tansu/",
                  env: dict | None = None, log_path: str | None = None):
-        self.host, self.port = host, port or _free_port(host)
+        self.host, self.port = host, port or free_port(host)
         self.storage, self.env, self.log_path = storage, env, log_path
         self.process: subprocess.Popen | None = None
 
@@ -42,7 +42,7 @@ class EmbeddedKafka:
         return f"{self.host}:{self.port}"
 
     def start(self, wait_s: float = 20.0) -> str:
-        if _listening(self.host, self.port):
+        if listening(self.host, self.port):
             raise RuntimeError(f"port {self.port} on {self.host} is in use: pick another with --port")
         url = f"tcp://{self.host}:{self.port}"
         out = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
@@ -50,7 +50,7 @@ class EmbeddedKafka:
             [binary(), "broker", "--listener-url", url, "--advertised-listener-url", url, "--storage-engine", self.storage],
             stdout=out, stderr=subprocess.STDOUT, env=self._environment(), start_new_session=True)
         deadline = time.time() + wait_s
-        while not _listening(self.host, self.port):
+        while not listening(self.host, self.port):
             if self.process.poll() is not None:
                 raise RuntimeError(f"the Kafka broker (Tansu) exited with {self.process.returncode} at start"
                                    + (f": see {self.log_path}" if self.log_path else ""))
@@ -83,18 +83,6 @@ class EmbeddedKafka:
 
     def __exit__(self, *exc) -> None:
         self.stop()
-
-
-def _free_port(host: str) -> int:
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
-
-
-def _listening(host: str, port: int) -> bool:
-    with socket.socket() as s:
-        s.settimeout(0.2)
-        return s.connect_ex((host, port)) == 0
 
 
 def serve(host: str, port: int, storage: str, out) -> None:
