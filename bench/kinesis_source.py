@@ -19,14 +19,13 @@ import argparse
 import datetime as dt
 import json
 import os
-import statistics
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 import uuid
 from pathlib import Path
+
+from latency import measure, sent_now
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -69,46 +68,18 @@ def latency(rate: int, seconds: int, shards: int, work: Path) -> dict:
     sql = work / "latency.sql"
     sql.write_text(f"CREATE STREAM s (k BIGINT, sent_ms BIGINT) WITH (connector = 'kinesis', stream = '{stream}', "
                    "rowtime = 'approximate_arrival', idle_timeout = '2 SECONDS');\nSELECT STREAM k, sent_ms FROM s;\n")
-    errors = open(work / "latency.err", "w")
-    query = subprocess.Popen([sys.executable, "-m", "streamjoin.cli", "run", str(sql)], stdout=subprocess.PIPE,
-                             stderr=errors, env={**os.environ, "PYSPARK_PYTHON": sys.executable})
-    latencies: list[float] = []
 
-    def read() -> None:
-        for line in query.stdout:
-            now = time.time() * 1000
-            latencies.append(now - json.loads(line)["sent_ms"])
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    time.sleep(25)  # the query starts (Spark session, first empty batches)
-    sent, start = 0, time.time()
-    while time.time() - start < seconds:
-        due = int((time.time() - start) * rate)
-        batch = [{"Data": json.dumps({"k": n, "sent_ms": int(time.time() * 1000)}).encode(), "PartitionKey": str(n)}
-                 for n in range(sent, due)]
+    def send(first: int, end: int) -> None:
+        batch = [{"Data": sent_now(n), "PartitionKey": str(n)} for n in range(first, end)]
         for i in range(0, len(batch), 500):
             client.put_records(StreamName=stream, Records=batch[i:i + 500])
-        sent = due
-        time.sleep(0.05)
-    time.sleep(1)
-    # a rowtime bound on every shard (at its arrival: the rowtime here) moves the clock past the
-    # last records, which otherwise wait for a later row (rows at the clock are not final yet)
-    for shard in client.list_shards(StreamName=stream)["Shards"]:
-        client.put_record(StreamName=stream, Data=b'{"_bound": true}', PartitionKey="bound",
-                          ExplicitHashKey=shard["HashKeyRange"]["StartingHashKey"])
-    time.sleep(10)  # the last records come through
-    query.terminate()
-    query.wait(timeout=60)
-    reader.join(timeout=5)
-    errors.close()
-    if len(latencies) != sent:
-        print("\n".join((work / "latency.err").read_text().splitlines()[-12:]), file=sys.stderr)
-    ordered = sorted(latencies)
-    pick = (lambda q: ordered[min(len(ordered) - 1, int(q * len(ordered)))]) if ordered else (lambda q: float("nan"))
-    return {"rate": rate, "seconds": seconds, "sent": sent, "received": len(latencies),
-            "p50_ms": pick(0.5), "p95_ms": pick(0.95), "max_ms": ordered[-1] if ordered else float("nan"),
-            "mean_ms": statistics.fmean(ordered) if ordered else float("nan")}
+
+    def bounds() -> None:  # at each shard's arrival: the rowtime here
+        for shard in client.list_shards(StreamName=stream)["Shards"]:
+            client.put_record(StreamName=stream, Data=b'{"_bound": true}', PartitionKey="bound",
+                              ExplicitHashKey=shard["HashKeyRange"]["StartingHashKey"])
+
+    return measure(sql, work, rate, seconds, send, bounds)
 
 
 def main() -> int:
