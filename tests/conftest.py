@@ -67,6 +67,41 @@ def kafka_broker(tmp_path_factory):
     broker.stop()
 
 
+@pytest.fixture(scope="session")
+def logical_postgres():
+    """A PostgreSQL cluster of the session's own with wal_level = logical (pg_helpers), with
+    STREAMJOIN_CDC_URL pointing every postgres-cdc declaration at it. Tests keep apart by their
+    own databases (`cdc_database`)."""
+    import shutil
+    import tempfile
+
+    from pg_helpers import LogicalPostgres
+    from streamjoin.io.pg_cdc import URL_ENV
+
+    root = tempfile.mkdtemp(prefix="streamjoin-pg-")
+    server = LogicalPostgres(root).start()
+    saved = os.environ.get(URL_ENV)
+    os.environ[URL_ENV] = f"postgresql://postgres@127.0.0.1:{server.port}"
+    yield server
+    if saved is None:
+        os.environ.pop(URL_ENV, None)
+    else:
+        os.environ[URL_ENV] = saved
+    server.stop()
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def cdc_database(logical_postgres, request):
+    """A fresh database on the logical cluster, named for the test."""
+    import re
+
+    name = "t_" + re.sub(r"\W", "_", request.node.name.lower())[-50:]
+    logical_postgres.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    logical_postgres.execute(f'CREATE DATABASE "{name}"')
+    return name
+
+
 @pytest.fixture
 def kafka_topic(kafka_broker):
     """A fresh topic name's prefix on the session's broker (the topics are made by the test)."""

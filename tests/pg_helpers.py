@@ -87,3 +87,62 @@ class PgProxy:
                     s.shutdown(2)
                 except OSError:
                     pass
+
+
+class LogicalPostgres:
+    """A PostgreSQL cluster of the tests' own with `wal_level = logical` (change data capture,
+    io.pg_cdc): the machine's own server is never reconfigured. `initdb` refuses root, so as
+    root the cluster is made and run as the `postgres` user. `url()` names a database of it."""
+
+    def __init__(self, root):
+        from pathlib import Path
+
+        from streamjoin.io.ports import free_port
+
+        self.root = Path(root)
+        self.data = self.root / "data"
+        self.port = free_port()
+        bins = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"), key=lambda p: int(p.parent.parent.name))
+        if not bins:
+            raise RuntimeError("no PostgreSQL server binaries in /usr/lib/postgresql/*/bin (apt install postgresql)")
+        self.bin = bins[-1].parent
+
+    def _as_owner(self, *args: str) -> None:
+        import subprocess
+
+        prefix = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+        subprocess.run([*prefix, *args], check=True, capture_output=True, timeout=120)
+
+    def start(self) -> LogicalPostgres:
+        import shutil
+
+        self.root.mkdir(parents=True, exist_ok=True)
+        if os.geteuid() == 0:
+            shutil.chown(self.root, "postgres")
+        self._as_owner(str(self.bin / "initdb"), "-D", str(self.data), "-A", "trust", "-U", "postgres", "--no-sync")
+        options = (f"-p {self.port} -c listen_addresses=127.0.0.1 -k {self.root} -c wal_level=logical -c fsync=off "
+                   "-c max_replication_slots=40 -c max_wal_senders=40")
+        self._as_owner(str(self.bin / "pg_ctl"), "-D", str(self.data), "-l", str(self.root / "log"), "-o", options, "-w", "start")
+        return self
+
+    def stop(self) -> None:
+        import contextlib
+        import subprocess
+
+        with contextlib.suppress(subprocess.CalledProcessError):
+            self._as_owner(str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "stop")
+
+    def url(self, db: str = "postgres") -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/{db}"
+
+    def execute(self, sql: str, db: str = "postgres", fetch: bool = False) -> list[tuple] | None:
+        import psycopg2
+
+        conn = psycopg2.connect(host="127.0.0.1", port=self.port, user="postgres", dbname=db)
+        try:
+            conn.autocommit = True
+            with conn.cursor() as cur:
+                cur.execute(sql)
+                return cur.fetchall() if fetch else None
+        finally:
+            conn.close()

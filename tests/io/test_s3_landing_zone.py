@@ -236,7 +236,7 @@ def test_a_local_manifest_still_records_file_base_names(tmp_path):
         ("connector = 's3', path = '/data/orders'", "connector 's3' needs path = 's3://bucket/prefix/'"),
         ("connector = 'files', path = 's3://bucket/orders/'", "use connector = 's3'"),
         ("connector = 's3'", "needs WITH (path = '...')"),
-        ("connector = 'pulsar', path = 's3://bucket/orders/'", "use 'files', 's3', 'kinesis' or 'kafka'"),
+        ("connector = 'pulsar', path = 's3://bucket/orders/'", "use 'files', 's3', 'kinesis', 'kafka' or, for a table, 'postgres-cdc'"),
     ],
 )
 def test_a_stream_connector_and_path_that_do_not_fit_are_rejected_before_spark_starts(options, message):

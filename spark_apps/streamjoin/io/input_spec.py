@@ -29,6 +29,8 @@ class InputSpec:
     kinesis: dict | None = None
     # connector 'kafka' (path kafka://TOPIC): io.kafka's options (bootstrap, topic, start, fills, ...)
     kafka: dict | None = None
+    # connector 'postgres-cdc' (path postgres-cdc://SCHEMA.TABLE): io.pg_cdc's options (connection, table, slot, ...)
+    cdc: dict | None = None
     on_error: str = "dead_letter"  # a row that cannot be read: 'dead_letter' (set aside) or 'fail'
     # a row whose rowtime is further than this ahead of the wall clock when read is set aside as
     # unreadable (one bad clock must not move the watermark past every other row); None: no limit
@@ -58,6 +60,8 @@ class InputSpec:
             d["kinesis"] = self.kinesis
         if self.kafka is not None:
             d["kafka"] = self.kafka
+        if self.cdc is not None:
+            d["cdc"] = self.cdc
         d["on_error"] = self.on_error
         d["future_limit_ms"] = self.future_limit_ms
         if self.pattern is not None:

@@ -109,7 +109,7 @@ class Stager:
         self.late_dir = Path(spec.late_dir)
         self.manifest_path = self.dir / "manifest.json"
         self._filesystem = None  # pyarrow's S3 filesystem, made on first use (s3:// inputs)
-        self._log = None  # io.kinesis.KinesisSource or io.kafka.KafkaSource, made on first use
+        self._log = None  # io.kinesis.KinesisSource, io.kafka.KafkaSource or io.pg_cdc.PostgresCdcSource, made on first use
 
     def close(self) -> None:
         """Leave what the input reads from (a Kafka client's connections and threads)."""
@@ -149,7 +149,7 @@ class Stager:
         if m.ended:
             return m.steps
         ending = (self.dir / "END").exists()
-        if self.spec.kinesis is not None or self.spec.kafka is not None:
+        if self.spec.kinesis is not None or self.spec.kafka is not None or self.spec.cdc is not None:
             new, polled = [], self._poll_log(m, ending)
             if polled is None and not ending:
                 return m.steps
@@ -224,6 +224,10 @@ class Stager:
             from streamjoin.io.kinesis import KinesisSource
 
             return KinesisSource(self.spec.kinesis, self.spec.storage, parse, self.spec.on_error)
+        if self.spec.cdc is not None:
+            from streamjoin.io.pg_cdc import PostgresCdcSource
+
+            return PostgresCdcSource(self.spec.cdc, parse, self.spec.on_error)
         from streamjoin.io.kafka import KafkaSource
 
         return KafkaSource(self.spec.kafka, parse, self.spec.on_error)

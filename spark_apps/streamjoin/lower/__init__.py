@@ -36,7 +36,11 @@ def lower(spark, script: Script, query: Query, specs: list[InputSpec], checkpoin
         from streamjoin.lower.custom import lower_custom
 
         frame = lower_custom(spark, query, {**{s.alias: s for s in specs}, **staged}, options, changing_keys(script, query))
-        if query.emit == Emit.CHANGES:
+        if query.emit == Emit.CHANGES and forced_append(script, query):  # the sink keeps the inserts only (RisingWave)
+            from pyspark.sql import functions as F
+
+            frame = frame.where(F.col("__meta") | (F.col(OP) == "+I"))
+        elif query.emit == Emit.CHANGES:
             columns.insert(0, OP)
         return Lowered(frame, inputs, columns, 0, sink=sink_spec(script, query), custom=True, emit=query.emit, upstream=parts)
     if not parts and batch_reason(script, query, options) is None:
@@ -59,6 +63,13 @@ def lower(spark, script: Script, query: Query, specs: list[InputSpec], checkpoin
         columns.insert(0, OP)
     return Lowered(frame, inputs, columns, order_delay(query), lowering.snapshots, bucketed, sink_spec(script, query),
                    upstream=parts)
+
+
+def forced_append(script: Script, query: Query) -> bool:
+    """The query's sink is declared `force_append_only = 'true'` (RisingWave's FORMAT PLAIN ENCODE
+    JSON (force_append_only = 'true')): of a changelog it takes the inserts, as plain rows."""
+    sink = next((r for r in script.sinks if r.name == query.sink), None) if query.sink else None
+    return sink is not None and (sink.option("force_append_only") or "").lower() == "true"
 
 
 def changing_keys(script: Script, query: Query) -> tuple:

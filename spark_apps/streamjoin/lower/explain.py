@@ -119,8 +119,9 @@ def _input_detail(i: Input, relation) -> str:
     if i.time_window:
         return f" [{i.time_window.describe()}]"
     if i.window_source == "regular" and relation.changing:
-        return (f" [a table changed by its changelog (FORMAT {relation.option('changelog').upper()}): its latest row per "
-                "primary key]")
+        how = (f"{relation.option('connector')}: its database's changes" if relation.option("changelog") == "cdc"
+               else f"FORMAT {relation.option('changelog').upper()}")
+        return f" [a table changed by its changelog ({how}): its latest row per primary key]"
     if i.window_source == "regular":
         return " [a regular join's input: every row, for as long as the query runs]"
     if i.window_source == "changelog":

@@ -15,8 +15,8 @@ from streamjoin.io.types import arrow_schema
 from streamjoin.plan.model import Kind, Query, Relation, Script
 from streamjoin.plan.windows import interval_ms
 
-STREAM_CONNECTORS = ("files", "s3", "kinesis", "kafka")
-LOGS = ("kinesis", "kafka")  # read by the stager from a service, not from files: no path
+STREAM_CONNECTORS = ("files", "s3", "kinesis", "kafka", "postgres-cdc")
+LOGS = ("kinesis", "kafka", "postgres-cdc")  # read by the stager from a service, not from files: no path
 
 
 def input_specs(script: Script, query: Query, checkpoint: Path, late_root: Path, prefix: str = "") -> list[InputSpec]:
@@ -34,8 +34,9 @@ def input_specs(script: Script, query: Query, checkpoint: Path, late_root: Path,
         connector = (r.option("connector") or "files").lower()
         kinesis = kinesis_options(r) if connector == "kinesis" else None
         kafka = kafka_options(r) if connector == "kafka" else None
+        cdc = cdc_options(r, str(checkpoint / "sources" / key)) if connector == "postgres-cdc" else None
         path = (f"kinesis://{kinesis['stream']}" if kinesis else f"kafka://{kafka['topic']}" if kafka
-                else expand(r.option("path")))
+                else f"postgres-cdc://{cdc['schema']}.{cdc['table']}" if cdc else expand(r.option("path")))
         check_stream_path(r, connector, path)
         specs.append(
             InputSpec(
@@ -51,6 +52,7 @@ def input_specs(script: Script, query: Query, checkpoint: Path, late_root: Path,
                 storage=asdict(S3Settings.from_env()) if is_s3(path) else (settings_from_env() if kinesis else None),
                 kinesis=kinesis,
                 kafka=kafka,
+                cdc=cdc,
                 on_error=on_error(r),
                 future_limit_ms=interval_ms(r.option("future_limit"), None) if r.option("future_limit") else None,
                 pattern=r.option("pattern"),
@@ -70,7 +72,7 @@ def _schema(relation: Relation):
     schema = arrow_schema(relation.columns)
     if relation.changing:
         kafka = (relation.option("connector") or "").lower() == "kafka"
-        if relation.option("changelog") != "debezium" and not kafka:
+        if relation.option("changelog") not in ("debezium", "cdc") and not kafka:
             raise Unsupported(f"table '{relation.name}': FORMAT {relation.option('changelog').upper()} is read from Kafka "
                               "topics' keys (connector = 'kafka'); from files, write Debezium events (FORMAT DEBEZIUM ENCODE JSON)")
         schema = schema.append(pa.field(CHANGE, pa.string()))
@@ -172,6 +174,34 @@ def kafka_options(relation: Relation) -> dict:
     return {"topic": topic, "bootstrap": servers, "start": start, "start_timestamp_us": start_us,
             "idle_ms": durations["idle_timeout"], "broker_timeout_ms": durations["broker_timeout"],
             "fills": kafka_fills(relation), "changelog": relation.option("changelog") if relation.changing else None}
+
+
+def cdc_options(relation: Relation, state_dir: str) -> dict:
+    """A postgres-cdc table's WITH options, checked (io.pg_cdc), in RisingWave's words: hostname,
+    port, username, password, database.name, schema.name, table.name, slot.name,
+    publication.name, publication.create.enable; streamjoin's broker_timeout."""
+    from streamjoin.io.pg_cdc import connection, slot_name
+
+    options = {k: expand(v) for k, v in relation.options if not (v or "").startswith("secret ")}
+    options.update({k: v for k, v in relation.options if (v or "").startswith("secret ")})
+    table = options.get("table.name") or relation.name
+    if not relation.changing:
+        raise Unsupported(f"stream '{relation.name}': a postgres-cdc source is read through its tables: declare each "
+                          f"CREATE TABLE t (..., PRIMARY KEY (id)) FROM {relation.name} TABLE 'schema.t'")
+    if not relation.primary_key:
+        raise Unsupported(f"table '{relation.name}': a postgres-cdc table changes rows by their primary key: declare it")
+    timeout = 60_000
+    if relation.option("broker_timeout"):
+        try:
+            timeout = interval_ms(relation.option("broker_timeout"), None)
+        except ValueError as error:
+            raise Unsupported(f"table '{relation.name}': bad broker_timeout: {error}") from None
+    return {"connection": connection(options), "schema": options.get("schema.name") or "public", "table": table,
+            "columns": [c.name for c in relation.columns if c.name != relation.rowtime or not relation.implicit_rowtime],
+            "key": list(relation.primary_key), "slot": slot_name(options.get("slot.name"), state_dir),
+            "publication": options.get("publication.name") or "rw_publication",
+            "create_publication": (options.get("publication.create.enable") or "true").lower() != "false",
+            "broker_timeout_ms": timeout}
 
 
 def kafka_fills(relation: Relation) -> dict[str, str]:

@@ -17,7 +17,7 @@ from sqlglot import exp
 from streamjoin.env import expand
 from streamjoin.errors import Unsupported
 from streamjoin.lower.columns import lag
-from streamjoin.lower.inputs import LOGS, STREAM_CONNECTORS, check_stream_path, kafka_options, kinesis_options
+from streamjoin.lower.inputs import LOGS, STREAM_CONNECTORS, cdc_options, check_stream_path, kafka_options, kinesis_options
 from streamjoin.lower.lowered import OP
 from streamjoin.lower.strategy import LoweringOptions, cuts, promotes, staged_views, uses_custom
 from streamjoin.plan.model import Emit, JoinKind, JoinType, Kind, Query, Relation, Script, sql
@@ -69,10 +69,28 @@ def _check_table_query(script: Script, query: Query) -> None:
 
 def check_query(ctx: Context) -> None:
     rules = CUSTOM_RULES if uses_custom(ctx.query, ctx.options) else NATIVE_RULES
-    for _, rule in rules:
+    for _, rule in (("changing tables in regular joins", _changing_outside_regular), *rules):
         message = rule(ctx)
         if message:
             raise Unsupported(message)
+
+
+def _changing_outside_regular(ctx: Context) -> str | None:
+    """A table that changes (FORMAT DEBEZIUM / UPSERT, postgres-cdc) is followed through regular joins."""
+    q = ctx.query
+    in_regular = {a for j in q.joins if j.kind == JoinKind.REGULAR for a in (*j.left_inputs, j.right)}
+    for i in q.inputs:
+        relation = ctx.script.relation(i.relation)
+        if relation.changing and i.alias not in in_regular:
+            how = "aggregated" if q.aggregation is not None and not q.joins else "joined with a window or time bound"
+            return (f"input '{i.alias}': '{relation.name}' changes by its changelog (rows updated and deleted), and `run` follows "
+                    f"a changing table through regular joins only yet, not {how} (a running aggregate or window over "
+                    "a changelog is issue 40's next step): join it without a window or time bound")
+    return None
+
+
+def relation_option(script: Script, sink: str, key: str) -> str | None:
+    return next((r.option(key) for r in script.sinks if r.name == sink), None)
 
 
 def sink_spec(script: Script, query: Query):
@@ -191,10 +209,13 @@ def _stream(relation: Relation, alias: str) -> str | None:
     connector = (relation.option("connector") or "files").lower()
     if connector not in STREAM_CONNECTORS:
         return (f"input '{alias}': connector '{relation.option('connector')}' is not supported for streams yet "
-                "(use 'files', 's3', 'kinesis' or 'kafka')")
+                "(use 'files', 's3', 'kinesis', 'kafka' or, for a table, 'postgres-cdc')")
     if connector in LOGS:
         try:
-            (kinesis_options if connector == "kinesis" else kafka_options)(relation)
+            if connector == "postgres-cdc":
+                cdc_options(relation, "")
+            else:
+                (kinesis_options if connector == "kinesis" else kafka_options)(relation)
         except Unsupported as error:
             return str(error)
         return None
@@ -373,7 +394,7 @@ def _custom_inputs(ctx: Context) -> str | None:
             continue
         connector = (relation.option("connector") or "files").lower()
         if connector not in STREAM_CONNECTORS:
-            return f"input '{i.alias}': connector '{connector}' is not supported for streams yet (use 'files', 's3', 'kinesis' or 'kafka')"
+            return f"input '{i.alias}': connector '{connector}' is not supported for streams yet (use 'files', 's3', 'kinesis', 'kafka' or, for a table, 'postgres-cdc')"
         if not relation.option("path") and connector not in LOGS:
             return f"stream '{relation.name}' needs WITH (path = '...') to be read"
     sink = sink_spec(ctx.script, ctx.query)
@@ -381,9 +402,11 @@ def _custom_inputs(ctx: Context) -> str | None:
         return None
     if ctx.query.joins[0].kind != JoinKind.REGULAR:
         return "a join on streamjoin's own operator writes to --output (JSON Lines) in `run` yet, not to an S3 sink"
-    if ctx.query.emit == Emit.CHANGES and sink.type != "upsert":
+    forced = (relation_option(ctx.script, sink.name, "force_append_only") or "").lower() == "true"
+    if ctx.query.emit == Emit.CHANGES and sink.type != "upsert" and not forced:
         return (f"the query writes a changelog (its results change as rows arrive) into sink '{sink.name}', which "
-                "appends: declare it type = 'upsert', primary_key = 'col, ...' (format 'delta'), as RisingWave's sinks")
+                "appends: declare it type = 'upsert', primary_key = 'col, ...' (format 'delta'), as RisingWave's sinks, "
+                "or force_append_only = 'true' (its inserts only)")
     missing = [k for k in sink.primary_key if k not in [c.name for c in ctx.query.output]]
     if missing:
         return f"sink '{sink.name}': primary_key names {', '.join(missing)}, which the query does not write"

@@ -12,14 +12,21 @@ from streamjoin.plan.scope import Located, ident_name, interval_to_ms, relation_
 from streamjoin.plan.windows import interval_ms
 
 
-def relation_from_create(create: exp.Create, where: Located, arrival: bool = False) -> Relation:
+def relation_from_create(create: exp.Create, where: Located, arrival: bool = False,
+                         shared: dict[str, dict[str, str]] | None = None) -> Relation:
     """A declared stream, table or sink, with its rowtime, lateness and primary key. `arrival`: a
-    stream that declares no time is read in arrival order (`Profile.arrival_rowtime`)."""
+    stream that declares no time is read in arrival order (`Profile.arrival_rowtime`); `shared`:
+    the shared change-data-capture sources a table may be declared FROM (RisingWave's
+    `CREATE TABLE t (...) FROM src TABLE 'schema.t'`), by name."""
     kind = (create.text("kind") or "").upper()
     schema = create.this
     table = schema.this if isinstance(schema, exp.Schema) else schema
     name = relation_name(table)
     options = _options(create)
+    if "from_source" in options:
+        options = _from_shared(name, options, shared or {}, where, create)
+    if kind == "TABLE" and options.get("connector", "").lower() in CDC_CONNECTORS and "changelog" not in options:
+        options["changelog"] = "cdc"  # a table read by its changes (io.pg_cdc)
     columns, primary_key, watermark = _declared(schema)
     if kind == "SINK":
         return Relation(name, Kind.TABLE, tuple(columns), options=tuple(sorted(options.items())))
@@ -28,7 +35,8 @@ def relation_from_create(create: exp.Create, where: Located, arrival: bool = Fal
     is_stream = kind == "STREAM" or options.get("append_only") == "true"  # RisingWave: an APPEND ONLY table is a stream
     if options.get("changelog") in CHANGELOGS:  # a table fed by its changes: read as the stream of them
         if not primary_key:
-            where.fail(f"'{name}' is fed by a changelog (FORMAT {options['changelog'].upper()}), which changes rows by "
+            how = options["connector"] if options["changelog"] == "cdc" else f"FORMAT {options['changelog'].upper()}"
+            where.fail(f"'{name}' is fed by a changelog ({how}), which changes rows by "
                        "their primary key: it declares none", create.this, "declare it: PRIMARY KEY (id)")
         is_stream = True
     rowtime, lateness, implicit = None, 0, False
@@ -85,7 +93,31 @@ def _declared(schema) -> tuple[list[Column], list[str], exp.WatermarkColumnConst
 
 
 # RisingWave's FORMATs whose rows change a table by its primary key (io.changelog reads them)
-CHANGELOGS = ("debezium", "upsert")
+CHANGELOGS = ("debezium", "upsert", "cdc")
+CDC_CONNECTORS = ("postgres-cdc", "mysql-cdc")  # tables read by their database's changes
+
+
+def is_shared_cdc_source(create: exp.Create) -> bool:
+    """RisingWave's `CREATE SOURCE s WITH (connector = 'postgres-cdc', ...)` without columns: a
+    database whose tables are declared `FROM s TABLE 'schema.table'`, not an input of its own."""
+    schema = create.this
+    return (_options(create).get("connector", "").lower() in CDC_CONNECTORS
+            and not (isinstance(schema, exp.Schema) and schema.expressions))
+
+
+def shared_options(create: exp.Create) -> dict[str, str]:
+    return _options(create)
+
+
+def _from_shared(name: str, options: dict[str, str], shared: dict[str, dict[str, str]], where: Located, create) -> dict[str, str]:
+    """A table declared FROM a shared source: the source's options, its schema and table named."""
+    source, _, table = options.pop("from_source").partition(" ")
+    source = source.strip('"').lower()
+    if source not in shared:
+        where.fail(f"table '{name}' is declared FROM '{source}', which is no shared change-data-capture source of this "
+                   "file", create.this, f"declare it first: CREATE SOURCE {source} WITH (connector = 'postgres-cdc', ...)")
+    schema_name, _, table_name = table.rpartition(".")
+    return {**shared[source], "schema.name": schema_name or "public", "table.name": table_name, **options}
 
 
 def _catalog_columns(name: str, options: dict[str, str], where: Located, create: exp.Create) -> list[Column]:
@@ -151,7 +183,11 @@ def _key(this) -> str:
 def _options(create: exp.Create) -> dict[str, str]:
     options: dict[str, str] = {}
     properties = create.args.get("properties")
-    for prop in properties.expressions if properties else []:
+    props = list(properties.expressions) if properties else []
+    for prop in props:
+        nested = prop.args.get("properties") if type(prop) is not exp.Property else None
+        if isinstance(nested, exp.Properties):  # FORMAT ... ENCODE JSON (force_append_only = 'true', ...)
+            props.extend(nested.expressions)
         if type(prop) is exp.Property:  # typed properties (other clauses) subclass Property too
             key, value = _key(prop.this), prop.args.get("value")
         else:

@@ -113,9 +113,9 @@ class Relation:
 
     @property
     def changing(self) -> bool:
-        """A table fed by its changes (FORMAT DEBEZIUM / UPSERT): a stream of upserts and deletes by
-        its primary key."""
-        return self.option("changelog") in ("debezium", "upsert")
+        """A table fed by its changes (FORMAT DEBEZIUM / UPSERT, a database's change data capture): a
+        stream of upserts and deletes by its primary key."""
+        return self.option("changelog") in ("debezium", "upsert", "cdc")
 
 
 @dataclass(frozen=True)

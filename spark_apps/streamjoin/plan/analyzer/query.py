@@ -93,10 +93,12 @@ class QueryAnalysis:
         regular = [j for j in self.joins if j.kind == JoinKind.REGULAR]
         in_regular = {a for j in regular for a in (*j.left_inputs, j.right)}
         for item in self.items:
-            if item.relation.changing and item.alias not in in_regular:
-                self.where.fail(f"'{item.relation.name}' changes by its changelog (rows updated and deleted): it is read by a "
+            if item.relation.changing and item.alias not in in_regular and self.joins:
+                self.where.fail(f"'{item.relation.name}' changes by its changelog (rows updated and deleted): it is joined by a "
                                 "regular join only", item.node,
                                 "join it without a window or time bound (a regular join), which follows its changes")
+        if any(i.relation.changing and i.alias not in in_regular for i in self.items):
+            return Emit.CHANGES  # read alone (aggregated, filtered): a changelog (`run` follows one through regular joins only yet)
         if not regular:
             return Emit(written.name) if written else Emit.FINAL
         if written is not None and written.name != Emit.CHANGES:

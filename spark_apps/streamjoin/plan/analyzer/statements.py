@@ -22,7 +22,7 @@ from streamjoin.plan.analyzer.foreign import as_declaration, options_of
 from streamjoin.plan.analyzer.pumps import Application, is_pump
 from streamjoin.plan.analyzer.query import QueryAnalysis
 from streamjoin.plan.analyzer.script_order import command_text, in_order
-from streamjoin.plan.catalog import relation_from_create
+from streamjoin.plan.catalog import is_shared_cdc_source, relation_from_create, shared_options
 from streamjoin.plan.model import Column, Kind, Query, Relation, Script
 from streamjoin.plan.scope import Located, ident_name, relation_name
 
@@ -62,6 +62,7 @@ class Analyzer:
         self.declared_by: dict[str, str] = {}  # relations the app's config declares: where
         self.notes: list[str] = []  # statements dropped, replaced or ignored (script_order)
         self.servers: dict[str, dict[str, str]] = {}  # s-Server's CREATE SERVER, by name
+        self.cdc_sources: dict[str, dict[str, str]] = {}  # RisingWave's shared CDC CREATE SOURCE, by name
 
     def script(self, statements: list[exp.Expression]) -> Script:
         statements, self.notes = in_order(statements, self.where)
@@ -131,8 +132,13 @@ class Analyzer:
             self.view(relation_name(st.this.this), self.renamed(st.expression, st.this, st), st)
         elif kind == "VIEW":
             self.view(relation_name(st.this), st.expression, st)
+        elif kind == "STREAM" and st.expression is None and is_shared_cdc_source(st):
+            name = relation_name(st.this)
+            self.cdc_sources[name] = shared_options(st)
+            self.notes.append(f"line {self.where.position(st)[0]}: CREATE SOURCE {name}: a shared change-data-capture "
+                              f"source: the tables declared FROM {name} TABLE '...' read its changes")
         elif kind in ("STREAM", "TABLE", "SINK") and st.expression is None:
-            relation = relation_from_create(st, self.where, self.profile.arrival_rowtime)
+            relation = relation_from_create(st, self.where, self.profile.arrival_rowtime, self.cdc_sources)
             target = self.sinks if kind == "SINK" else self.relations
             if relation.name in self.declared_by:
                 self.where.fail(f"'{relation.name}' is declared by the app's config ({self.declared_by[relation.name]}) "
@@ -236,8 +242,28 @@ class Analyzer:
                 self.where.fail(f"'{name}' is declared twice", st.this, "give each stream, table and sink its own name")
             self.sinks[name] = sink
             target = name
-        self.queries.append(self.query(st.expression, name, target))
+        view = self.passed_through(st.expression)
+        if view is not None:  # `FROM mv`: the view's own query writes the sink (its joins run as the output's)
+            self.queries.append(replace(view, name=name, sink=target))
+        else:
+            self.queries.append(self.query(st.expression, name, target))
         self.outputs.append(name)
+
+    def passed_through(self, select: exp.Expression) -> Query | None:
+        """The plan of the view a sink's query passes through whole (`SELECT * FROM mv`: RisingWave's
+        CREATE SINK s FROM mv), None for any other query."""
+        if not isinstance(select, exp.Select) or len(select.expressions) != 1 or not isinstance(select.expressions[0], exp.Star):
+            return None
+        if any(select.args.get(k) for k in ("joins", "where", "group", "having", "order", "limit", "distinct", "with_", "laterals")):
+            return None
+        from_ = select.args.get("from_")
+        if from_ is None or not isinstance(from_.this, exp.Table):
+            return None
+        name = relation_name(from_.this)
+        relation = self.relations.get(name)
+        if relation is None or not relation.view:
+            return None
+        return next((q for q in reversed(self.queries) if q.name == name), None)
 
     def view(self, name: str, query: exp.Expression, node: exp.Expression) -> None:
         if name in self.relations:
