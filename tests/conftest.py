@@ -9,7 +9,8 @@ import pytest
 
 # a fixture a test uses -> the markers it gets
 FIXTURE_MARKS = {"spark": ("spark",), "s3_server": ("s3",), "s3_prefix": ("s3",), "app_env": ("s3", "spark"),
-                 "kafka_broker": ("kafka",), "kafka_topic": ("kafka",), "lenses_topics": ("kafka",)}
+                 "kafka_broker": ("kafka",), "kafka_topic": ("kafka",), "lenses_topics": ("kafka",),
+                 "logical_postgres": ("postgres",), "cdc_database": ("postgres",)}
 
 
 def pytest_collection_modifyitems(items):

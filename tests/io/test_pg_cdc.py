@@ -167,6 +167,7 @@ def test_a_risingwave_program_as_written_joins_a_stream_with_a_cdc_table_through
     assert server.execute("SELECT count(*) FROM pg_replication_slots WHERE database = current_database()", db, fetch=True) == [(0,)]
 
 
+@pytest.mark.spark
 def test_a_run_killed_in_the_middle_keeps_its_upsert_delta_table_on_s3_equal_to_the_view(logical_postgres, cdc_database, s3_prefix, tmp_path):
     """`streamjoin run` while orders arrive and customers change; SIGKILL to its process group
     mid-run; the same checkpoint run to the end leaves the sink's Delta table on S3 holding each
@@ -225,6 +226,7 @@ CREATE SINK enriched_sink FROM enriched WITH (connector = 's3', path = '{sink}',
     assert committed() == sorted((o["oid"], names.get(o["cust"])) for o in orders)
 
 
+@pytest.mark.kafka
 def test_the_corpus_cdc_enrichment_program_runs_as_written_from_a_topic_and_a_cdc_table_into_a_topic(
         spark, logical_postgres, tmp_path, monkeypatch):
     """risingwave/10 (RisingWave's stream-enrichment recipe), unedited: a Kafka source, a shared

@@ -1,6 +1,8 @@
-"""`stream ASOF [LEFT] JOIN table` (SEMANTICS §8 against a §7 snapshot): each stream row takes
-the one table row with equal keys whose ordering value is nearest on the allowed side (ties: the
-later table row). Stateless: the snapshot is indexed once on the driver (per key, sorted by the
+"""`stream ASOF [LEFT] JOIN table` (SEMANTICS §8 against a §7 snapshot; also a table's rows, in a
+query over tables only): each left row takes the one table row with equal keys whose ordering value
+is nearest on the allowed side. Ties: the row with the smallest primary key when the table declares
+one (RisingWave's rule: a table's rows have no arrival order; docs/semantics-decisions.md), else
+the later table row. Stateless: the snapshot is indexed once on the driver (per key, sorted by the
 ordering value) and shipped with the function that looks each micro-batch's rows up
 (`mapInArrow`), so a stream row is final the moment it is read."""
 
@@ -14,9 +16,10 @@ from streamjoin.operator.group import sql_lambda
 from streamjoin.plan.model import Join, JoinType, Query
 
 
-def asof_lookup(stream_frame, table_frame, query: Query, join: Join):
+def asof_lookup(stream_frame, table_frame, query: Query, join: Join, primary_key: tuple[str, ...] = ()):
     """The stream frame with each row's nearest table row (support checked: ON conditions beyond
-    the keys and the inequality are on one side each, `lower.custom.asof_filters`)."""
+    the keys and the inequality are on one side each, `lower.custom.asof_filters`); `primary_key`:
+    the table's, which breaks ties (smallest first)."""
     from pyspark.sql.types import StructType
 
     from streamjoin.lower.custom import asof_filters
@@ -27,7 +30,7 @@ def asof_lookup(stream_frame, table_frame, query: Query, join: Join):
     op = asof.op
     left_filter, right_filter = (python_code(f) if f is not None else None for f in asof_filters(join))
     index = _index(table_frame.toArrow().to_pylist(), right_alias, [b for _, b in keys], python_code(asof.right),
-                   right_filter)
+                   right_filter, primary_key)
     stream_names = stream_frame.columns
     table_names = table_frame.columns
     schema = StructType(stream_frame.schema.fields + table_frame.schema.fields)
@@ -70,8 +73,10 @@ def _unflat(row: dict, alias: str) -> dict:
     return {k[len(prefix):]: v for k, v in row.items() if k.startswith(prefix)}
 
 
-def _index(rows: list[dict], alias: str, key_code: list[str], value_code: str, filter_code: str | None = None) -> dict:
-    """key tuple -> (sorted ordering values, rows in the same order); table order breaks ties.
+def _index(rows: list[dict], alias: str, key_code: list[str], value_code: str, filter_code: str | None = None,
+           primary_key: tuple[str, ...] = ()) -> dict:
+    """key tuple -> (sorted ordering values, rows in the same order); among equal values the one
+    `_nearest` takes (the last) is the smallest primary key's, or without one the later table row.
     `filter_code`: the join's ON condition on the table alone (a row failing it is no candidate)."""
     key_fns = [sql_lambda(k) for k in key_code]
     value_fn = sql_lambda(value_code)
@@ -88,14 +93,23 @@ def _index(rows: list[dict], alias: str, key_code: list[str], value_code: str, f
         groups.setdefault(key, []).append((value, position, row))
     index = {}
     for key, entries in groups.items():
-        entries.sort(key=lambda e: (e[0], e[1]))
+        if primary_key:  # the smallest key last among equal values (None keys first: never preferred)
+            entries.sort(key=lambda e: _key_order(e[2], alias, primary_key), reverse=True)
+            entries.sort(key=lambda e: e[0])
+        else:
+            entries.sort(key=lambda e: (e[0], e[1]))
         index[key] = ([e[0] for e in entries], [e[2] for e in entries])
     return index
 
 
+def _key_order(row: dict, alias: str, primary_key: tuple[str, ...]) -> tuple:
+    values = [row.get(f"{alias}__{k}") for k in primary_key]
+    return tuple((v is None, v) for v in values)  # a NULL key sorts above every value: never preferred
+
+
 def _nearest(entry, value, op: str):
     """`value OP table value`: the table row nearest to `value` on the allowed side; among equal
-    ordering values the last one (the later table row)."""
+    ordering values the last one in the index (`_index`)."""
     if entry is None:
         return None
     values, rows = entry

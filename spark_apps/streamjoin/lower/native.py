@@ -74,7 +74,13 @@ class NativeLowering:
         for join in joins:
             if join.kind == JoinKind.BUCKETED:
                 return joined, join  # joined when its bucket closes: lower.bucketed
-            joined = JOINS[join.kind](joined, frames[join.right], query, join, before)
+            if join.kind == JoinKind.ASOF_TABLE:  # ties by the table's primary key, if it declares one
+                from streamjoin.lower.asof_table import asof_lookup
+
+                key = self.script.relation(query.input(join.right).relation).primary_key
+                joined = asof_lookup(joined, frames[join.right], query, join, key)
+            else:
+                joined = JOINS[join.kind](joined, frames[join.right], query, join, before)
             sides = [a for a in (*join.left_inputs, join.right) if a in streams]
             if join.kind.stream_stream and join is not joins[-1]:
                 joined = one_event_time(joined, sides)
@@ -222,19 +228,12 @@ def _dataframe_join(joined, right, query: Query, join: Join, before: tuple[str, 
     return joined.join(right, F.expr(condition), _SPARK_JOIN[join.join_type])
 
 
-def _asof_lookup(joined, right, query: Query, join: Join, before: tuple[str, ...]):
-    from streamjoin.lower.asof_table import asof_lookup
-
-    return asof_lookup(joined, right, query, join)
-
-
 JOINS = {
     JoinKind.STREAM_STREAM_WINDOW: _dataframe_join,
     JoinKind.INTERVAL: _dataframe_join,
     JoinKind.SNAPSHOT: _dataframe_join,
     JoinKind.TEMPORAL: _dataframe_join,
     JoinKind.TABLE_TABLE: _dataframe_join,
-    JoinKind.ASOF_TABLE: _asof_lookup,
 }
 
 

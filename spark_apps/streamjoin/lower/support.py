@@ -48,7 +48,7 @@ def check_runnable(script: Script, query: Query, options: LoweringOptions = Lowe
 
 def _check_table_query(script: Script, query: Query) -> None:
     """A query over tables only runs once, as a batch over their snapshots (`lower.table_query`):
-    joins of tables and filters; not aggregates, sinks or views yet."""
+    joins of tables (ASOF joins too: lower.asof_table) and filters; not aggregates, sinks or views yet."""
     if any(i.kind == Kind.STREAM for i in query.inputs):  # Lenses' SELECT TABLE over streams
         raise Unsupported("`run` runs streaming queries (SELECT STREAM over streams); a SELECT TABLE over streams (a "
                           "table that changes as the streams do) is not run yet")
@@ -60,8 +60,8 @@ def _check_table_query(script: Script, query: Query) -> None:
     for i in query.inputs:
         if script.relation(i.relation).view:
             reasons.append(f"the view '{i.relation}'")
-    if any(j.kind != JoinKind.TABLE_TABLE for j in query.joins):
-        reasons.append("an ASOF join of tables")
+    if any(j.kind not in (JoinKind.TABLE_TABLE, JoinKind.ASOF_TABLE) for j in query.joins):
+        reasons.append(f"a {next(j.kind for j in query.joins if j.kind not in (JoinKind.TABLE_TABLE, JoinKind.ASOF_TABLE))} of tables")
     if reasons:
         raise Unsupported(f"`run` runs a query over tables only as one batch of joins and filters, not {reasons[0]} "
                           "yet: read a stream (SELECT STREAM)")

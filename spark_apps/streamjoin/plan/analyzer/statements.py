@@ -139,6 +139,9 @@ class Analyzer:
                               f"source: the tables declared FROM {name} TABLE '...' read its changes")
         elif kind in ("STREAM", "TABLE", "SINK") and st.expression is None:
             relation = relation_from_create(st, self.where, self.profile.arrival_rowtime, self.cdc_sources)
+            if self.profile.name == "risingwave" and relation.kind == Kind.TABLE and kind == "TABLE" and not relation.options:
+                # RisingWave: a table without a connector holds the rows the file inserts, none until it does
+                relation = replace(relation, options=(("connector", "values"), ("rows", "[]")))
             target = self.sinks if kind == "SINK" else self.relations
             if relation.name in self.declared_by:
                 self.where.fail(f"'{relation.name}' is declared by the app's config ({self.declared_by[relation.name]}) "
