@@ -99,14 +99,26 @@ def _query(script: Script, q: Query, options: LoweringOptions) -> str:
         lines.extend(f"    {line}" for line in describe(script, q, j, options))
     if q.where is not None:
         lines.append(f"  where (after the join): {sql(q.where)}")
+    lines.extend(_shaping(q))
+    lines.append("  output: " + ", ".join(_output(c.name, sql(c.expression)) for c in q.output))
+    return "\n".join(lines)
+
+
+def _shaping(q: Query) -> list[str]:
+    """What a query does to its joined rows: GROUP BY, UNION ALL, DISTINCT."""
+    lines = []
     if q.aggregation:
         a = q.aggregation
         bucket = f"bucket {sql(a.bucket)}" if a.bucket is not None else "no time bucket: a running aggregate (a changelog)"
         lines.append(f"  group by: {', '.join(sql(k) for k in a.keys) or '(all rows)'}; {bucket}")
         if a.bucket is not None:
             lines.append("    a group's row is emitted when the clock passes the bucket end; rowtime = bucket start")
-    lines.append("  output: " + ", ".join(_output(c.name, sql(c.expression)) for c in q.output))
-    return "\n".join(lines)
+    if q.union_of:
+        lines.append(f"  union all of: {', '.join(q.union_of)} (every row of each branch, columns by position)")
+    if q.distinct is not None:
+        lines.append("  distinct: " + (f"on {', '.join(sql(e) for e in q.distinct)}: one row per value" if q.distinct
+                                        else "every output column: one row per distinct row"))
+    return lines
 
 
 def _output(name: str, expression: str) -> str:

@@ -95,7 +95,14 @@ class NativeLowering:
         joined, _ = self.join_chain(query, frames, frames[query.inputs[0].alias], query.joins)
         if query.where is not None:
             joined = joined.where(F.expr(spark_sql(query.where)))
-        return joined.select(*[F.expr(spark_sql(c.expression)).alias(c.name) for c in query.output])
+        selected = [F.expr(spark_sql(c.expression)).alias(c.name) for c in query.output]
+        if query.distinct == ():  # SELECT DISTINCT: one row per distinct output row
+            return joined.select(*selected).distinct()
+        if query.distinct:  # DISTINCT ON (...): one row per value (which one: any, as SQL says)
+            on = [f"__distinct_{n}" for n in range(len(query.distinct))]
+            keyed = joined.select(*selected, *[F.expr(spark_sql(e)).alias(k) for e, k in zip(query.distinct, on, strict=True)])
+            return keyed.dropDuplicates(on).drop(*on)
+        return joined.select(*selected)
 
     def finish(self, query: Query, frames: dict, joined, bucketed_join, bounds: bool = False):
         from pyspark.sql import functions as F

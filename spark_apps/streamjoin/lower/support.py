@@ -53,6 +53,8 @@ def _check_table_query(script: Script, query: Query) -> None:
         raise Unsupported("`run` runs streaming queries (SELECT STREAM over streams); a SELECT TABLE over streams (a "
                           "table that changes as the streams do) is not run yet")
     reasons = []
+    if query.union_of:
+        reasons.append("a UNION ALL")
     if query.select_kind == "TABLE" or query.aggregation is not None:
         reasons.append("an aggregate or a SELECT TABLE over tables")
     if query.sink:
@@ -69,10 +71,24 @@ def _check_table_query(script: Script, query: Query) -> None:
 
 def check_query(ctx: Context) -> None:
     rules = CUSTOM_RULES if uses_custom(ctx.query, ctx.options) else NATIVE_RULES
-    for _, rule in (("changing tables in regular joins", _changing_outside_regular), *rules):
+    for _, rule in (("changing tables in regular joins", _changing_outside_regular), ("DISTINCT, UNION ALL", _distinct_union),
+                    *rules):
         message = rule(ctx)
         if message:
             raise Unsupported(message)
+
+
+def _distinct_union(ctx: Context) -> str | None:
+    """SELECT DISTINCT over a stream and UNION ALL views are planned (`check`, `explain`), not run yet."""
+    q = ctx.query
+    if q.distinct is not None:
+        what = "SELECT DISTINCT ON (...)" if q.distinct else "SELECT DISTINCT"
+        return (f"{what} over a stream is not run yet (its first row per value, kept for as long as the query runs): "
+                "`run` refuses it rather than write the duplicates; group by the columns instead, per time bucket")
+    if q.union_of:
+        return (f"the UNION ALL of {', '.join(q.union_of)} is not run yet: run each branch as a query of its own "
+                "(CREATE SINK ... AS each), into one sink")
+    return None
 
 
 def _changing_outside_regular(ctx: Context) -> str | None:

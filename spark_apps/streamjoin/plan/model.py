@@ -244,6 +244,10 @@ class Query:
     # how far its rows may be out of that order (its t-sort, ORDER BY ... WITHIN; 0 without one).
     # None: its rowtime is its inputs' (lower.staged_views runs a promoting view as a part of its own)
     disorder_ms: int | None = None
+    # SELECT DISTINCT: () (every output column) or DISTINCT ON's expressions; None: no DISTINCT
+    distinct: tuple[exp.Expression, ...] | None = None
+    # UNION ALL: the views of its branches (each a query of its own), whose rows this view passes on
+    union_of: tuple[str, ...] = ()
 
     def input(self, alias: str) -> Input:
         return next(i for i in self.inputs if i.alias == alias)

@@ -85,7 +85,18 @@ class QueryAnalysis:
             emit=emit,
             sink=sink,
             disorder_ms=self.disorder(output, has_stream and select_kind != "TABLE"),
+            distinct=self.distinct(),
         )
+
+    def distinct(self) -> tuple[exp.Expression, ...] | None:
+        """SELECT DISTINCT (every output column: ()) or DISTINCT ON (expressions), None without."""
+        node = self.select.args.get("distinct")
+        if node is None:
+            return None
+        on = node.args.get("on")
+        if on is None:
+            return ()
+        return tuple(self.scope.qualify(e, output_rowtime=True) for e in (on.expressions if isinstance(on, exp.Tuple) else [on]))
 
     def emit(self, written: exp.Expression | None) -> Emit:
         """The EMIT clause; a regular join's results change as rows arrive: an outer one's rows are

@@ -271,7 +271,8 @@ class Analyzer:
     def view(self, name: str, query: exp.Expression, node: exp.Expression) -> None:
         if name in self.relations:
             self.where.fail(f"'{name}' is declared twice", node, "give each view its own name")
-        plan = self.query(query, name)
+        query = query.unnest() if isinstance(query, exp.Subquery) else query
+        plan = self.union(name, query) if isinstance(query, exp.Union) else self.query(query, name)
         self.queries.append(plan)
         columns = [Column(c.name, "UNKNOWN") for c in plan.output]
         implicit = plan.kind == Kind.STREAM and "rowtime" not in [c.name for c in columns]
@@ -357,6 +358,39 @@ class Analyzer:
                     table.set(key, sub.args[key])
             item.set("this", table)
         return select
+
+    def union(self, name: str, union: exp.Union) -> Query:
+        """`q1 UNION ALL q2 [UNION ALL ...]`: each branch a view of its own (`name__1`, ...), and the
+        view that passes their rows on, named by the first branch's columns."""
+        branches: list[exp.Expression] = []
+
+        def flatten(node: exp.Expression) -> None:
+            if isinstance(node, exp.Union):
+                if node.args.get("distinct"):
+                    self.where.fail("UNION without ALL removes duplicate rows: not supported", node.expression,  # the query after UNION
+                                    "write UNION ALL (every row of each branch)")
+                flatten(node.this)
+                flatten(node.expression)
+            elif isinstance(node, exp.Intersect | exp.Except):
+                self.where.fail(f"{node.key.upper()} is not supported", node, "write UNION ALL, or a join")
+            else:
+                branches.append(node.unnest() if isinstance(node, exp.Subquery) else node)
+
+        flatten(union)
+        names = [self.part_view(f"{name}__{n}", branch, branch) for n, branch in enumerate(branches, 1)]
+        plans = [self.relations[n] for n in names]
+        width = len([c for c in plans[0].columns if not (plans[0].implicit_rowtime and c.name == plans[0].rowtime)])
+        for branch, plan in zip(branches[1:], plans[1:], strict=True):
+            count = len([c for c in plan.columns if not (plan.implicit_rowtime and c.name == plan.rowtime)])
+            if count != width:
+                self.where.fail(f"each branch of a UNION ALL selects the same number of columns: {count} here, {width} in the "
+                                "first", branch, "select the same columns, in order, in every branch")
+        first = self.view_plan(names[0])
+        select = exp.select(*[exp.column(c.name, table=names[0]) for c in first.output]).from_(names[0])
+        return replace(self.query(select, name), union_of=tuple(names))
+
+    def view_plan(self, name: str) -> Query:
+        return next(q for q in reversed(self.queries) if q.name == name)
 
     def part_view(self, name: str, query: exp.Expression, node: exp.Expression) -> str:
         """A CTE's or subquery's view; its name, made unique when a declared name has it."""

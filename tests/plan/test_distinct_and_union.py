@@ -1,0 +1,62 @@
+"""SELECT DISTINCT, DISTINCT ON and UNION ALL (corpus risingwave/07): planned as written, run where
+`run` can give their meaning (DISTINCT over tables), refused by name where it cannot yet (over a
+stream), never silently read as a plain SELECT (which wrote the duplicates a DISTINCT removes)."""
+
+from __future__ import annotations
+
+import pytest
+from streamjoin.errors import SqlError, Unsupported
+from streamjoin.plan import compile_sql
+from streamjoin.runtime.pipeline import Pipeline
+
+STREAMS = """CREATE STREAM a (k INT, v INT) WITH (path = '/tmp/a');
+CREATE STREAM b (k INT, w INT) WITH (path = '/tmp/b');
+"""
+
+
+def test_distinct_and_distinct_on_are_in_the_plan_and_run_refuses_them_over_a_stream():
+    plain = compile_sql(STREAMS + "SELECT STREAM DISTINCT k FROM a;", "d.sql")
+    assert plain.queries[-1].distinct == ()
+    on = compile_sql(STREAMS + "SELECT STREAM DISTINCT ON (a.k) a.k, a.v FROM a;", "d.sql")
+    assert [e.sql() for e in on.queries[-1].distinct] == ["a.k"]
+    for sql, said in ((STREAMS + "SELECT STREAM DISTINCT k FROM a;", "SELECT DISTINCT over a stream is not run yet"),
+                      (STREAMS + "SELECT STREAM DISTINCT ON (k) k, v FROM a;", r"SELECT DISTINCT ON \(...\) over a stream")):
+        with pytest.raises(Unsupported, match=said):
+            Pipeline.from_sql(sql, "d.sql")
+
+
+def test_a_union_all_is_a_view_of_its_branches_named_by_the_first_and_run_refuses_it():
+    sql = STREAMS + """CREATE VIEW both_sides AS SELECT STREAM k, v AS x FROM a UNION ALL SELECT STREAM k, w FROM b;
+SELECT STREAM k, x FROM both_sides;"""
+    script = compile_sql(sql, "u.sql")
+    union = script.view("both_sides")
+    assert union.union_of == ("both_sides__1", "both_sides__2")
+    assert [c.name for c in union.output] == ["k", "x"]
+    assert [c.name for c in script.view("both_sides__2").output] == ["k", "w"]
+    with pytest.raises(Unsupported, match="the UNION ALL of both_sides__1, both_sides__2 is not run yet"):
+        Pipeline.from_sql(sql, "u.sql")
+
+
+@pytest.mark.parametrize(("query", "message", "where"), [
+    ("SELECT STREAM k FROM a UNION SELECT STREAM k FROM b", "UNION without ALL removes duplicate rows", (3, 54)),
+    ("SELECT STREAM k, v FROM a UNION ALL SELECT STREAM k FROM b", "each branch of a UNION ALL selects the same number", (3, 61)),
+])
+def test_a_union_that_cannot_be_read_is_refused_at_its_place(query, message, where):
+    with pytest.raises(SqlError, match=message) as error:
+        compile_sql(STREAMS + f"CREATE VIEW u AS {query};\nSELECT STREAM k FROM u;", "u.sql")
+    assert (error.value.line, error.value.col) == where, str(error.value)
+
+
+def test_distinct_and_distinct_on_over_tables_give_one_row_per_row_or_per_value(spark, tmp_path):
+    from runtime_helpers import read_output
+
+    seeded = "create table t (a int, b int);\ninsert into t values (1, 1), (1, 2), (2, 3), (1, 1);\n"
+    for view, want in (("select distinct a, b from t", [(1, 1), (1, 2), (2, 3)]), ("select distinct on (a) a, b from t", None)):
+        out = tmp_path / view.split()[2]
+        Pipeline.from_sql(seeded + f"create materialized view v as {view};", "t.sql", dialect="risingwave").run(
+            spark, out / "checkpoint", str(out / "rows"), until_idle=True)
+        rows = sorted((r["a"], r["b"]) for r in read_output(out / "rows"))
+        if want is not None:
+            assert rows == want
+        else:  # one row per a, any of its rows
+            assert [a for a, _ in rows] == [1, 2] and rows[0] in ((1, 1), (1, 2)) and rows[1] == (2, 3), rows
