@@ -60,3 +60,29 @@ def test_distinct_and_distinct_on_over_tables_give_one_row_per_row_or_per_value(
             assert rows == want
         else:  # one row per a, any of its rows
             assert [a for a, _ in rows] == [1, 2] and rows[0] in ((1, 1), (1, 2)) and rows[1] == (2, 3), rows
+
+
+@pytest.mark.parametrize(("clause", "named"), [
+    ("ORDER BY k", "ORDER BY k"),
+    ("LIMIT 5", "LIMIT 5"),
+    ("QUALIFY ROW_NUMBER() OVER (PARTITION BY k ORDER BY k) = 1", "QUALIFY ROW_NUMBER()"),
+])
+def test_clauses_run_cannot_carry_out_are_refused_by_name_never_dropped(clause, named):
+    sql = STREAMS + "SELECT STREAM k FROM a " + clause + ";"
+    assert compile_sql(sql, "c.sql").queries[-1].unrun  # `check` reads it
+    with pytest.raises(Unsupported, match=named.replace("(", r"\(").replace(")", r"\)").replace("*", r"\*")):
+        Pipeline.from_sql(sql, "c.sql")
+
+
+def test_having_is_in_the_plan_and_needs_group_by():
+    sql = STREAMS + "SELECT STREAM k, COUNT(*) AS n FROM a GROUP BY FLOOR(a.ROWTIME TO MINUTE), k HAVING COUNT(*) > 1;"
+    assert compile_sql(sql, "h.sql").queries[-1].having.sql() == "COUNT(*) > 1"
+    Pipeline.from_sql(sql, "h.sql")  # runs (tests/lower/test_having.py)
+    with pytest.raises(SqlError, match="HAVING needs GROUP BY"):
+        compile_sql(STREAMS + "SELECT STREAM k FROM a HAVING k > 1;", "h.sql")
+
+
+def test_ordering_by_the_rowtime_is_the_order_rows_leave_in_and_runs():
+    sql = STREAMS + "SELECT STREAM k FROM a ORDER BY a.ROWTIME;"
+    assert compile_sql(sql, "o.sql").queries[-1].unrun == ()
+    Pipeline.from_sql(sql, "o.sql")

@@ -48,6 +48,7 @@ def aggregate(joined, query: Query, event_time_column: str):
         return node
 
     outputs = [(o.name, o.expression.transform(rewrite)) for o in query.output]
+    having = query.having.transform(rewrite) if query.having is not None else None  # its aggregates computed too
     size = bucket_ms(agg)
     slide = agg.window.slide_ms if agg.window else size
     # buckets start where rowtime - offset is a multiple of the slide: in engine time, SHIFT later
@@ -65,7 +66,11 @@ def aggregate(joined, query: Query, event_time_column: str):
         flag.alias(_BOUND_GROUP),
     )
     measures = [F.expr(_measure(node)).alias(name) for node, name in aggregates.values()] or [F.count(F.lit(1)).alias("count")]
-    result = grouped.agg(*measures, F.max(flag).alias(_BOUNDS)).where(~F.col(_BOUNDS))
+    result = grouped.agg(*measures, F.max(flag).alias(_BOUNDS))
+    # HAVING over the group's keys and aggregates, as the output's expressions are; in one predicate
+    # with the bound test (an aggregate), which Spark cannot split and push below the watermark
+    keep = f"CASE WHEN {_BOUNDS} THEN false ELSE coalesce(({having.sql(dialect='spark')}), false) END" if having is not None else None
+    result = result.where(F.expr(keep) if keep else ~F.col(_BOUNDS))
     shift = F.lit(SHIFT_US)
     result = (result.withColumn(BUCKET, F.timestamp_micros(F.unix_micros(F.col("__w.start")) - shift))
               .withColumn(BUCKET_END, F.timestamp_micros(F.unix_micros(F.col("__w.end")) - shift)))

@@ -113,11 +113,15 @@ def _shaping(q: Query) -> list[str]:
         lines.append(f"  group by: {', '.join(sql(k) for k in a.keys) or '(all rows)'}; {bucket}")
         if a.bucket is not None:
             lines.append("    a group's row is emitted when the clock passes the bucket end; rowtime = bucket start")
+        if q.having is not None:
+            lines.append(f"    having: {sql(q.having)} (a group's row is written only where it holds)")
     if q.union_of:
         lines.append(f"  union all of: {', '.join(q.union_of)} (every row of each branch, columns by position)")
     if q.distinct is not None:
         lines.append("  distinct: " + (f"on {', '.join(sql(e) for e in q.distinct)}: one row per value" if q.distinct
                                         else "every output column: one row per distinct row"))
+    if q.unrun:
+        lines.append(f"  not run yet (run refuses the query): {'; '.join(q.unrun)}")
     return lines
 
 

@@ -53,6 +53,8 @@ def _check_table_query(script: Script, query: Query) -> None:
         raise Unsupported("`run` runs streaming queries (SELECT STREAM over streams); a SELECT TABLE over streams (a "
                           "table that changes as the streams do) is not run yet")
     reasons = []
+    if query.unrun:
+        reasons.append(query.unrun[0])
     if query.union_of:
         reasons.append("a UNION ALL")
     if query.select_kind == "TABLE" or query.aggregation is not None:
@@ -79,12 +81,16 @@ def check_query(ctx: Context) -> None:
 
 
 def _distinct_union(ctx: Context) -> str | None:
-    """SELECT DISTINCT over a stream and UNION ALL views are planned (`check`, `explain`), not run yet."""
+    """SELECT DISTINCT over a stream, UNION ALL views and HAVING / ORDER BY / LIMIT / QUALIFY are planned
+    (`check`, `explain`), not run yet."""
     q = ctx.query
     if q.distinct is not None:
         what = "SELECT DISTINCT ON (...)" if q.distinct else "SELECT DISTINCT"
         return (f"{what} over a stream is not run yet (its first row per value, kept for as long as the query runs): "
                 "`run` refuses it rather than write the duplicates; group by the columns instead, per time bucket")
+    if q.unrun:
+        return (f"{q.unrun[0]}: `run` does not carry it out yet, and refuses the query rather than write the rows it would "
+                "remove or reorder; filter or order in a view or downstream instead")
     if q.union_of:
         return (f"the UNION ALL of {', '.join(q.union_of)} is not run yet: run each branch as a query of its own "
                 "(CREATE SINK ... AS each), into one sink")

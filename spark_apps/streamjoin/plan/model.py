@@ -248,6 +248,10 @@ class Query:
     distinct: tuple[exp.Expression, ...] | None = None
     # UNION ALL: the views of its branches (each a query of its own), whose rows this view passes on
     union_of: tuple[str, ...] = ()
+    having: exp.Expression | None = None  # HAVING: a group's row is written only where it holds
+    # clauses `check` reads and `run` does not carry out yet (HAVING, ORDER BY, LIMIT, QUALIFY), as
+    # written: run refuses the query naming them rather than write rows they would have removed
+    unrun: tuple[str, ...] = ()
 
     def input(self, alias: str) -> Input:
         return next(i for i in self.inputs if i.alias == alias)

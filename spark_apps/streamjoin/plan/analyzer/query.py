@@ -86,7 +86,32 @@ class QueryAnalysis:
             sink=sink,
             disorder_ms=self.disorder(output, has_stream and select_kind != "TABLE"),
             distinct=self.distinct(),
+            unrun=self.unrun(),
+            having=self.having(),
         )
+
+    def having(self) -> exp.Expression | None:
+        node = self.select.args.get("having")
+        if node is None:
+            return None
+        if self.select.args.get("group") is None:
+            self.where.fail("HAVING needs GROUP BY", node, "group the rows: GROUP BY FLOOR(ROWTIME TO MINUTE), k")
+        return self.scope.qualify(node.this, output_rowtime=True)
+
+    def unrun(self) -> tuple[str, ...]:
+        """ORDER BY (but a t-sort, or the rowtime ascending: the order rows leave in), LIMIT, OFFSET,
+        FETCH and QUALIFY, as written."""
+        out = []
+        for key in ("limit", "offset", "fetch", "qualify"):
+            node = self.select.args.get(key)
+            if node is not None:
+                out.append(node.sql(dialect="postgres"))
+        order = self.select.args.get("order")
+        if order is not None and order.args.get("within") is None and not (
+                len(order.expressions) == 1 and not order.expressions[0].args.get("desc")
+                and is_rowtime(self.scope.qualify(order.expressions[0].this, output_rowtime=True))):
+            out.append(order.sql(dialect="postgres"))
+        return tuple(out)
 
     def distinct(self) -> tuple[exp.Expression, ...] | None:
         """SELECT DISTINCT (every output column: ()) or DISTINCT ON (expressions), None without."""
