@@ -43,8 +43,8 @@ def aggregate(joined, query: Query, event_time_column: str):
             return exp.column(BUCKET if node.name == "window_start" else BUCKET_END)
         if text in keys:
             return exp.column(keys[text][1])
-        if isinstance(node, AGGREGATES):
-            return exp.column(aggregates.setdefault(text, (node, f"__a{len(aggregates)}"))[1])
+        if isinstance(node, AGGREGATES) or isinstance(node, exp.Filter) and isinstance(node.this, AGGREGATES):
+            return exp.column(aggregates.setdefault(text, (node, f"__a{len(aggregates)}"))[1])  # FILTER (WHERE ...) with it
         return node
 
     outputs = [(o.name, o.expression.transform(rewrite)) for o in query.output]
@@ -83,12 +83,18 @@ def _measure(node: exp.Expression) -> str:
     DISTINCT one runs over the group's set of distinct values (`collect_set` skips NULLs, as
     the DISTINCT aggregates do; with several arguments a row counts when none is NULL). Which
     DISTINCT aggregates run is checked before (`support`)."""
+    written, condition = node, None
+    if isinstance(node, exp.Filter):  # AGG(...) FILTER (WHERE c): Spark's own, but for DISTINCT (below)
+        written, node, condition = node, node.this, spark_sql(node.expression.this)
     distinct = node.this
     if not isinstance(distinct, exp.Distinct):
-        return spark_sql(node)
+        return spark_sql(written)
     args = [spark_sql(e) for e in distinct.expressions]
+    if condition is not None:  # a row the FILTER rejects gives NULL, which the distinct set skips
+        args = [f"CASE WHEN {condition} THEN {a} END" for a in args]
     if isinstance(node, exp.Min | exp.Max):  # the same with or without DISTINCT
-        return spark_sql(node.__class__(this=distinct.expressions[0].copy()))
+        return spark_sql(written.__class__(this=node.__class__(this=distinct.expressions[0].copy()), expression=written.expression.copy())
+                         if condition is not None else node.__class__(this=distinct.expressions[0].copy()))
     if len(args) == 1:
         values = f"collect_set({args[0]})"
     else:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from sqlglot import exp
 
 from streamjoin.dialect import to_sql
+from streamjoin.plan.arithmetic import integer_division
 from streamjoin.plan.conditions import Ref
 from streamjoin.plan.model import Kind, Relation, TimeWindowFunction
 from streamjoin.plan.scope import Located, ident_name, offset_of
@@ -158,7 +159,13 @@ class Scope:
                 node = replacement
             else:
                 col.replace(replacement)
-        return node
+        return integer_division(node, lambda alias, name: self.column_type(alias, name, items))
+
+    def column_type(self, alias: str, name: str, items: list[Item]) -> str | None:
+        """A qualified column's declared type (a view's: its expression's, plan.arithmetic)."""
+        item = next((i for i in items if i.alias == alias), None)
+        column = next((c for c in item.relation.columns if c.name == name), None) if item is not None else None
+        return column.type if column is not None else None
 
     def nested(self, col: exp.Column, items: list[Item]) -> tuple[exp.Column, list[str]] | None:
         """A record's field written as a qualified name (Lenses, RisingWave): `a.col.f.g` where

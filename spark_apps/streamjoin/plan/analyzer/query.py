@@ -63,6 +63,7 @@ class QueryAnalysis:
 
     def run(self, name: str, sink: str | None) -> Query:
         select = self.select
+        self.no_nested_queries()
         self.add_item(select.args["from_"].this, None)
         for join in select.args.get("joins") or []:
             self.join(join)
@@ -112,6 +113,20 @@ class QueryAnalysis:
                 and is_rowtime(self.scope.qualify(order.expressions[0].this, output_rowtime=True))):
             out.append(order.sql(dialect="postgres"))
         return tuple(out)
+
+    def no_nested_queries(self) -> None:
+        """A query inside an expression (`k IN (SELECT ...)`, `EXISTS (...)`, a scalar subquery) is
+        refused where it is written: a stream's row would need a table's state at its instant."""
+        for key in ("expressions", "where", "having", "joins", "group", "qualify"):
+            value = self.select.args.get(key)
+            for node in (value if isinstance(value, list) else [value]):
+                if node is None:
+                    continue
+                nested = next((q for q in node.find_all(exp.Query) if q is not node and not isinstance(q.parent, exp.Join | exp.From)
+                               and not (isinstance(q.parent, exp.Subquery) and isinstance(q.parent.parent, exp.Join | exp.From))), None)
+                if nested is not None:
+                    self.where.fail("a query inside an expression (IN (SELECT ...), EXISTS, a scalar subquery) is not "
+                                    "supported", nested, "join the table or view it reads: JOIN t ON ...")
 
     def distinct(self) -> tuple[exp.Expression, ...] | None:
         """SELECT DISTINCT (every output column: ()) or DISTINCT ON (expressions), None without."""
@@ -295,6 +310,10 @@ class QueryAnalysis:
     # ------------------------------------------------------------------ joins
     def join(self, join: exp.Join) -> None:
         where = self.where
+        kind = (join.text("kind") or "").upper()
+        if kind in ("SEMI", "ANTI"):  # read as an outer join before 2026-11-27: every match written
+            where.fail(f"{(join.text('side') + ' ').upper().lstrip()}{kind} JOIN is not supported yet", join,
+                       "an INNER JOIN on the same condition gives each left row once per match (a SEMI join, once)")
         within = join.args.get("within")
         left_items = list(self.items)
         right = self.add_item(join.this, within)

@@ -22,6 +22,7 @@ from streamjoin.plan.analyzer.foreign import as_declaration, options_of
 from streamjoin.plan.analyzer.pumps import Application, is_pump
 from streamjoin.plan.analyzer.query import QueryAnalysis
 from streamjoin.plan.analyzer.script_order import command_text, in_order
+from streamjoin.plan.arithmetic import output_type
 from streamjoin.plan.catalog import is_shared_cdc_source, relation_from_create, shared_options
 from streamjoin.plan.model import Column, Kind, Query, Relation, Script
 from streamjoin.plan.scope import Located, ident_name, relation_name
@@ -274,7 +275,11 @@ class Analyzer:
         query = query.unnest() if isinstance(query, exp.Subquery) else query
         plan = self.union(name, query) if isinstance(query, exp.Union) else self.query(query, name)
         self.queries.append(plan)
-        columns = [Column(c.name, "UNKNOWN") for c in plan.output]
+        def column_type(alias: str, name: str) -> str | None:  # of the view's inputs, for its columns' types
+            relation = self.relations.get(next((i.relation for i in plan.inputs if i.alias == alias), ""))
+            return next((c.type for c in relation.columns if c.name == name), None) if relation is not None else None
+
+        columns = [Column(c.name, output_type(c.expression, column_type)) for c in plan.output]
         implicit = plan.kind == Kind.STREAM and "rowtime" not in [c.name for c in columns]
         if implicit:
             columns.append(Column("rowtime", "TIMESTAMP"))

@@ -1,7 +1,8 @@
 """HAVING in a streaming GROUP BY (it was dropped silently before 2026-11-27): a group's row is
 written only where the condition holds, whether it reads an aggregate or only a key; a key-only
 condition does not hold the clock back (Spark could push it below the watermark, where it would
-drop the rowtime bounds that close the buckets)."""
+drop the rowtime bounds that close the buckets). And aggregates' FILTER (WHERE ...) clauses (they
+failed inside Spark before)."""
 
 from __future__ import annotations
 
@@ -28,3 +29,15 @@ SELECT STREAM FLOOR(a.ROWTIME TO MINUTE) AS m, a.k, COUNT(*) AS n FROM a GROUP B
     assert live == [row for row in kept if row[0] == "00:00"], live
     run_to_end(runner)
     assert sorted((r["m"][11:16], r["k"], r["n"]) for r in read_output(tmp_path / "out")) == kept
+
+
+def test_an_aggregates_filter_clause_counts_only_the_rows_it_admits(spark, tmp_path):
+    from runtime_helpers import run_until_idle
+
+    sql = f"""CREATE STREAM a (k INT, v INT) WITH (path = '{tmp_path}/a');
+SELECT STREAM a.k, COUNT(*) AS n, COUNT(*) FILTER (WHERE a.v > 1) AS big, COUNT(DISTINCT a.v) FILTER (WHERE a.v > 1) AS kinds,
+  SUM(a.v) FILTER (WHERE a.v < 3) AS small FROM a GROUP BY FLOOR(a.ROWTIME TO MINUTE), a.k;"""
+    rows = [(1, 1), (1, 2), (1, 2), (1, 5), (2, 0)]
+    write_jsonl(tmp_path / "a" / "1.json", [{"k": k, "v": v, "rowtime": f"2024-01-01 00:00:0{i}"} for i, (k, v) in enumerate(rows)])
+    out, _ = run_until_idle(spark, sql, tmp_path)
+    assert sorted((r["k"], r["n"], r["big"], r["kinds"], r["small"]) for r in out) == [(1, 4, 3, 2, 5), (2, 1, 0, 0, 0)]

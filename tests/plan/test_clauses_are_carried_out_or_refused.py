@@ -86,3 +86,17 @@ def test_ordering_by_the_rowtime_is_the_order_rows_leave_in_and_runs():
     sql = STREAMS + "SELECT STREAM k FROM a ORDER BY a.ROWTIME;"
     assert compile_sql(sql, "o.sql").queries[-1].unrun == ()
     Pipeline.from_sql(sql, "o.sql")
+
+
+@pytest.mark.parametrize(("query", "message"), [
+    ("SELECT STREAM a.k FROM a LEFT SEMI JOIN b ON a.k = b.k", "LEFT SEMI JOIN is not supported yet"),
+    ("SELECT STREAM a.k FROM a LEFT ANTI JOIN b ON a.k = b.k", "LEFT ANTI JOIN is not supported yet"),
+    ("SELECT STREAM k FROM a WHERE k IN (SELECT k FROM b)", "a query inside an expression"),
+    ("SELECT STREAM k, (SELECT MAX(w) FROM b) AS m FROM a", "a query inside an expression"),
+])
+def test_semi_joins_and_queries_inside_expressions_are_refused_where_written(query, message):
+    """Before 2026-11-27 a SEMI join was read as an outer join (every match written) and a
+    subquery in WHERE failed inside Spark."""
+    with pytest.raises(SqlError, match=message) as error:
+        compile_sql(STREAMS + query + ";", "s.sql")
+    assert error.value.line == 3 and error.value.col > 1, str(error.value)
