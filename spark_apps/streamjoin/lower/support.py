@@ -16,6 +16,7 @@ from sqlglot import exp
 
 from streamjoin.env import expand
 from streamjoin.errors import Unsupported
+from streamjoin.lower.clauses import changing_outside_regular, clauses_not_run
 from streamjoin.lower.columns import lag
 from streamjoin.lower.inputs import LOGS, STREAM_CONNECTORS, cdc_options, check_stream_path, kafka_options, kinesis_options
 from streamjoin.lower.lowered import OP
@@ -73,42 +74,11 @@ def _check_table_query(script: Script, query: Query) -> None:
 
 def check_query(ctx: Context) -> None:
     rules = CUSTOM_RULES if uses_custom(ctx.query, ctx.options) else NATIVE_RULES
-    for _, rule in (("changing tables in regular joins", _changing_outside_regular), ("DISTINCT, UNION ALL", _distinct_union),
+    for _, rule in (("changing tables in regular joins", changing_outside_regular), ("DISTINCT, UNION ALL", clauses_not_run),
                     *rules):
         message = rule(ctx)
         if message:
             raise Unsupported(message)
-
-
-def _distinct_union(ctx: Context) -> str | None:
-    """SELECT DISTINCT over a stream, UNION ALL views and HAVING / ORDER BY / LIMIT / QUALIFY are planned
-    (`check`, `explain`), not run yet."""
-    q = ctx.query
-    if q.distinct is not None:
-        what = "SELECT DISTINCT ON (...)" if q.distinct else "SELECT DISTINCT"
-        return (f"{what} over a stream is not run yet (its first row per value, kept for as long as the query runs): "
-                "`run` refuses it rather than write the duplicates; group by the columns instead, per time bucket")
-    if q.unrun:
-        return (f"{q.unrun[0]}: `run` does not carry it out yet, and refuses the query rather than write the rows it would "
-                "remove or reorder; filter or order in a view or downstream instead")
-    if q.union_of:
-        return (f"the UNION ALL of {', '.join(q.union_of)} is not run yet: run each branch as a query of its own "
-                "(CREATE SINK ... AS each), into one sink")
-    return None
-
-
-def _changing_outside_regular(ctx: Context) -> str | None:
-    """A table that changes (FORMAT DEBEZIUM / UPSERT, postgres-cdc) is followed through regular joins."""
-    q = ctx.query
-    in_regular = {a for j in q.joins if j.kind == JoinKind.REGULAR for a in (*j.left_inputs, j.right)}
-    for i in q.inputs:
-        relation = ctx.script.relation(i.relation)
-        if relation.changing and i.alias not in in_regular:
-            how = "aggregated" if q.aggregation is not None and not q.joins else "joined with a window or time bound"
-            return (f"input '{i.alias}': '{relation.name}' changes by its changelog (rows updated and deleted), and `run` follows "
-                    f"a changing table through regular joins only yet, not {how} (a running aggregate or window over "
-                    "a changelog is issue 40's next step): join it without a window or time bound")
-    return None
 
 
 def relation_option(script: Script, sink: str, key: str) -> str | None:

@@ -62,3 +62,60 @@ def _select(rows: list[dict], columns: list[str], values: list[exp.Expression], 
     except (SqlglotError, Exception) as error:  # noqa: BLE001 - the executor raises plain exceptions too
         raise ValueError(f"cannot evaluate {query.sql()}: {error}") from None
     return [dict(zip(columns, row, strict=True)) for row in result.rows]
+
+
+def seed_rows(analyzer, st: exp.Insert | exp.Update | exp.Delete) -> None:
+    """`INSERT INTO t [(columns)] VALUES (...), ...` into a table the file declares without a
+    connector (RisingWave's tests and demos seed their tables so): the rows are the table's
+    (`connector = 'values'`, read as its snapshot), added to any inserted before. `UPDATE` and
+    `DELETE` change them, in order (plan.analyzer.dml)."""
+    import json
+
+    if isinstance(st, exp.Update | exp.Delete):
+        try:
+            relation = changed(analyzer.relations, st, analyzer.where)
+        except ValueError as error:
+            analyzer.where.fail(str(error), st, "write the change with plain column comparisons and arithmetic")
+        analyzer.relations[relation.name] = relation
+        return
+
+    target = st.this.this if isinstance(st.this, exp.Schema) else st.this
+    name = relation_name(target)
+    relation = analyzer.relations.get(name)
+    if relation is None or relation.view:
+        analyzer.where.fail(f"INSERT INTO '{name}' VALUES: '{name}' is not a declared table", target,
+                        f"declare it first: CREATE TABLE {name} (...)")
+    connector = relation.option("connector")
+    if relation.kind != Kind.TABLE or (connector and connector != "values"):
+        analyzer.where.fail(f"INSERT INTO '{name}' VALUES seeds a table declared without a connector; '{name}' is "
+                        f"{'a stream' if relation.kind != Kind.TABLE else 'read from ' + repr(connector)}", target,
+                        "put the rows in the input's files instead")
+    listed = [ident_name(c) for c in st.this.expressions] if isinstance(st.this, exp.Schema) else []
+    columns = listed or [c.name for c in relation.columns]
+    rows = json.loads(relation.option("rows") or "[]")
+    for row in st.expression.expressions:
+        values = row.expressions if isinstance(row, exp.Tuple) else [row]
+        if len(values) != len(columns):
+            analyzer.where.fail(f"a row of {len(values)} values for {len(columns)} columns ({', '.join(columns)})", row,
+                            "give one value per column, in order")
+        rows.append({c: literal_value(v, analyzer.where) for c, v in zip(columns, values, strict=True)})
+    options = {**dict(relation.options), "connector": "values", "rows": json.dumps(rows, default=str)}
+    analyzer.relations[name] = replace(relation, options=tuple(sorted(options.items())))
+
+
+def literal_value(node: exp.Expression, where: Located):
+    """A seed row's value: a literal (a string, a number, TRUE/FALSE, NULL, a negative number, a
+    typed literal such as TIMESTAMP '...', a CAST of one); anything else is refused at it."""
+    if isinstance(node, exp.Null):
+        return None
+    if isinstance(node, exp.Boolean):
+        return node.this
+    if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal) and not node.this.is_string:
+        return -float(node.this.name) if "." in node.this.name or "e" in node.this.name.lower() else -int(node.this.name)
+    if isinstance(node, exp.Literal):
+        if node.is_string:
+            return node.name
+        return float(node.name) if "." in node.name or "e" in node.name.lower() else int(node.name)
+    if isinstance(node, exp.Cast | exp.TryCast) and isinstance(node.this, exp.Literal | exp.Neg | exp.Null):
+        return literal_value(node.this, where)
+    where.fail(f"a seed row's value must be a literal, not {node.sql()}", node, "write the value itself: 1, 'text', NULL")

@@ -18,6 +18,7 @@ import streamjoin.plan.analyzer.dml as dml
 from streamjoin.dialect import directives, parse_script
 from streamjoin.dialect.profiles import DEFAULT, Profile, fold
 from streamjoin.errors import SqlError
+from streamjoin.plan.analyzer.compound import passed_through, union_view
 from streamjoin.plan.analyzer.foreign import as_declaration, options_of
 from streamjoin.plan.analyzer.pumps import Application, is_pump
 from streamjoin.plan.analyzer.query import QueryAnalysis
@@ -158,42 +159,8 @@ class Analyzer:
             )
 
     def seed_rows(self, st: exp.Insert | exp.Update | exp.Delete) -> None:
-        """`INSERT INTO t [(columns)] VALUES (...), ...` into a table the file declares without a
-        connector (RisingWave's tests and demos seed their tables so): the rows are the table's
-        (`connector = 'values'`, read as its snapshot), added to any inserted before. `UPDATE` and
-        `DELETE` change them, in order (plan.analyzer.dml)."""
-        import json
-
-        if isinstance(st, exp.Update | exp.Delete):
-            try:
-                relation = dml.changed(self.relations, st, self.where)
-            except ValueError as error:
-                self.where.fail(str(error), st, "write the change with plain column comparisons and arithmetic")
-            self.relations[relation.name] = relation
-            return
-
-        target = st.this.this if isinstance(st.this, exp.Schema) else st.this
-        name = relation_name(target)
-        relation = self.relations.get(name)
-        if relation is None or relation.view:
-            self.where.fail(f"INSERT INTO '{name}' VALUES: '{name}' is not a declared table", target,
-                            f"declare it first: CREATE TABLE {name} (...)")
-        connector = relation.option("connector")
-        if relation.kind != Kind.TABLE or (connector and connector != "values"):
-            self.where.fail(f"INSERT INTO '{name}' VALUES seeds a table declared without a connector; '{name}' is "
-                            f"{'a stream' if relation.kind != Kind.TABLE else 'read from ' + repr(connector)}", target,
-                            "put the rows in the input's files instead")
-        listed = [ident_name(c) for c in st.this.expressions] if isinstance(st.this, exp.Schema) else []
-        columns = listed or [c.name for c in relation.columns]
-        rows = json.loads(relation.option("rows") or "[]")
-        for row in st.expression.expressions:
-            values = row.expressions if isinstance(row, exp.Tuple) else [row]
-            if len(values) != len(columns):
-                self.where.fail(f"a row of {len(values)} values for {len(columns)} columns ({', '.join(columns)})", row,
-                                "give one value per column, in order")
-            rows.append({c: literal_value(v, self.where) for c, v in zip(columns, values, strict=True)})
-        options = {**dict(relation.options), "connector": "values", "rows": json.dumps(rows, default=str)}
-        self.relations[name] = replace(relation, options=tuple(sorted(options.items())))
+        """`INSERT INTO t VALUES`, `UPDATE`, `DELETE` on a table the file declares (plan.analyzer.dml)."""
+        dml.seed_rows(self, st)
 
     def renamed(self, query: exp.Expression, columns: exp.Schema, node: exp.Expression) -> exp.Expression:
         """`CREATE VIEW v (a, b) AS SELECT 1, * FROM ...`: a `*` is expanded through a part view."""
@@ -221,7 +188,7 @@ class Analyzer:
         if len(names) != width:
             self.where.fail(f"the VALUES alias names {len(names)} columns for rows of {width}", alias,
                             "name each column once: AS t (a, b)")
-        data = [{c: literal_value(v, self.where) for c, v in zip(names, row, strict=True)} for row in rows]
+        data = [{c: dml.literal_value(v, self.where) for c, v in zip(names, row, strict=True)} for row in rows]
         columns = tuple(Column(c, _literal_type([r[c] for r in data])) for c in names)
         unique = self.free_name(name)
         options = {"connector": "values", "rows": json.dumps(data, default=str)}
@@ -246,34 +213,18 @@ class Analyzer:
                 self.where.fail(f"'{name}' is declared twice", st.this, "give each stream, table and sink its own name")
             self.sinks[name] = sink
             target = name
-        view = self.passed_through(st.expression)
+        view = passed_through(self, st.expression)
         if view is not None:  # `FROM mv`: the view's own query writes the sink (its joins run as the output's)
             self.queries.append(replace(view, name=name, sink=target))
         else:
             self.queries.append(self.query(st.expression, name, target))
         self.outputs.append(name)
 
-    def passed_through(self, select: exp.Expression) -> Query | None:
-        """The plan of the view a sink's query passes through whole (`SELECT * FROM mv`: RisingWave's
-        CREATE SINK s FROM mv), None for any other query."""
-        if not isinstance(select, exp.Select) or len(select.expressions) != 1 or not isinstance(select.expressions[0], exp.Star):
-            return None
-        if any(select.args.get(k) for k in ("joins", "where", "group", "having", "order", "limit", "distinct", "with_", "laterals")):
-            return None
-        from_ = select.args.get("from_")
-        if from_ is None or not isinstance(from_.this, exp.Table):
-            return None
-        name = relation_name(from_.this)
-        relation = self.relations.get(name)
-        if relation is None or not relation.view:
-            return None
-        return next((q for q in reversed(self.queries) if q.name == name), None)
-
     def view(self, name: str, query: exp.Expression, node: exp.Expression) -> None:
         if name in self.relations:
             self.where.fail(f"'{name}' is declared twice", node, "give each view its own name")
         query = query.unnest() if isinstance(query, exp.Subquery) else query
-        plan = self.union(name, query) if isinstance(query, exp.Union) else self.query(query, name)
+        plan = union_view(self, name, query) if isinstance(query, exp.Union) else self.query(query, name)
         self.queries.append(plan)
         def column_type(alias: str, name: str) -> str | None:  # of the view's inputs, for its columns' types
             relation = self.relations.get(next((i.relation for i in plan.inputs if i.alias == alias), ""))
@@ -364,36 +315,6 @@ class Analyzer:
             item.set("this", table)
         return select
 
-    def union(self, name: str, union: exp.Union) -> Query:
-        """`q1 UNION ALL q2 [UNION ALL ...]`: each branch a view of its own (`name__1`, ...), and the
-        view that passes their rows on, named by the first branch's columns."""
-        branches: list[exp.Expression] = []
-
-        def flatten(node: exp.Expression) -> None:
-            if isinstance(node, exp.Union):
-                if node.args.get("distinct"):
-                    self.where.fail("UNION without ALL removes duplicate rows: not supported", node.expression,  # the query after UNION
-                                    "write UNION ALL (every row of each branch)")
-                flatten(node.this)
-                flatten(node.expression)
-            elif isinstance(node, exp.Intersect | exp.Except):
-                self.where.fail(f"{node.key.upper()} is not supported", node, "write UNION ALL, or a join")
-            else:
-                branches.append(node.unnest() if isinstance(node, exp.Subquery) else node)
-
-        flatten(union)
-        names = [self.part_view(f"{name}__{n}", branch, branch) for n, branch in enumerate(branches, 1)]
-        plans = [self.relations[n] for n in names]
-        width = len([c for c in plans[0].columns if not (plans[0].implicit_rowtime and c.name == plans[0].rowtime)])
-        for branch, plan in zip(branches[1:], plans[1:], strict=True):
-            count = len([c for c in plan.columns if not (plan.implicit_rowtime and c.name == plan.rowtime)])
-            if count != width:
-                self.where.fail(f"each branch of a UNION ALL selects the same number of columns: {count} here, {width} in the "
-                                "first", branch, "select the same columns, in order, in every branch")
-        first = self.view_plan(names[0])
-        select = exp.select(*[exp.column(c.name, table=names[0]) for c in first.output]).from_(names[0])
-        return replace(self.query(select, name), union_of=tuple(names))
-
     def view_plan(self, name: str) -> Query:
         return next(q for q in reversed(self.queries) if q.name == name)
 
@@ -454,24 +375,6 @@ class Analyzer:
             "WITH (...), or in the app's config ([inputs.NAME] / [reference.NAME], --config)"
         )
         self.where.fail(f"unknown stream or table '{name}'", table, hint)
-
-
-def literal_value(node: exp.Expression, where: Located):
-    """A seed row's value: a literal (a string, a number, TRUE/FALSE, NULL, a negative number, a
-    typed literal such as TIMESTAMP '...', a CAST of one); anything else is refused at it."""
-    if isinstance(node, exp.Null):
-        return None
-    if isinstance(node, exp.Boolean):
-        return node.this
-    if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal) and not node.this.is_string:
-        return -float(node.this.name) if "." in node.this.name or "e" in node.this.name.lower() else -int(node.this.name)
-    if isinstance(node, exp.Literal):
-        if node.is_string:
-            return node.name
-        return float(node.name) if "." in node.name or "e" in node.name.lower() else int(node.name)
-    if isinstance(node, exp.Cast | exp.TryCast) and isinstance(node.this, exp.Literal | exp.Neg | exp.Null):
-        return literal_value(node.this, where)
-    where.fail(f"a seed row's value must be a literal, not {node.sql()}", node, "write the value itself: 1, 'text', NULL")
 
 
 def renamed(query: exp.Expression, columns: exp.Schema, where: Located,

@@ -1,0 +1,38 @@
+"""What `run` refuses that `check` reads (lower.support's first rules): clauses it does not carry
+out yet (DISTINCT over a stream, UNION ALL, ORDER BY, LIMIT, QUALIFY), and changing tables read
+other than by a regular join. `ctx`: lower.support.Context."""
+
+from __future__ import annotations
+
+from streamjoin.plan.model import JoinKind
+
+
+def clauses_not_run(ctx) -> str | None:
+    """SELECT DISTINCT over a stream, UNION ALL views and HAVING / ORDER BY / LIMIT / QUALIFY are planned
+    (`check`, `explain`), not run yet."""
+    q = ctx.query
+    if q.distinct is not None:
+        what = "SELECT DISTINCT ON (...)" if q.distinct else "SELECT DISTINCT"
+        return (f"{what} over a stream is not run yet (its first row per value, kept for as long as the query runs): "
+                "`run` refuses it rather than write the duplicates; group by the columns instead, per time bucket")
+    if q.unrun:
+        return (f"{q.unrun[0]}: `run` does not carry it out yet, and refuses the query rather than write the rows it would "
+                "remove or reorder; filter or order in a view or downstream instead")
+    if q.union_of:
+        return (f"the UNION ALL of {', '.join(q.union_of)} is not run yet: run each branch as a query of its own "
+                "(CREATE SINK ... AS each), into one sink")
+    return None
+
+
+def changing_outside_regular(ctx) -> str | None:
+    """A table that changes (FORMAT DEBEZIUM / UPSERT, postgres-cdc) is followed through regular joins."""
+    q = ctx.query
+    in_regular = {a for j in q.joins if j.kind == JoinKind.REGULAR for a in (*j.left_inputs, j.right)}
+    for i in q.inputs:
+        relation = ctx.script.relation(i.relation)
+        if relation.changing and i.alias not in in_regular:
+            how = "aggregated" if q.aggregation is not None and not q.joins else "joined with a window or time bound"
+            return (f"input '{i.alias}': '{relation.name}' changes by its changelog (rows updated and deleted), and `run` follows "
+                    f"a changing table through regular joins only yet, not {how} (a running aggregate or window over "
+                    "a changelog is issue 40's next step): join it without a window or time bound")
+    return None

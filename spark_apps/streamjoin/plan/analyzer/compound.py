@@ -1,0 +1,60 @@
+"""Queries made of other queries: RisingWave's `CREATE SINK s FROM mv` (the view's own query
+writes the sink) and UNION ALL views (each branch a view of its own). `analyzer`:
+plan.analyzer.statements.Analyzer."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from sqlglot import exp
+
+from streamjoin.plan.model import Query
+from streamjoin.plan.scope import relation_name
+
+
+def passed_through(analyzer, select: exp.Expression) -> Query | None:
+    """The plan of the view a sink's query passes through whole (`SELECT * FROM mv`: RisingWave's
+    CREATE SINK s FROM mv), None for any other query."""
+    if not isinstance(select, exp.Select) or len(select.expressions) != 1 or not isinstance(select.expressions[0], exp.Star):
+        return None
+    if any(select.args.get(k) for k in ("joins", "where", "group", "having", "order", "limit", "distinct", "with_", "laterals")):
+        return None
+    from_ = select.args.get("from_")
+    if from_ is None or not isinstance(from_.this, exp.Table):
+        return None
+    name = relation_name(from_.this)
+    relation = analyzer.relations.get(name)
+    if relation is None or not relation.view:
+        return None
+    return next((q for q in reversed(analyzer.queries) if q.name == name), None)
+
+
+def union_view(analyzer, name: str, union: exp.Union) -> Query:
+    """`q1 UNION ALL q2 [UNION ALL ...]`: each branch a view of its own (`name__1`, ...), and the
+    view that passes their rows on, named by the first branch's columns."""
+    branches: list[exp.Expression] = []
+
+    def flatten(node: exp.Expression) -> None:
+        if isinstance(node, exp.Union):
+            if node.args.get("distinct"):
+                analyzer.where.fail("UNION without ALL removes duplicate rows: not supported", node.expression,  # the query after UNION
+                                "write UNION ALL (every row of each branch)")
+            flatten(node.this)
+            flatten(node.expression)
+        elif isinstance(node, exp.Intersect | exp.Except):
+            analyzer.where.fail(f"{node.key.upper()} is not supported", node, "write UNION ALL, or a join")
+        else:
+            branches.append(node.unnest() if isinstance(node, exp.Subquery) else node)
+
+    flatten(union)
+    names = [analyzer.part_view(f"{name}__{n}", branch, branch) for n, branch in enumerate(branches, 1)]
+    plans = [analyzer.relations[n] for n in names]
+    width = len([c for c in plans[0].columns if not (plans[0].implicit_rowtime and c.name == plans[0].rowtime)])
+    for branch, plan in zip(branches[1:], plans[1:], strict=True):
+        count = len([c for c in plan.columns if not (plan.implicit_rowtime and c.name == plan.rowtime)])
+        if count != width:
+            analyzer.where.fail(f"each branch of a UNION ALL selects the same number of columns: {count} here, {width} in the "
+                            "first", branch, "select the same columns, in order, in every branch")
+    first = analyzer.view_plan(names[0])
+    select = exp.select(*[exp.column(c.name, table=names[0]) for c in first.output]).from_(names[0])
+    return replace(analyzer.query(select, name), union_of=tuple(names))
