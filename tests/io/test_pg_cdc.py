@@ -63,9 +63,47 @@ def test_the_first_read_is_the_tables_snapshot_then_each_committed_change_once_i
     assert again.poll(later, "rowtime", False, 0)[0] is None  # from a saved position: nothing read twice
     table, end = again.poll(later, "rowtime", True, 0)
     assert table is None and end == later
+    again.close()  # the slot stays until the ended manifest is saved (a crash before: read again)
     assert server.execute("SELECT count(*) FROM pg_replication_slots WHERE database = current_database()", db, fetch=True) == [(1,)]
-    again.close()  # ended: its slot is dropped, the server keeps no WAL for it
+    again.release()  # the stager's call once the ended manifest is saved: the server keeps no WAL for it
     assert server.execute("SELECT count(*) FROM pg_replication_slots WHERE database = current_database()", db, fetch=True) == [(0,)]
+
+
+def test_a_slot_moved_past_the_staged_position_fails_the_input_rather_than_skip_changes(logical_postgres, cdc_database):
+    server, db = logical_postgres, cdc_database
+    people(server, db)
+    cdc = source(server, db)
+    _, positions = cdc.poll({}, "rowtime", False, 0)
+    server.execute("INSERT INTO people VALUES (3, 'cy', NULL, NULL, NULL)", db)
+    cdc.close()
+    # another reader consumes the slot's changes (what a crash inside a multi-read end once did)
+    server.execute(f"SELECT count(*) FROM pg_logical_slot_get_binary_changes('{positions['slot']}', NULL, NULL, "
+                   "'proto_version', '1', 'publication_names', 'rw_publication')", db)
+    with pytest.raises(CdcUnavailableError, match=r"is at LSN .* past the LSN .* staged last"):
+        source(server, db).poll(positions, "rowtime", False, 0)
+
+
+def test_an_update_that_leaves_a_toasted_value_unchanged_keeps_it_with_replica_identity_full(logical_postgres, cdc_database):
+    import random
+    import string
+
+    server, db = logical_postgres, cdc_database
+    big = "".join(random.Random(7).choices(string.ascii_letters, k=200_000))  # stored out of line, not compressible
+    server.execute(f"CREATE TABLE people (id int PRIMARY KEY, name text, score float8, vip bool, seen timestamptz);"
+                   f"INSERT INTO people VALUES (1, '{big}', 1, true, NULL)", db)
+    cdc = source(server, db)
+    _, positions = cdc.poll({}, "rowtime", False, 0)
+    server.execute("UPDATE people SET score = 2 WHERE id = 1", db)  # name not sent: unchanged and TOASTed
+    with pytest.raises(ValueError, match="did not send name .*REPLICA IDENTITY FULL"):
+        cdc.poll(positions, "rowtime", False, 0)
+    cdc.close()
+    server.execute("ALTER TABLE people REPLICA IDENTITY FULL; UPDATE people SET score = 3 WHERE id = 1", db)
+    again = source(server, db, on_error="dead_letter")
+    table, _ = again.poll(positions, "rowtime", False, 0)
+    rows = table.to_pylist()  # the first update is set aside whole (its row keeps its last version); the second has the text
+    assert [(r[CHANGE], r["id"], r["score"], r["name"] == big) for r in rows] == [("+", 1, 3.0, True)], rows
+    assert len(again.rejected) == 1 and "did not send name" in again.rejected[0]["reason"]
+    again.close()
 
 
 def test_a_truncate_fails_the_input_naming_the_table_or_is_set_aside_as_a_dead_letter(logical_postgres, cdc_database):
@@ -260,3 +298,27 @@ def test_the_corpus_cdc_enrichment_program_runs_as_written_from_a_topic_and_a_cd
     assert sorted((r["account_id"], r["path"], r["tier"], r["country"], r["plan"]) for r in rows) == [
         ("a1", "/buy", "gold", "NL", "pro"), ("a1", "/home", "gold", "NL", "pro"), ("a2", "/pricing", "silver", "DE", "basic")]
     assert all("op" not in r for r in rows), rows
+
+
+def test_a_truncate_in_a_running_query_is_a_dead_letter_naming_the_table_and_the_rest_runs(spark, logical_postgres, cdc_database, tmp_path):
+    from streamjoin.runtime.pipeline import Pipeline
+
+    server, db = logical_postgres, cdc_database
+    crm(server, db)
+    sql = PROGRAM.format(d=tmp_path, db=db)
+    write_jsonl(tmp_path / "orders" / "0.json", [{"oid": 10, "cust": 1}, {"oid": 11, "cust": 5}])
+    current = Pipeline.from_sql(sql, "rw.sql", dialect="risingwave").runner(spark, tmp_path / "checkpoint", str(tmp_path / "out")).start()
+    current.process_available()
+    server.execute("TRUNCATE customers; INSERT INTO customers VALUES (5, 'eve', 1, NULL)", db)
+    current.stop("stopped")
+    current = Pipeline.from_sql(sql, "rw.sql", dialect="risingwave").runner(
+        spark, tmp_path / "checkpoint", str(tmp_path / "out"), until_idle=True).start()
+    status = run_to_end(current)
+    assert status["rejected_rows"] == 1, status
+    (letter,) = [r for f in (tmp_path / "out" / "rejected").rglob("*.jsonl") for r in f.read_text().splitlines()]
+    assert "public.customers was truncated" in letter
+    content = Counter()
+    for r in read_output(tmp_path / "out"):
+        content[(r["oid"], r["name"])] += 1 if r["op"] == "+I" else -1
+    # the truncate is not applied (ann stays), the insert after it is
+    assert +content == Counter({(10, "ann"): 1, (11, "eve"): 1}), read_output(tmp_path / "out")

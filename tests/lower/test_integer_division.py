@@ -18,6 +18,12 @@ SELECT STREAM w.k2 / 4 AS q, w.d / 2 AS f FROM w;"""
     assert [c.type for c in script.relation("w").columns if c.name != "rowtime"] == ["INTEGER", "DOUBLE PRECISION", "UNKNOWN"]
     assert [o.expression.sql(dialect="spark") for o in top.output] == ["w.k2 DIV 4", "w.d / 2"]
     assert view.output[0].expression.sql() == "a.k * 2"
+    nested = compile_sql("CREATE STREAM a (k INT) WITH (path = '/tmp/a');\nSELECT STREAM 7 / 2 / 2 AS x, (a.k / 2 + 1) / 2 AS y FROM a;", "n.sql")
+    assert [o.expression.sql(dialect="spark") for o in nested.queries[-1].output] == ["7 DIV 2 DIV 2", "(a.k DIV 2 + 1) DIV 2"]
+    union = compile_sql("""CREATE STREAM a (k INT, d DOUBLE) WITH (path = '/tmp/a');
+CREATE VIEW u AS SELECT STREAM a.k AS x FROM a UNION ALL SELECT STREAM a.d FROM a;
+SELECT STREAM u.x / 2 AS h FROM u;""", "u.sql")  # an INT branch and a DOUBLE one: not an integer
+    assert union.queries[-1].output[0].expression.sql(dialect="spark") == "u.x / 2"
 
 
 @pytest.mark.parametrize("dialect", ["default", "risingwave"])

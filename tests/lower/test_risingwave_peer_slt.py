@@ -119,3 +119,16 @@ def test_a_views_rows_after_the_files_changes_are_risingwaves(spark, tmp_path, c
 @pytest.mark.parametrize("check", [c for c in CHECKS if not c.last], ids=lambda c: f"{c.file}:{c.line}")
 def test_a_views_rows_between_the_files_changes_are_risingwaves(spark, tmp_path, check):
     _run(spark, tmp_path, check)
+
+
+def test_an_asof_tie_goes_to_the_smallest_primary_key_even_when_the_query_does_not_select_it(spark, tmp_path):
+    from streamjoin.runtime.pipeline import Pipeline
+
+    program = """create table t1 (v1 int, v2 int, v3 int primary key);
+create table t2 (v1 int, v2 int, v3 int primary key, label varchar);
+create materialized view mv as SELECT t1.v3, t2.label FROM t1 ASOF JOIN t2 ON t1.v1 = t2.v1 and t1.v2 >= t2.v2;
+insert into t1 values (1, 5, 100);
+insert into t2 values (1, 5, 30, 'thirty'), (1, 5, 10, 'ten'), (1, 5, 20, 'twenty');
+"""
+    Pipeline.from_sql(program, "tie.sql", dialect="risingwave").run(spark, tmp_path / "checkpoint", str(tmp_path / "out"), until_idle=True)
+    assert [(r["v3"], r["label"]) for r in read_output(tmp_path / "out")] == [(100, "ten")]

@@ -77,7 +77,7 @@ def test_clauses_run_cannot_carry_out_are_refused_by_name_never_dropped(clause, 
 def test_having_is_in_the_plan_and_needs_group_by():
     sql = STREAMS + "SELECT STREAM k, COUNT(*) AS n FROM a GROUP BY FLOOR(a.ROWTIME TO MINUTE), k HAVING COUNT(*) > 1;"
     assert compile_sql(sql, "h.sql").queries[-1].having.sql() == "COUNT(*) > 1"
-    Pipeline.from_sql(sql, "h.sql")  # runs (tests/lower/test_having.py)
+    Pipeline.from_sql(sql, "h.sql")  # runs (tests/lower/test_aggregate_clauses.py)
     with pytest.raises(SqlError, match="HAVING needs GROUP BY"):
         compile_sql(STREAMS + "SELECT STREAM k FROM a HAVING k > 1;", "h.sql")
 
@@ -100,3 +100,11 @@ def test_semi_joins_and_queries_inside_expressions_are_refused_where_written(que
     with pytest.raises(SqlError, match=message) as error:
         compile_sql(STREAMS + query + ";", "s.sql")
     assert error.value.line == 3 and error.value.col > 1, str(error.value)
+
+
+def test_a_table_view_with_a_clause_run_cannot_carry_out_is_refused_not_dropped():
+    sql = STREAMS + """CREATE TABLE t (k INT, w INT) WITH (path = '/tmp/t');
+CREATE VIEW first_t AS SELECT t.k, t.w FROM t ORDER BY t.w LIMIT 1;
+SELECT STREAM a.k, f.w FROM a JOIN first_t AS f ON a.k = f.k;"""
+    with pytest.raises(Unsupported, match="table view 'first_t': LIMIT 1 is not carried out"):
+        Pipeline.from_sql(sql, "v.sql")

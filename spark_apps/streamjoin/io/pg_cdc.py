@@ -21,7 +21,8 @@ io.kafka's), with these guarantees:
   the step); the slot is advanced to it at the next poll, so the server keeps the WAL a restart
   needs and no more. A restart reads the transactions after it: no gap, no duplicate.
 - **end of input** (`run --until-idle`): every change committed when the end was asked for is read;
-  the slot is then dropped (an ended input never reads again), so it holds no WAL on the server.
+  once the input's manifest says it ended, the slot is dropped (an ended input never reads again),
+  so it holds no WAL on the server (`release`, called by the stager, again after a crash before).
   A live query that is stopped keeps its slot (and the server keeps WAL for it) until it resumes.
 - **failures**: a server that does not answer is asked again with backoff for `broker_timeout`
   (default 60 s), then the input fails naming it; a slot that vanished while the query was
@@ -82,7 +83,7 @@ def slot_name(prefix: str | None, state_dir: str) -> str:
     """The input's own slot: the declared `slot.name` (or 'streamjoin') and a hash of its state
     folder, so two queries (or two tables of one shared source) never read one slot."""
     digest = hashlib.sha1(os.path.abspath(state_dir).encode()).hexdigest()[:10]
-    base = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in (prefix or "streamjoin").lower())
+    base = "".join(ch if ch.isascii() and ch.isalnum() or ch == "_" else "_" for ch in (prefix or "streamjoin").lower())
     return f"{base[:50]}_{digest}"
 
 
@@ -107,7 +108,6 @@ class PostgresCdcSource:
         self.rejected: list[dict] = []
         self.where = f"postgres-cdc://{self.conn_args['host']}:{self.conn_args['port']}/{self.conn_args['dbname']}/{self.schema}.{self.table}"
         self.conn = None
-        self.ended = False
         self.rowtime: str | None = None
 
     # ------------------------------------------------------------------ reading
@@ -115,56 +115,54 @@ class PostgresCdcSource:
     def poll(self, positions: dict, rowtime: str, ending: bool, first_start_us: int) -> tuple[pa.Table | None, dict]:
         """Read what is new; return (the rows to stage now, or None; the new positions)."""
         self.rowtime = rowtime
+        self.slot = positions.get("slot") or self.slot  # the slot it made, wherever the checkpoint is now
         if not positions.get("lsn"):
             table, lsn = self._call("read the table and create its replication slot", self._first_read)
             positions = {"lsn": lsn, "slot": self.slot}
             if not ending:
                 return table, positions
             later, positions = self._changes(positions, ending)
-            self.ended = True
             return _concat(table, later), positions
-        table, positions = self._changes(positions, ending)
-        self.ended = ending
-        return table, positions
+        return self._changes(positions, ending)
 
     def _changes(self, positions: dict, ending: bool) -> tuple[pa.Table | None, dict]:
         """The transactions committed after the staged position: one read's worth, or, when
         ending, every one committed before the end was asked for."""
         staged = positions["lsn"]
         until = self._call("read the server's WAL position", self._current_lsn) if ending else None
-        tables = []
-        while True:
-            rows, lsn = self._call("read the slot's changes", lambda at=staged: self._peek(at))
-            if rows is not None:
-                tables.append(rows)
-            if not ending or lsn == staged or lsn_order(lsn) >= lsn_order(until):
-                staged = lsn
-                break
-            staged = lsn
-        return (_concat(*tables) if tables else None), {**positions, "lsn": staged}
+        rows, lsn = self._call("read the slot's changes", lambda: self._peek(staged, until))
+        return rows, {**positions, "lsn": lsn}
 
-    def _currentlsn_order(self) -> str:
+    def _current_lsn(self) -> str:
         cur = self._cursor()
-        cur.execute("SELECT pg_current_wallsn_order()::text")
+        cur.execute("SELECT pg_current_wal_lsn()::text")
         return cur.fetchone()[0]
 
-    def _peek(self, staged: str) -> tuple[pa.Table | None, str]:
-        """One read of the slot after `staged` (advanced there first): (this table's changes as
-        rows, or None; the end LSN of the last transaction read, `staged` if none)."""
+    def _peek(self, staged: str, until: str | None = None) -> tuple[pa.Table | None, str]:
+        """One read of the slot after `staged`, the manifest's saved position: the slot is advanced
+        there and never further, so a crash before the next save reads the same transactions again.
+        Without `until`, up to CHANGES_PER_POLL changes (whole transactions); with it (the end of
+        input), every transaction committed before it. (this table's changes as rows, or None; the
+        end LSN of the last transaction read, `staged` if none)."""
         cur = self._cursor()
-        cur.execute("SELECT %s::pg_lsn > confirmed_flush_lsn FROM pg_replication_slots WHERE slot_name = %s",
-                    (staged, self.slot))
+        cur.execute("SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = %s", (self.slot,))
         found = cur.fetchone()
         if found is None:
             raise CdcUnavailableError(
                 f"{self.where}: replication slot '{self.slot}' is gone (dropped while the query was stopped?): the changes "
                 f"after LSN {staged} cannot be read again; start the query with a new checkpoint to read the table afresh")
-        if found[0]:
+        confirmed = found[0]
+        if confirmed is not None and lsn_order(confirmed) > lsn_order(staged):
+            raise CdcUnavailableError(
+                f"{self.where}: replication slot '{self.slot}' is at LSN {confirmed}, past the LSN {staged} this query staged "
+                "last: the changes between were consumed by another reader of the slot; start the query with a new "
+                "checkpoint to read the table afresh")
+        if confirmed is None or lsn_order(staged) > lsn_order(confirmed):
             cur.execute("SELECT pg_replication_slot_advance(%s, %s::pg_lsn)", (self.slot, staged))
-        cur.execute("SELECT lsn::text, data FROM pg_logical_slot_peek_binary_changes(%s, NULL, %s, 'proto_version', '1', "
-                    "'publication_names', %s)", (self.slot, CHANGES_PER_POLL, self.publication))
+        cur.execute("SELECT lsn::text, data FROM pg_logical_slot_peek_binary_changes(%s, %s::pg_lsn, %s, 'proto_version', '1', "
+                    "'publication_names', %s)", (self.slot, until, None if until else CHANGES_PER_POLL, _quoted(self.publication)))
         changes, bad, lsn = [], [], staged
-        decoder = Decoder()
+        decoder = Decoder({(self.schema, self.table): self.key})
         for at, data in cur.fetchall():
             for end in decoder.feed(bytes(data), at):
                 if lsn_order(end) > lsn_order(staged):  # a transaction staged before is skipped (a crash before the advance)
@@ -179,7 +177,7 @@ class PostgresCdcSource:
                 raise ValueError(f"{self.where}: {reason}")
             from streamjoin.io.rejects import dead_letter
 
-            self.rejected.append(dead_letter(None, self.where, None, what, reason, sequence=lsn))
+            self.rejected.append(dead_letter(None, self.where, None, what, reason, sequence=lsn.replace("/", "-")))
         mine = [(row, ts) for (schema, table, row, ts) in changes if (schema, table) == (self.schema, self.table)]
         if not mine:
             return None, lsn
@@ -299,18 +297,23 @@ class PostgresCdcSource:
             except psycopg2.Error as error:
                 raise CdcUnavailableError(f"{self.where}: could not {doing}: {' '.join(str(error).split())}") from None
 
+    def release(self) -> None:
+        """Drop the slot: called once the input's manifest says it ended (saved), so the server keeps
+        no WAL for an input that never reads again (io.staging; again after a crash before it)."""
+        self._call("drop its replication slot", lambda: self._cursor().execute(
+            "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = %s", (self.slot,)))
+        log.info("%s: the input ended: replication slot '%s' dropped", self.where, self.slot)
+
     def close(self) -> None:
-        """Leave the server; an input read to its end drops its slot (it is never read again)."""
-        if self.ended:
-            try:
-                self._cursor().execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = %s",
-                                       (self.slot,))
-                log.info("%s: the input ended: replication slot '%s' dropped", self.where, self.slot)
-            except Exception as error:  # noqa: BLE001 - said, not fatal: the rows are staged already
-                log.warning("%s: could not drop replication slot '%s' (drop it by hand: it keeps WAL): %s", self.where, self.slot, error)
+        """Leave the server (the slot stays: a stopped query resumes from it)."""
         if self.conn is not None:
             self.conn.close()
             self.conn = None
+
+
+def _quoted(name: str) -> str:
+    """A publication's name for pgoutput's publication_names (a list of identifiers: quoted, its case kept)."""
+    return '"' + name.replace('"', '""') + '"'
 
 
 def _concat(*tables) -> pa.Table | None:

@@ -20,7 +20,10 @@ class Decoder:
     transaction's changes, (schema, table, row, commit µs), are in `taken`, and what cannot be
     applied, (schema, table, reason, text), in `bad`."""
 
-    def __init__(self):
+    def __init__(self, keys: dict | None = None):
+        """`keys`: (schema, table) -> the declared primary key, by which an update that keeps it is
+        one '+' (else the relation's replica identity columns: all of them under FULL)."""
+        self.keys = keys or {}
         self.relations: dict[int, tuple[str, str, list[tuple[str, int, bool]]]] = {}
         self.taken: list = []
         self.bad: list = []
@@ -67,31 +70,34 @@ class Decoder:
         """An insert, update or delete: '+' the row as it is now, '-' the old key's."""
         oid, = struct.unpack_from(">I", data, 1)
         schema, name, columns = self.relations[oid]
-        pos, old, new = 5, None, None
+        pos, old, new, full = 5, None, None, False
         while pos < len(data):
             tag = data[pos:pos + 1]
             values, pos = _tuple(data, pos + 1, columns)
             if tag == b"N":
                 new = values
-            else:  # K (the old key) or O (the old row)
-                old = values
+            else:  # K (the old key) or O (the old row: REPLICA IDENTITY FULL)
+                old, full = values, tag == b"O"
         if kind == b"D":
             self._change(schema, name, columns, old, "-")
             return
+        if full:  # an unchanged TOASTed value is not sent in the new row; the old row holds it
+            new = {c: old.get(c, v) if v is _UNCHANGED else v for c, v in new.items()}
+        unsent = [c for c, v in new.items() if v is _UNCHANGED]
+        if unsent:  # neither half of the update is applied: the row keeps its last version
+            self.bad.append((schema, name, f"an update of {schema}.{name} did not send {', '.join(unsent)} (an unchanged "
+                             "TOASTed value): set ALTER TABLE ... REPLICA IDENTITY FULL so the old row holds it",
+                             json.dumps({c: v for c, v in new.items() if v is not _UNCHANGED}, default=str)))
+            return
         if old is not None and kind == b"U":  # the key changed (or the row is FULL identity): withdraw the old key
-            keys = [c for c, _, k in columns if k]
+            keys = self.keys.get((schema, name)) or [c for c, _, k in columns if k]
             if not keys or any(old.get(k) != new.get(k) for k in keys):
                 self._change(schema, name, columns, old, "-")
         self._change(schema, name, columns, new, "+")
 
     def _change(self, schema: str, name: str, columns: list, values: dict, change: str) -> None:
-        unsent = [c for c, v in values.items() if v is _UNCHANGED]
-        if unsent:
-            self.bad.append((schema, name, f"an update of {schema}.{name} did not send {', '.join(unsent)} (an unchanged TOASTed value): "
-                             "set ALTER TABLE ... REPLICA IDENTITY FULL so every value is sent", json.dumps(
-                                 {c: v for c, v in values.items() if v is not _UNCHANGED}, default=str)))
-            return
         types = {c: t for c, t, _ in columns}
+        values = {c: None if v is _UNCHANGED else v for c, v in values.items()}  # an old key's other columns
         self.taken.append((schema, name, dict(typed(values, types), __change=change), self.commit_us))
 
 

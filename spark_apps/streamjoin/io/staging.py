@@ -83,6 +83,8 @@ class Manifest:
     # reported (a dead letter naming it, `changed_files`), never silently ignored (issue 43)
     read_as: dict = field(default_factory=dict)
     changed_files: int = 0
+    # an input that ended has let go of what it read from (a postgres-cdc input's replication slot)
+    released: bool = False
 
     @classmethod
     def load(cls, path: Path) -> Manifest:
@@ -147,6 +149,7 @@ class Stager:
         pending result; a query without state has none."""
         m = self.manifest()
         if m.ended:
+            self._release(m)  # after a crash between the ended manifest and the release
             return m.steps
         ending = (self.dir / "END").exists()
         if self.spec.kinesis is not None or self.spec.kafka is not None or self.spec.cdc is not None:
@@ -189,7 +192,18 @@ class Stager:
         m.late_rows += late.num_rows
         m.pending = None
         m.save(self.manifest_path)
+        self._release(m)
         return m.steps
+
+    def _release(self, m: Manifest) -> None:
+        """Once the ended manifest is saved: a postgres-cdc input drops its replication slot (io.pg_cdc)."""
+        if self.spec.cdc is None or not m.ended or m.released:
+            return
+        if self._log is None:
+            self._log = self._log_source()
+        self._log.release()
+        m.released = True
+        m.save(self.manifest_path)
 
     def _poll_log(self, m: Manifest, ending: bool) -> pa.Table | None:
         """What a Kinesis or Kafka input has for this step (io.kinesis, io.kafka), None for

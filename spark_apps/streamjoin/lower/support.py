@@ -236,6 +236,9 @@ def _table(relation: Relation) -> str | None:
 def _table_view(script: Script, view: Query) -> str | None:
     if view.joins or view.aggregation is not None or len(view.inputs) != 1:
         return f"table view '{view.name}': `run` takes table views over one stream or table, without joins or GROUP BY"
+    if view.unrun or view.union_of or view.distinct is not None:
+        what = view.unrun[0] if view.unrun else "UNION ALL" if view.union_of else "DISTINCT"
+        return f"table view '{view.name}': {what} is not carried out in a table view by `run` yet (it refuses rather than drop it)"
     relation = script.relation(view.inputs[0].relation)
     if (relation.option("connector") or "").lower() == "kafka" and relation.kind == Kind.STREAM:
         return None  # the topic's records as they are when the query starts

@@ -29,7 +29,7 @@ from streamjoin.io.tables import read_table
 from streamjoin.io.types import arrow_schema
 from streamjoin.lower.columns import flat, q
 from streamjoin.lower.expressions import postgres_sql, spark_sql
-from streamjoin.plan.model import Input, Join, Query, Relation
+from streamjoin.plan.model import Input, Join, JoinKind, Query, Relation
 
 
 @dataclass(frozen=True)
@@ -48,8 +48,9 @@ class Snapshot:
         return {k: v for k, v in asdict(self).items() if k != "path" and not (k == "version" and v is None)}
 
 
-def used_columns(query: Query, alias: str, columns: tuple[str, ...]) -> list[str]:
-    """The columns of one input that the query reads (after table-only filters ran)."""
+def used_columns(query: Query, alias: str, columns: tuple[str, ...], keep: tuple[str, ...] = ()) -> list[str]:
+    """The columns of one input that the query reads (after table-only filters ran), and `keep`
+    (an ASOF table's primary key, which breaks its ties: lower.asof_table)."""
     trees = [o.expression for o in query.output]
     trees += [query.where] if query.where is not None else []
     for j in query.joins:
@@ -57,8 +58,9 @@ def used_columns(query: Query, alias: str, columns: tuple[str, ...]) -> list[str
         trees += [j.condition.asof.left, j.condition.asof.right] if j.condition.asof else []
     if query.aggregation:
         trees += list(query.aggregation.keys)
+    trees += list(query.distinct or ()) + ([query.having] if query.having is not None else [])
     used = {col.name for tree in trees for col in tree.find_all(exp.Column) if col.table == alias}
-    return [c for c in columns if c in used] or list(columns[:1])
+    return [c for c in columns if c in used or c in keep] or list(columns[:1])
 
 
 def kafka_table(relation: Relation) -> pa.Table:
@@ -89,7 +91,8 @@ def load_snapshot(spark, relation: Relation, alias: str, query: Query, item: Inp
     from pyspark.sql import functions as F
 
     taken_at = dt.datetime.now(dt.UTC)
-    keep = used_columns(query, alias, item.columns)
+    asof = any(j.kind == JoinKind.ASOF_TABLE and j.right == alias for j in query.joins)
+    keep = used_columns(query, alias, item.columns, relation.primary_key if asof else ())
     connector = (relation.option("connector") or "files").lower()
     version = None
     if view_rows is not None:

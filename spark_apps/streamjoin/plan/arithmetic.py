@@ -8,6 +8,8 @@ is not known stays as written.
 >>> tree = sqlglot.parse_one("t.k / 2 + 7 / 2.0", read="postgres")
 >>> integer_division(tree, lambda table, column: "INT").sql(dialect="spark")
 't.k DIV 2 + 7 / 2.0'
+>>> integer_division(sqlglot.parse_one("(t.k / 2 + 1) / 2", read="postgres"), lambda t, c: "INT").sql(dialect="spark")
+'(t.k DIV 2 + 1) DIV 2'
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ _INTEGER_FUNCTIONS = (exp.Count,)
 def integer_division(tree: exp.Expression, column_type: Callable[[str, str], str | None]) -> exp.Expression:
     """`tree` with each division of two integer operands as exp.IntDiv (Spark's `DIV`, which
     truncates toward zero); `column_type(table, column)`: a qualified column's declared type."""
-    for div in list(tree.find_all(exp.Div)):
+    for div in reversed(list(tree.find_all(exp.Div))):  # innermost first: `7 / 2 / 2` is (7 DIV 2) DIV 2
         if is_integer(div.this, column_type) and is_integer(div.expression, column_type):
             replacement = exp.IntDiv(this=div.this.copy(), expression=div.expression.copy())
             if div is tree:

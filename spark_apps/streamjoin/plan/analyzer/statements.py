@@ -231,6 +231,9 @@ class Analyzer:
             return next((c.type for c in relation.columns if c.name == name), None) if relation is not None else None
 
         columns = [Column(c.name, output_type(c.expression, column_type)) for c in plan.output]
+        if plan.union_of:  # a UNION ALL's column has a type where every branch's has the same one
+            branches = [[c.type for c in self.relations[b].columns] for b in plan.union_of]
+            columns = [Column(c.name, c.type if len({t[n] for t in branches}) == 1 else "UNKNOWN") for n, c in enumerate(columns)]
         implicit = plan.kind == Kind.STREAM and "rowtime" not in [c.name for c in columns]
         if implicit:
             columns.append(Column("rowtime", "TIMESTAMP"))
