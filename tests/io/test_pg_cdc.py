@@ -174,6 +174,7 @@ def crm(server, db: str) -> None:
                    "INSERT INTO regions VALUES (1, 'north'), (2, 'south')", db)
 
 
+@pytest.mark.long  # `make test` has the SIGKILL run below (updates, deletes, a restart, into Delta on S3)
 def test_a_risingwave_program_as_written_joins_a_stream_with_a_cdc_table_through_updates_and_deletes(
         spark, logical_postgres, cdc_database, tmp_path):
     """The view's changelog folds to the join of every order with the customers as they are at the

@@ -26,7 +26,7 @@ SELECT STREAM u.x / 2 AS h FROM u;""", "u.sql")  # an INT branch and a DOUBLE on
     assert union.queries[-1].output[0].expression.sql(dialect="spark") == "u.x / 2"
 
 
-@pytest.mark.parametrize("dialect", ["default", "risingwave"])
+@pytest.mark.parametrize("dialect", ["default", pytest.param("risingwave", marks=pytest.mark.long)])
 def test_integer_operands_give_a_truncated_integer_and_a_cast_keeps_the_fraction(spark, tmp_path, dialect):
     sql = f"""CREATE STREAM a (k INT, v INT) WITH (path = '{tmp_path}/a');
 SELECT STREAM a.k / a.v AS q, a.k / 2 AS h, -7 / 2 AS n, CAST(a.k AS DOUBLE) / a.v AS f, a.k / 2.0 AS g, COUNT(*) / 2 AS c
