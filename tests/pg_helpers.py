@@ -9,10 +9,16 @@ PG_URL = os.environ.get("STREAMJOIN_TEST_PG_URL", "postgresql://postgres@127.0.0
 
 def pg_execute(sql: str, fetch: bool = False) -> list[tuple] | None:
     """Run statements in autocommit mode; `fetch`: return the last one's rows."""
-    import psycopg2
     from streamjoin.io import postgres
 
-    conn = psycopg2.connect(**postgres.parse_url(PG_URL))
+    return execute_on(postgres.parse_url(PG_URL), sql, fetch)
+
+
+def execute_on(connection: dict, sql: str, fetch: bool = False) -> list[tuple] | None:
+    """`sql` on the server `connection` names (psycopg2.connect's arguments), in autocommit mode."""
+    import psycopg2
+
+    conn = psycopg2.connect(**connection)
     try:
         conn.autocommit = True
         with conn.cursor() as cur:
@@ -136,13 +142,4 @@ class LogicalPostgres:
         return f"postgresql://postgres@127.0.0.1:{self.port}/{db}"
 
     def execute(self, sql: str, db: str = "postgres", fetch: bool = False) -> list[tuple] | None:
-        import psycopg2
-
-        conn = psycopg2.connect(host="127.0.0.1", port=self.port, user="postgres", dbname=db)
-        try:
-            conn.autocommit = True
-            with conn.cursor() as cur:
-                cur.execute(sql)
-                return cur.fetchall() if fetch else None
-        finally:
-            conn.close()
+        return execute_on({"host": "127.0.0.1", "port": self.port, "user": "postgres", "dbname": db}, sql, fetch)

@@ -115,15 +115,18 @@ def kinesis_options(relation: Relation) -> dict:
             raise Unsupported(f"stream '{relation.name}': start_timestamp '{text}' is not a timestamp (YYYY-MM-DD HH:MM:SS)") from None
     if (relation.option("format") or "json").lower() != "json":
         raise Unsupported(f"stream '{relation.name}': a Kinesis stream's records are read as JSON (format = 'json')")
-    idle_ms = 10_000
-    if relation.option("idle_timeout"):
-        from streamjoin.plan.windows import interval_ms
-
-        try:
-            idle_ms = interval_ms(relation.option("idle_timeout"), None)
-        except ValueError as error:
-            raise Unsupported(f"stream '{relation.name}': bad idle_timeout: {error}") from None
+    idle_ms = duration_option(relation, "idle_timeout", 10_000)
     return {"stream": stream, "start": start, "start_timestamp_us": start_us, "idle_ms": idle_ms}
+
+
+def duration_option(relation: Relation, name: str, default_ms: int, kind: str = "stream") -> int:
+    """A WITH option that is an interval (`idle_timeout = '1 SECOND'`), in ms; `default_ms` without it."""
+    if not relation.option(name):
+        return default_ms
+    try:
+        return interval_ms(relation.option(name), None)
+    except ValueError as error:
+        raise Unsupported(f"{kind} '{relation.name}': bad {name}: {error}") from None
 
 
 def kafka_options(relation: Relation) -> dict:
@@ -163,14 +166,7 @@ def kafka_options(relation: Relation) -> dict:
     if (relation.option("format") or "json").lower() != "json":
         raise Unsupported(f"stream '{relation.name}': a Kafka record's value is read as JSON (ENCODE JSON, format = "
                           f"'json'), not {relation.option('format')}")
-    durations = {}
-    for name, default in (("idle_timeout", 10_000), ("broker_timeout", 60_000)):
-        durations[name] = default
-        if relation.option(name):
-            try:
-                durations[name] = interval_ms(relation.option(name), None)
-            except ValueError as error:
-                raise Unsupported(f"stream '{relation.name}': bad {name}: {error}") from None
+    durations = {name: duration_option(relation, name, default) for name, default in (("idle_timeout", 10_000), ("broker_timeout", 60_000))}
     return {"topic": topic, "bootstrap": servers, "start": start, "start_timestamp_us": start_us,
             "idle_ms": durations["idle_timeout"], "broker_timeout_ms": durations["broker_timeout"],
             "fills": kafka_fills(relation), "changelog": relation.option("changelog") if relation.changing else None}
@@ -190,12 +186,7 @@ def cdc_options(relation: Relation, state_dir: str) -> dict:
                           f"CREATE TABLE t (..., PRIMARY KEY (id)) FROM {relation.name} TABLE 'schema.t'")
     if not relation.primary_key:
         raise Unsupported(f"table '{relation.name}': a postgres-cdc table changes rows by their primary key: declare it")
-    timeout = 60_000
-    if relation.option("broker_timeout"):
-        try:
-            timeout = interval_ms(relation.option("broker_timeout"), None)
-        except ValueError as error:
-            raise Unsupported(f"table '{relation.name}': bad broker_timeout: {error}") from None
+    timeout = duration_option(relation, "broker_timeout", 60_000, "table")
     return {"connection": connection(options), "schema": options.get("schema.name") or "public", "table": table,
             "columns": [c.name for c in relation.columns if c.name != relation.rowtime or not relation.implicit_rowtime],
             "key": list(relation.primary_key), "slot": slot_name(options.get("slot.name"), state_dir),
