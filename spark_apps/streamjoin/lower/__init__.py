@@ -44,6 +44,11 @@ def lower(spark, script: Script, query: Query, specs: list[InputSpec], checkpoin
             columns.insert(0, OP)
         return Lowered(frame, inputs, columns, 0, sink=sink_spec(script, query), custom=True, emit=query.emit, upstream=parts)
     if not parts and batch_reason(script, query, options) is None:
+        if len(query.joins) > 1:  # a chain of INNER interval joins (lower.chain_join)
+            from streamjoin.lower.chain_join import lower_chain
+            from streamjoin.lower.strategy import chain_reach
+
+            return lower_chain(query, specs, chain_reach(query))
         from streamjoin.lower.batch_join import lower_batch
 
         return lower_batch(spark, query, specs, options)

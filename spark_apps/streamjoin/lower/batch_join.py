@@ -70,12 +70,20 @@ PROBE_TASK_ROWS = 4_000_000  # the retained rows per task of the keyed probe (_p
 _BUCKET, _OTHER = "__bucket", "__partner_bucket"  # the time buckets of a join (BatchJoin._join)
 
 
-@dataclass(frozen=True)
-class Clocks:
-    """The two inputs' clocks (µs; None: no row yet, INF: ended)."""
+class Clocks(tuple):
+    """The inputs' clocks (µs; None: no row yet, INF: ended), in the order of the join's inputs:
+    two for `BatchJoin` (`left`, `right`), one per input for `lower.chain_join.ChainJoin`."""
 
-    left: int | None
-    right: int | None
+    def __new__(cls, *values: int | None):
+        return super().__new__(cls, values)
+
+    @property
+    def left(self) -> int | None:
+        return self[0]
+
+    @property
+    def right(self) -> int | None:
+        return self[1]
 
     @staticmethod
     def at(value: int | None) -> int:
@@ -156,42 +164,12 @@ class BatchJoin:
 
     # ------------------------------------------------------------------ Spark frames
 
+    @property
+    def outer(self) -> bool:
+        return self.keeps_left or self.keeps_right
+
     def side(self, spark, n: int, files: list[str], low_us: int | None = None, high_us: int | None = None):
-        """The data rows of input n (0: L, 1: R) in `files` with `low_us <= rowtime < high_us`,
-        flat under its alias as the native lowering names them, or None without files (but for
-        `low_us` INF: the input's columns and no rows, files or not). One
-        `where` and one `selectExpr`: a micro-batch builds several of these, and every DataFrame
-        call is a round trip to the JVM."""
-        from streamjoin.io.instants import SHIFT_US
-
-        if not files and low_us != INF:
-            return None
-        spec = self.specs[n]
-        frame = self.read(spark, n, files)
-        rowtime = f"unix_micros({q(spec.rowtime)})"
-        keep = [f"({q(BOUND)} IS NULL OR NOT {q(BOUND)})"]
-        if low_us is not None and low_us > _LOWEST:
-            keep.append(f"{rowtime} >= {low_us}")
-        if high_us is not None and high_us < INF:
-            keep.append(f"{rowtime} < {high_us}")
-        alias = spec.alias
-        return frame.where(" AND ".join(keep)).selectExpr(
-            *[f"{q(c)} AS {q(flat(alias, c))}" for c in spec.schema.names],
-            f"false AS {q(bound_column(alias))}",
-            f"{rowtime} * 0 AS {q(flat(alias, ZERO))}",
-            f"timestamp_micros({rowtime} + {SHIFT_US}) AS {q(flat(alias, ET_COLUMN))}",
-        )
-
-    def read(self, spark, n: int, files: list[str]):
-        """The staged rows of input n's step files, as they are (bound rows and all)."""
-        from pyspark.sql.pandas.types import from_arrow_schema
-
-        from streamjoin.io.formats import staged_schema
-
-        schema = from_arrow_schema(staged_schema(self.specs[n].schema))
-        if not files:  # an input whose steps hold bounds only (an empty file, every row late): no rows
-            return spark.createDataFrame([], schema)
-        return spark.read.schema(schema).parquet(*files)
+        return side_frame(spark, self.specs[n], files, low_us, high_us)
 
     # Spark's equi-join compares every pair of a key; over a long stream most are far apart in
     # time. So rows are also bucketed by time, buckets as wide as the range: a row of one input
@@ -358,13 +336,54 @@ class BatchJoin:
         return frames[0] if len(frames) == 1 else frames[0].unionByName(frames[1])
 
     def _project(self, joined):
-        from pyspark.sql import functions as F
+        return project_output(self.query, joined, [self.left.alias, self.right.alias])
 
-        query, streams = self.query, [self.left.alias, self.right.alias]
-        if query.where is not None:
-            joined = joined.where(F.expr(spark_sql(query.where)))
-        joined = joined.withColumn(ROWTIME_COLUMN, rowtime_column(query, streams))
-        return joined.select(*[F.expr(spark_sql(c.expression)).alias(c.name) for c in query.output], F.col(ROWTIME_COLUMN))
+
+def side_frame(spark, spec: InputSpec, files: list[str], low_us: int | None = None, high_us: int | None = None):
+    """The data rows of an input in its step `files` with `low_us <= rowtime < high_us`, flat
+    under its alias as the native lowering names them, or None without files (but for `low_us`
+    INF: the input's columns and no rows, files or not). One `where` and one `selectExpr`: a
+    micro-batch builds several of these, and every DataFrame call is a round trip to the JVM."""
+    from streamjoin.io.instants import SHIFT_US
+
+    if not files and low_us != INF:
+        return None
+    frame = read_steps(spark, spec, files)
+    rowtime = f"unix_micros({q(spec.rowtime)})"
+    keep = [f"({q(BOUND)} IS NULL OR NOT {q(BOUND)})"]
+    if low_us is not None and low_us > _LOWEST:
+        keep.append(f"{rowtime} >= {low_us}")
+    if high_us is not None and high_us < INF:
+        keep.append(f"{rowtime} < {high_us}")
+    alias = spec.alias
+    return frame.where(" AND ".join(keep)).selectExpr(
+        *[f"{q(c)} AS {q(flat(alias, c))}" for c in spec.schema.names],
+        f"false AS {q(bound_column(alias))}",
+        f"{rowtime} * 0 AS {q(flat(alias, ZERO))}",
+        f"timestamp_micros({rowtime} + {SHIFT_US}) AS {q(flat(alias, ET_COLUMN))}",
+    )
+
+
+def read_steps(spark, spec: InputSpec, files: list[str]):
+    """The staged rows of an input's step files, as they are (bound rows and all)."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    from streamjoin.io.formats import staged_schema
+
+    schema = from_arrow_schema(staged_schema(spec.schema))
+    if not files:  # an input whose steps hold bounds only (an empty file, every row late): no rows
+        return spark.createDataFrame([], schema)
+    return spark.read.schema(schema).parquet(*files)
+
+
+def project_output(query: Query, joined, aliases: list[str]):
+    """The query's WHERE, output columns and __rowtime over joined flat rows of `aliases`."""
+    from pyspark.sql import functions as F
+
+    if query.where is not None:
+        joined = joined.where(F.expr(spark_sql(query.where)))
+    joined = joined.withColumn(ROWTIME_COLUMN, rowtime_column(query, aliases))
+    return joined.select(*[F.expr(spark_sql(c.expression)).alias(c.name) for c in query.output], F.col(ROWTIME_COLUMN))
 
 
 def _extend(rows, other, columns: list[str]):

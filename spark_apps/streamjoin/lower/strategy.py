@@ -87,6 +87,8 @@ def batch_reason(script: Script, query: Query, options: LoweringOptions = Loweri
     keyed probe finds its pairs (`lower.keyed_probe.keyed_query`)."""
     if options.join_operator not in ("auto", "batch"):
         return f"STREAMJOIN_JOIN_OPERATOR={options.join_operator}"
+    if len(query.joins) > 1:
+        return chain_reason(script, query, options)
     if len(query.inputs) != 2 or len(query.joins) != 1 or len(query.streams()) != 2:
         return "it joins two streams only"
     join = query.joins[0]
@@ -106,6 +108,59 @@ def batch_reason(script: Script, query: Query, options: LoweringOptions = Loweri
             return ("the range is long, the run live and the keys not the keyed probe's: re-reading the range every "
                     "micro-batch costs more than Spark's state")
     return None
+
+
+def chain_reason(script: Script, query: Query, options: LoweringOptions = LoweringOptions()) -> str | None:
+    """Why the chain's batch interval join (`lower.chain_join`) does not run a chain of joins, or
+    None when it does: streams read directly, every join INNER with a time range (windows or
+    BETWEEN) that bounds every input against every other (`chain_reach`), EMIT FINAL, JSON Lines
+    output; by default (`auto`) when the run is bounded (`--until-idle`): a live chain re-reads
+    every input's range each micro-batch, not measured yet against Spark's state."""
+    if len(query.streams()) != len(query.inputs):
+        return "a chain runs on it when it joins streams only"
+    if any(j.join_type != JoinType.INNER or j.kind not in (JoinKind.INTERVAL, JoinKind.STREAM_STREAM_WINDOW)
+           or custom_reason(query, j, options) for j in query.joins):
+        return "a chain runs on it when every join is an INNER interval join"
+    if any(script.relation(i.relation).view for i in query.inputs):
+        return "it reads streams, not views"
+    if query.aggregation is not None or query.emit != Emit.FINAL or query.sink:
+        return "it writes EMIT FINAL rows as JSON Lines, without aggregation"
+    if chain_reach(query) is None:
+        return "a time range between two of the chain's inputs is unbounded"
+    if options.join_operator == "auto" and not options.bounded:
+        return "a chain runs on it when the run is bounded (--until-idle)"
+    return None
+
+
+def chain_reach(query: Query) -> tuple[tuple[int, ...], ...] | None:
+    """`reach[i][k]`: the most `t_k - t_i` (ms) can be in a result of the chain, for its inputs in
+    order (the first join's left input, then each join's right), from every time bound of its
+    joins closed over the chain (shortest paths of the bounds' difference constraints); None when
+    two inputs are not bounded both ways, or the bounds admit no result."""
+    order = [query.joins[0].left_inputs[0], *(j.right for j in query.joins)]
+    index = {a: n for n, a in enumerate(order)}
+    n, none = len(order), None
+    d = [[0 if i == k else none for k in range(n)] for i in range(n)]
+
+    def tighten(i: int, k: int, value: int | None) -> None:
+        if value is not None and (d[i][k] is None or value < d[i][k]):
+            d[i][k] = value
+
+    for join in query.joins:
+        for b in join.condition.time_bounds:
+            if b.left not in index or b.right not in index:
+                return None
+            left, right = index[b.left], index[b.right]  # low <= t_right - t_left <= high
+            tighten(left, right, b.high_ms)
+            tighten(right, left, None if b.low_ms is None else -b.low_ms)
+    for m in range(n):
+        for i in range(n):
+            for k in range(n):
+                if d[i][m] is not None and d[m][k] is not None:
+                    tighten(i, k, d[i][m] + d[m][k])
+    if any(d[i][k] is None for i in range(n) for k in range(n)) or any(d[i][i] < 0 for i in range(n)):
+        return None
+    return tuple(tuple(row) for row in d)
 
 
 def uses_custom(query: Query, options: LoweringOptions = LoweringOptions()) -> bool:
@@ -156,6 +211,10 @@ def describe(script: Script, query: Query, join: Join, options: LoweringOptions 
     reason = custom_reason(query, join, options)
     if reason is None and batch_reason(script, query, options) is None:
         lines = [f"operator: {BATCH}", "    state: the staged steps holding rows still in range (no state store)"]
+        if len(query.joins) > 1:
+            return [*lines, "    chain: every join of the chain in one Spark batch job per micro-batch, each result holding a "
+                    "new row once (by the input of its first new row); rows retained while the chain's time bounds let a "
+                    "future row of any input meet them"]
         if options.batch_probe != "scan" and join.condition.keys and not join.condition.residual:
             when = "on every run" if options.batch_probe == "keyed" else "on a live run"
             lines.append(f"    pairs: {when}, by key in an index of the retained rows that each task's Python worker keeps "

@@ -31,6 +31,7 @@ from streamjoin.io.formats import BOUND
 from streamjoin.io.instants import END_US, engine_us, spark_time
 from streamjoin.io.staging import Stager
 from streamjoin.lower.batch_join import INF, BatchJoin, Clocks, clock_of
+from streamjoin.lower.chain_join import ChainJoin
 from streamjoin.runtime.ordered_sink import OrderedSink
 from streamjoin.runtime.writer import RowWriter
 
@@ -40,7 +41,7 @@ GROUP_ROWS = 2_000_000  # data rows (both inputs) joined per Spark job at most, 
 
 
 class BatchJoinSink(OrderedSink):
-    def __init__(self, spark, checkpoint: Path, writer: RowWriter, columns: list[str], batch: BatchJoin):
+    def __init__(self, spark, checkpoint: Path, writer: RowWriter, columns: list[str], batch: BatchJoin | ChainJoin):
         super().__init__(checkpoint, writer, columns, 0)
         self.spark, self.batch = spark, batch
         self.stagers = [Stager(spec) for spec in batch.specs]
@@ -109,7 +110,7 @@ class BatchJoinSink(OrderedSink):
         the CPU at 10K rows/s and 21% at 2K, but at 2K the rows a join held back made p99 3.8 s
         against 2.4 s (docs/runtime.md)."""
         joined = self.state().join
-        join = joined or {"done": [0, 0], "clocks": [None, None]}
+        join = joined or self._start()
         clocks, done = Clocks(*join["clocks"]), join["done"]
         staged, lowest, waiting = list(join["clocks"]), None, False
         for n, stager in enumerate(self.stagers):
@@ -124,6 +125,11 @@ class BatchJoinSink(OrderedSink):
             self._release(None if below >= INF else below - 1)
         return waiting
 
+    def _start(self) -> dict:
+        """The join's state before its first micro-batch: no step joined, no clock, none retained."""
+        n = len(self.stagers)
+        return {"done": [0] * n, "clocks": [None] * n, "steps": [{} for _ in range(n)]}
+
     def _group(self, done: list[int]) -> list[int]:
         """How far to join this time: each input's steps from `done`, taking next the step (of
         either input) whose rows end earliest, until GROUP_ROWS data rows (at least one step)."""
@@ -131,7 +137,7 @@ class BatchJoinSink(OrderedSink):
         upto, rows = list(done), 0
         while upto != present and (rows < GROUP_ROWS or upto == done):
             candidates = []
-            for i in range(2):
+            for i in range(len(self.stagers)):
                 if upto[i] < present[i]:
                     top = self._stats(i, upto[i])[3]
                     candidates.append((INF if top is None else top, i))
@@ -152,7 +158,7 @@ class BatchJoinSink(OrderedSink):
 
     def _join_new_steps(self) -> bool:
         """Join the next group of steps (`_group`); False: nothing new."""
-        join = self.state().join or {"done": [0, 0], "clocks": [None, None], "steps": [{}, {}]}
+        join = self.state().join or self._start()
         done = join["done"]
         present = self._group(done)
         if present == done:
@@ -165,12 +171,12 @@ class BatchJoinSink(OrderedSink):
         after = Clocks(*[_clock_after(join["clocks"][n], new_stats[n].values(), spec.lateness_ms)
                          for n, spec in enumerate(self.batch.specs)])
         retain = self.batch.retain_from(before)
+        inputs = range(len(self.stagers))
         old_stats = [{int(k): st for k, st in join["steps"][n].items() if st[1] is not None and st[1] >= retain[n]}
-                     for n in range(2)]
-        new_stats = [{k: st for k, st in new_stats[n].items() if st[2]} for n in range(2)]
+                     for n in inputs]
+        new_stats = [{k: st for k, st in new_stats[n].items() if st[2]} for n in inputs]
         rows = None
-        outer = self.batch.keeps_left or self.batch.keeps_right
-        if new_stats[0] or new_stats[1] or (outer and after != before):  # a clock moved: preserved rows may leave
+        if any(new_stats) or (self.batch.outer and after != before):  # a clock moved: preserved rows may leave
             if self.batch.keyed is not None:
                 rows = self.batch.keyed_rows(self.spark, tuple(str(s.steps_dir) for s in self.stagers),
                                              tuple(list(new_stats[n]) for n in range(2)),
@@ -181,12 +187,12 @@ class BatchJoinSink(OrderedSink):
         # the steps still holding rows in range after this micro-batch (their stats), by input
         keep = self.batch.retain_from(after)
         steps = []
-        for n in range(2):
+        for n in inputs:
             merged = {**join["steps"][n], **{str(k): v for k, v in new_stats[n].items()}}
             steps.append({k: v for k, v in merged.items() if v[2] and v[1] is not None and v[1] >= keep[n]})
         with self.lock:  # a release may have written since the state was read: only the carry can differ
             state = self.state()
-            state.join = {"done": present, "clocks": [after.left, after.right], "steps": steps}
+            state.join = {"done": present, "clocks": list(after), "steps": steps}
             state.last_batch += 1
             carry = self._load(state.carry)
             tables = [t for t in (carry, rows) if t is not None and t.num_rows]
@@ -200,10 +206,11 @@ class BatchJoinSink(OrderedSink):
         old = [[str(s.step_path(k)) for k in old_stats[n]] for n, s in enumerate(self.stagers)]
         new = [[str(s.step_path(k)) for k in new_stats[n]] for n, s in enumerate(self.stagers)]
         # the most rows an input's side of this micro-batch holds (its new and retained steps')
-        held = max(sum(st[2] for st in (*old_stats[n].values(), *new_stats[n].values())) for n in range(2))
+        inputs = range(len(self.stagers))
+        held = max(sum(st[2] for st in (*old_stats[n].values(), *new_stats[n].values())) for n in inputs)
         sizes = tuple((sum(st[2] for st in new_stats[n].values()), sum(st[2] for st in old_stats[n].values()))
-                      for n in range(2))
-        frame = self.batch.step(self.spark, (new[0], new[1]), (old[0], old[1]), before, after, held, sizes)
+                      for n in inputs)
+        frame = self.batch.step(self.spark, tuple(new), tuple(old), before, after, held, sizes)
         return frame.toArrow() if frame is not None else None
 
     def status(self) -> dict:
@@ -282,7 +289,7 @@ class BatchJoinQuery:
         clocks = [c for c in (state.join or {}).get("clocks", []) if c is not None]
         try:
             progress["timestamp"] = spark_time(int(time.time() * 1_000_000))
-            if len(clocks) == 2:
+            if clocks and len(clocks) == len(self.sink.stagers):
                 progress["eventTime"] = {"watermark": spark_time(engine_us(min(min(clocks), END_US)))}
         except (ValueError, OverflowError, OSError):  # a clock no timestamp can show: status shows none
             log.debug("no watermark for clocks %s", clocks, exc_info=True)
