@@ -5,10 +5,14 @@ never in the project's environment.
     bench/.venv-flink/bin/python bench/flink_job.py L_DIR R_DIR INNER|FULL WINDOW_MS
     bench/.venv-flink/bin/python bench/flink_job.py L_DIR R_DIR INNER3 WINDOW_MS M_DIR
     bench/.venv-flink/bin/python bench/flink_job.py L_DIR TABLE_DIR SNAPSHOT WINDOW_MS
+    bench/.venv-flink/bin/python bench/flink_job.py NEXMARK_DIR - NEXMARK-Q3|NEXMARK-Q8|NEXMARK-Q20 0
 
 INNER3 is the three-stream workload: `l JOIN m ... JOIN r ...`, both interval conditions on l's
 rowtime. An interval join keeps its inputs' time attributes, so the second join is an interval
 join too (state dropped by the watermark), not a regular join.
+
+NEXMARK-Qn runs Nexmark's query n (bench/nexmark.py: the tables and the SQL, the same files
+streamjoin reads) with every result row to stdout.
 
 SNAPSHOT joins the stream with a table (`id`, `name`, `price`) read as a bounded filesystem
 source: a regular join, which keeps both inputs in state (Flink SQL's lookup join needs a lookup
@@ -27,6 +31,19 @@ def main(left: str, right: str, join: str, window_ms: int, middle: str | None = 
     conf = env.get_config()
     conf.set("parallelism.default", "2")
     conf.set("table.exec.source.idle-timeout", "1 s")  # one file per stream: one reading subtask
+    if join.startswith("NEXMARK-"):
+        from pathlib import Path
+
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import nexmark
+
+        query = join.split("-", 1)[1].lower()
+        tables, select = nexmark.flink_sql(query, {name: Path(left) / name for name in nexmark.READS[query]})
+        for table in tables:
+            env.execute_sql(table)
+        env.execute_sql(f"CREATE VIEW q AS {select}")
+        env.from_path("q").execute_insert(_print_sink(env, query)).wait()
+        return
     if join == "SNAPSHOT":
         env.execute_sql(f"""
             CREATE TABLE l (rowtime TIMESTAMP(3), k INT, v INT, WATERMARK FOR rowtime AS rowtime)
@@ -67,6 +84,15 @@ def main(left: str, right: str, join: str, window_ms: int, middle: str | None = 
         FROM l {join} JOIN r ON l.k = r.k
          AND r.rowtime BETWEEN l.rowtime - INTERVAL '{seconds:g}' SECOND AND l.rowtime + INTERVAL '{seconds:g}' SECOND
     """).wait()
+
+
+def _print_sink(env, query: str) -> str:
+    """A print table with the view's columns (time attributes as plain timestamps)."""
+    schema = env.from_path("q").get_schema()
+    columns = ", ".join(f"`{name}` {str(kind).replace(' *ROWTIME*', '')}"
+                        for name, kind in zip(schema.get_field_names(), schema.get_field_data_types(), strict=True))
+    env.execute_sql(f"CREATE TABLE sink_{query} ({columns}) WITH ('connector' = 'print')")
+    return f"sink_{query}"
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@ tests that ask for it); the markers of what a test needs (pyproject.toml), so th
 `pytest -m "not spark and not airflow and not s3 and not postgres and not kafka"` runs the pure-Python
 front-end and engine tests alone, in seconds."""
 
+import contextlib
 import os
 
 import pytest
@@ -18,6 +19,21 @@ def pytest_collection_modifyitems(items):
         for fixture in item.fixturenames:
             for mark in FIXTURE_MARKS.get(fixture, ()):
                 item.add_marker(mark)
+
+
+@contextlib.contextmanager
+def environment(values: dict[str, str]):
+    """`values` in os.environ while the block runs; each variable as it was afterwards."""
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 @pytest.fixture(scope="session")
@@ -37,14 +53,8 @@ def s3_server():
 
     server = EmbeddedS3(port=0)
     server.start()
-    saved = {k: os.environ.get(k) for k in server.env()}
-    os.environ.update(server.env())
-    yield server
-    for k, v in saved.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
+    with environment(server.env()):
+        yield server
     server.stop()
 
 
@@ -58,13 +68,8 @@ def kafka_broker(tmp_path_factory):
 
     broker = EmbeddedKafka(port=0, log_path=str(tmp_path_factory.mktemp("kafka") / "tansu.log"))
     broker.start()
-    saved = os.environ.get(BOOTSTRAP_ENV)
-    os.environ[BOOTSTRAP_ENV] = broker.servers
-    yield broker
-    if saved is None:
-        os.environ.pop(BOOTSTRAP_ENV, None)
-    else:
-        os.environ[BOOTSTRAP_ENV] = saved
+    with environment({BOOTSTRAP_ENV: broker.servers}):
+        yield broker
     broker.stop()
 
 
@@ -81,13 +86,8 @@ def logical_postgres():
 
     root = tempfile.mkdtemp(prefix="streamjoin-pg-")
     server = LogicalPostgres(root).start()
-    saved = os.environ.get(URL_ENV)
-    os.environ[URL_ENV] = f"postgresql://postgres@127.0.0.1:{server.port}"
-    yield server
-    if saved is None:
-        os.environ.pop(URL_ENV, None)
-    else:
-        os.environ[URL_ENV] = saved
+    with environment({URL_ENV: f"postgresql://postgres@127.0.0.1:{server.port}"}):
+        yield server
     server.stop()
     shutil.rmtree(root, ignore_errors=True)
 

@@ -271,3 +271,53 @@ def test_a_view_of_tables_changed_by_insert_update_and_delete_is_written_as_it_s
     # t1: (1, 10), (3, 0), (4, 40); t2: (1, 101), (4, 400)
     want = sorted([(1, 10, 1, 101), (3, 0, None, None), (4, 40, 4, 400)], key=repr)
     assert sorted(got, key=repr) == want and status["rows_emitted"] == 3, (got, status)
+
+
+@pytest.mark.parametrize("watermark", [False, True])
+def test_a_bounded_inner_regular_join_runs_on_the_batch_join_with_the_operators_rows(spark, tmp_path, watermark):
+    """`--until-idle`: every row is read before the end, so the join of all of them is the answer;
+    Spark's batch engine gives it (issue 42), the rows the operator gives, with sources that
+    declare their time and sources read in arrival order."""
+    from streamjoin.settings import Settings
+
+    rng = random.Random(f"bounded-regular-{watermark}")
+    orders = [{"id": rng.choice([1, 2, 3, 4, 5, None]), "cust": n, "ordered_at": f"2024-01-01 00:{rng.randint(0, 59):02d}:00"}
+              for n in range(40)]
+    pays = [{"oid": rng.choice([1, 2, 3, 6, None]), "amount": 100 + n, "paid_at": f"2024-01-01 00:{rng.randint(0, 59):02d}:00"}
+            for n in range(30)]
+    for name, rows in (("orders", orders), ("pays", pays)):
+        write_jsonl(tmp_path / name / "a.json", rows[:len(rows) // 2])
+        write_jsonl(tmp_path / name / "b.json", rows[len(rows) // 2:])
+    sql = program(tmp_path, "INNER")
+    if watermark:  # each source's own time, with a lateness that keeps every row on time
+        sql = (sql.replace("ordered_at TIMESTAMP)", "ordered_at TIMESTAMP, WATERMARK FOR ordered_at AS ordered_at - INTERVAL '1' HOUR)")
+               .replace("paid_at TIMESTAMP)", "paid_at TIMESTAMP, WATERMARK FOR paid_at AS paid_at - INTERVAL '1' HOUR)"))
+    runs = {}
+    for operator in ("auto", "custom"):
+        pipeline = Pipeline.from_sql(sql, "rw.sql", Settings(join_operator=operator), dialect="risingwave")
+        runner = pipeline.runner(spark, tmp_path / operator, str(tmp_path / f"out-{operator}"), until_idle=True).start()
+        assert (type(runner.sink).__name__ == "BatchJoinSink") == (operator == "auto")
+        status = run_to_end(runner)
+        assert status["late_rows"] == 0
+        rows = read_output(tmp_path / f"out-{operator}")
+        runs[operator] = Counter(json.dumps(r, sort_keys=True) for r in rows)
+        assert Counter((r["id"], r["amount"]) for r in rows) == sql_join(orders, pays, "INNER")
+    assert runs["auto"] == runs["custom"]
+
+
+def test_only_a_bounded_inner_regular_join_of_append_only_streams_runs_on_the_batch_join(tmp_path):
+    from streamjoin.lower.explain import explain_text
+    from streamjoin.lower.strategy import LoweringOptions, batch_reason
+    from streamjoin.plan import compile_sql
+
+    def reason(join_type: str, bounded: bool = True, operator: str = "auto"):
+        script = compile_sql(program(tmp_path, join_type), "rw.sql", dialect="risingwave")
+        return batch_reason(script, script.final, LoweringOptions(operator, bounded=bounded))
+
+    assert reason("INNER") is None
+    assert reason("INNER", bounded=False, operator="batch") is None
+    assert "bounded" in reason("INNER", bounded=False)
+    assert "changelog" in reason("LEFT")
+    assert reason("INNER", operator="custom") is not None
+    text = explain_text(compile_sql(program(tmp_path, "INNER"), "rw.sql", dialect="risingwave"))
+    assert "with --until-idle: streamjoin's batch interval join instead" in text

@@ -32,6 +32,15 @@ def lower(spark, script: Script, query: Query, specs: list[InputSpec], checkpoin
     # aggregating views joined with streams run first, as parts of their own (lower.staged_views)
     parts, staged, specs, read = lower_staged_views(spark, script, query, specs, checkpoint, late_root, options)
     inputs = specs + read
+    if not parts and batch_reason(script, query, options) is None:
+        if len(query.joins) > 1:  # a chain of INNER interval joins (lower.chain_join)
+            from streamjoin.lower.chain_join import lower_chain
+            from streamjoin.lower.strategy import chain_reach
+
+            return lower_chain(query, specs, chain_reach(query))
+        from streamjoin.lower.batch_join import lower_batch
+
+        return lower_batch(spark, query, specs, options)
     if uses_custom(query, options):
         from streamjoin.lower.custom import lower_custom
 
@@ -43,15 +52,6 @@ def lower(spark, script: Script, query: Query, specs: list[InputSpec], checkpoin
         elif query.emit == Emit.CHANGES:
             columns.insert(0, OP)
         return Lowered(frame, inputs, columns, 0, sink=sink_spec(script, query), custom=True, emit=query.emit, upstream=parts)
-    if not parts and batch_reason(script, query, options) is None:
-        if len(query.joins) > 1:  # a chain of INNER interval joins (lower.chain_join)
-            from streamjoin.lower.chain_join import lower_chain
-            from streamjoin.lower.strategy import chain_reach
-
-            return lower_chain(query, specs, chain_reach(query))
-        from streamjoin.lower.batch_join import lower_batch
-
-        return lower_batch(spark, query, specs, options)
     from streamjoin.lower.native import NativeLowering, order_delay
 
     lowering = NativeLowering(spark, script, {s.alias: s for s in specs}, checkpoint, staged)

@@ -65,6 +65,8 @@ BROADCAST_ROWS = 3_000_000  # the most rows of an input a join broadcasts (Batch
 FEW = 4
 
 _LOWEST = -(1 << 62)
+# the range of a regular join (no time bound, `lower_batch`): every row stays in range (35,000 years)
+UNBOUNDED_MS = 1 << 50
 PROBE_PROPERTY = "streamjoin.probe"  # before a join's own id: the job's local property holding its Probe (keyed_rows)
 PROBE_TASK_ROWS = 4_000_000  # the retained rows per task of the keyed probe (_probe_tasks)
 _BUCKET, _OTHER = "__bucket", "__partner_bucket"  # the time buckets of a join (BatchJoin._join)
@@ -178,8 +180,16 @@ class BatchJoin:
     def _width_us(self) -> int:
         return max((self.high_ms - self.low_ms) * 1000, 1000)
 
+    @property
+    def unbounded(self) -> bool:
+        """A regular join: no time range, no time buckets (every row is in every row's range)."""
+        return self.high_ms >= UNBOUNDED_MS
+
     def _own(self, frame, n: int):
         from pyspark.sql import functions as F
+
+        if self.unbounded:
+            return frame.withColumn(_BUCKET, F.lit(0))
 
         rowtime = F.unix_micros(F.col(q(flat(self.specs[n].alias, self.specs[n].rowtime))))
         return frame.withColumn(_BUCKET, F.floor(rowtime / F.lit(self._width_us())))
@@ -187,6 +197,9 @@ class BatchJoin:
     def _reach(self, frame, n: int):
         """Input n's rows, once per bucket of the other input their partners lie in."""
         from pyspark.sql import functions as F
+
+        if self.unbounded:
+            return frame.withColumn(_OTHER, F.lit(0))
 
         rowtime = F.unix_micros(F.col(q(flat(self.specs[n].alias, self.specs[n].rowtime))))
         low, high = (self.low_ms, self.high_ms) if n == 0 else (-self.high_ms, -self.low_ms)
@@ -421,9 +434,10 @@ def lower_batch(spark, query: Query, specs: list[InputSpec], options: LoweringOp
     options = options or LoweringOptions()
     join = query.joins[0]
     by_alias = {s.alias: s for s in specs}
-    low, high = interval(join)
+    low, high = interval(join) or (-UNBOUNDED_MS, UNBOUNDED_MS)  # none: a regular join (`strategy.regular_reason`)
     left, right = by_alias[join.left_inputs[-1]], by_alias[join.right]
     probe = options.batch_probe
     keyed = keyed_sides(join, left, right) if probe == "keyed" or (probe == "auto" and not options.bounded) else None
+    keyed = None if high >= UNBOUNDED_MS else keyed  # (the probe's index is of rows in a time range)
     batch = BatchJoin(query, join, left, right, low, high, keyed)
     return Lowered(None, list(specs), [c.name for c in query.output], 0, batch=batch)

@@ -29,6 +29,9 @@ from streamjoin.lower.expressions import spark_sql
 from streamjoin.plan.model import Join, Query
 
 _BUCKET, _OTHER = "__bucket", "__partner_bucket"
+# a micro-batch with at least this many times as many new rows as retained ones (a bounded run's
+# slices) joins them all in one chain, less the results of retained rows only (`ChainJoin.step`)
+ALL_AT_ONCE = 1.0
 
 
 @dataclass
@@ -70,11 +73,22 @@ class ChainJoin:
             return None
         broadcast = rows is not None and rows <= BROADCAST_ROWS
         retain = self.retain_from(before)
+        n = len(self.specs)
+        if sizes is not None and sum(s[0] for s in sizes) >= ALL_AT_ONCE * sum(s[1] for s in sizes):
+            # more new rows than retained ones (a bounded run's slices): one chain over all of
+            # them, less the results of retained rows only, costs less than n chains (4M rows a
+            # stream: 52 s against 62)
+            flagged = [self._flagged(spark, k, new[k], old[k], retain[k]) for k in range(n)]
+            if any(f is None for f in flagged):
+                return None
+            some_new = " OR ".join(q(_new(a)) for a in self.aliases)
+            joined = self._chain(flagged, broadcast).where(some_new).drop(*[_new(a) for a in self.aliases])
+            return project_output(self.query, joined, self.aliases)
         news = [side_frame(spark, spec, new[k]) for k, spec in enumerate(self.specs)]
         olds = [side_frame(spark, spec, old[k], retain[k]) for k, spec in enumerate(self.specs)]
         terms = []
-        for i in range(len(self.specs)):
-            frames = [olds[k] if k < i else news[k] if k == i else _union(olds[k], news[k]) for k in range(len(self.specs))]
+        for i in range(n):
+            frames = [olds[k] if k < i else news[k] if k == i else _union(olds[k], news[k]) for k in range(n)]
             if all(f is not None for f in frames):
                 terms.append(self._chain(frames, broadcast))
         if not terms:
@@ -83,6 +97,16 @@ class ChainJoin:
         for term in terms[1:]:
             joined = joined.unionByName(term)
         return project_output(self.query, joined, self.aliases)
+
+    def _flagged(self, spark, k: int, new: list, old: list, retain: int):
+        """Input k's new and retained rows, each marked new or not (`_new`), or None without rows."""
+        from pyspark.sql import functions as F
+
+        flag = _new(self.specs[k].alias)
+        frames = [f.withColumn(flag, F.lit(is_new)) for f, is_new in
+                  ((side_frame(spark, self.specs[k], new), True), (side_frame(spark, self.specs[k], old, retain), False))
+                  if f is not None]
+        return None if not frames else frames[0] if len(frames) == 1 else frames[0].unionByName(frames[1])
 
     def _chain(self, frames: list, broadcast: bool):
         joined = frames[0]
@@ -111,6 +135,10 @@ class ChainJoin:
         condition = " AND ".join(p for p in (join_condition(join, self.query, sides), guard) if p)
         return own.join(F.broadcast(reach) if broadcast else reach, F.expr(condition) & (F.col(_BUCKET) == F.col(_OTHER)),
                         "inner").drop(_BUCKET, _OTHER)
+
+
+def _new(alias: str) -> str:
+    return f"__new_{alias}"
 
 
 def _union(a, b):

@@ -92,6 +92,8 @@ def batch_reason(script: Script, query: Query, options: LoweringOptions = Loweri
     if len(query.inputs) != 2 or len(query.joins) != 1 or len(query.streams()) != 2:
         return "it joins two streams only"
     join = query.joins[0]
+    if join.kind == JoinKind.REGULAR:
+        return regular_reason(script, query, options)
     if join.kind not in (JoinKind.INTERVAL, JoinKind.STREAM_STREAM_WINDOW) or custom_reason(query, join, options):
         return "it runs interval joins only"
     if any(script.relation(i.relation).view for i in query.inputs):
@@ -107,6 +109,24 @@ def batch_reason(script: Script, query: Query, options: LoweringOptions = Loweri
         if options.batch_probe == "scan" or not keyed_query(script, query, join):
             return ("the range is long, the run live and the keys not the keyed probe's: re-reading the range every "
                     "micro-batch costs more than Spark's state")
+    return None
+
+
+def regular_reason(script: Script, query: Query, options: LoweringOptions = LoweringOptions()) -> str | None:
+    """Why the batch interval join does not run a regular join (RisingWave's join without a time
+    bound), or None when it does: INNER, of two append-only streams read directly (no changing
+    table), its rows appended (EMIT EAGER), JSON Lines output; by default (`auto`) when the run is
+    bounded (`--until-idle`): every row is in range for ever, so a live run would re-read both
+    inputs' whole history every micro-batch, where streamjoin's operator keeps it by key."""
+    join = query.joins[0]
+    if join.join_type != JoinType.INNER or query.emit != Emit.EAGER:
+        return "a regular join runs on it when it is INNER and appends (an outer one writes a changelog)"
+    if any(script.relation(i.relation).view or script.relation(i.relation).changing for i in query.inputs):
+        return "a regular join runs on it when it reads append-only streams, not views or changing tables"
+    if query.aggregation is not None or query.sink:
+        return "it writes rows as JSON Lines, without aggregation"
+    if options.join_operator == "auto" and not options.bounded:
+        return "a regular join runs on it when the run is bounded (--until-idle)"
     return None
 
 
@@ -206,21 +226,11 @@ def describe(script: Script, query: Query, join: Join, options: LoweringOptions 
     """explain's lines about the operator of one join."""
     if join.kind == JoinKind.ASOF_TABLE:
         return ["operator: a stateless lookup of each stream row's nearest row in the broadcast snapshot"]
-    if not (join.kind.stream_stream or join.kind in (JoinKind.ASOF, JoinKind.WINDOW_TVF, JoinKind.CHANGELOG)):
+    if not (join.kind.stream_stream or join.kind in (JoinKind.ASOF, JoinKind.WINDOW_TVF, JoinKind.CHANGELOG, JoinKind.REGULAR)):
         return []
     reason = custom_reason(query, join, options)
-    if reason is None and batch_reason(script, query, options) is None:
-        lines = [f"operator: {BATCH}", "    state: the staged steps holding rows still in range (no state store)"]
-        if len(query.joins) > 1:
-            return [*lines, "    chain: every join of the chain in one Spark batch job per micro-batch, each result holding a "
-                    "new row once (by the input of its first new row); rows retained while the chain's time bounds let a "
-                    "future row of any input meet them"]
-        if options.batch_probe != "scan" and join.condition.keys and not join.condition.residual:
-            when = "on every run" if options.batch_probe == "keyed" else "on a live run"
-            lines.append(f"    pairs: {when}, by key in an index of the retained rows that each task's Python worker keeps "
-                         "between micro-batches (where every key is a plain column of one type); else by scanning the "
-                         "retained steps")
-        return lines
+    if (reason is None or join.kind == JoinKind.REGULAR) and batch_reason(script, query, options) is None:
+        return _batch_lines(query, join, options)
     if reason is None:
         lines = [f"operator: {NATIVE} (time-range condition from the windows; state dropped by the watermark)"]
         if not options.bounded and batch_reason(script, query, replace(options, bounded=True)) is None:
@@ -237,11 +247,30 @@ def describe(script: Script, query: Query, join: Join, options: LoweringOptions 
     else:
         groups = "groups: ONE group: the join is one ordered sequence (no key partitions every window), so it runs on one task"
     lines = [f"operator: {CUSTOM}", f"    why: {reason}", f"    {groups}"]
+    if join.kind == JoinKind.REGULAR and not options.bounded and batch_reason(script, query, replace(options, bounded=True)) is None:
+        lines.append("    with --until-idle: streamjoin's batch interval join instead (the run is bounded)")
     how = {"asof": "pandas merge_asof over each group's complete rows",
            "rows": "each row pairs with the latest rows of its key on the other side, counted per key with numpy"}.get(by_column(query, join, options))
     if how:
         lines.append(f"    rows: by column ({how}), where both sides' keys have one type and every column is a number, string, "
                      "boolean or timestamp; else row by row")
+    return lines
+
+
+def _batch_lines(query: Query, join: Join, options: LoweringOptions) -> list[str]:
+    """explain's lines about a join the batch interval join runs (`lower.batch_join`, `lower.chain_join`)."""
+    lines = [f"operator: {BATCH}", "    state: the staged steps holding rows still in range (no state store)"]
+    if join.kind == JoinKind.REGULAR:
+        return [*lines, "    range: every row of both inputs, for ever (a regular join); no time buckets"]
+    if len(query.joins) > 1:
+        return [*lines, "    chain: every join of the chain in one Spark batch job per micro-batch, each result holding a "
+                "new row once; rows retained while the chain's time bounds let a "
+                "future row of any input meet them"]
+    if options.batch_probe != "scan" and join.condition.keys and not join.condition.residual:
+        when = "on every run" if options.batch_probe == "keyed" else "on a live run"
+        lines.append(f"    pairs: {when}, by key in an index of the retained rows that each task's Python worker keeps "
+                     "between micro-batches (where every key is a plain column of one type); else by scanning the "
+                     "retained steps")
     return lines
 
 

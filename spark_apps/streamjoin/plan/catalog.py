@@ -22,7 +22,7 @@ def relation_from_create(create: exp.Create, where: Located, arrival: bool = Fal
     schema = create.this
     table = schema.this if isinstance(schema, exp.Schema) else schema
     name = relation_name(table)
-    options = _options(create)
+    options = create_options(create)
     if "from_source" in options:
         options = _from_shared(name, options, shared or {}, where, create)
     if kind == "TABLE" and options.get("connector", "").lower() in CDC_CONNECTORS and "changelog" not in options:
@@ -101,12 +101,8 @@ def is_shared_cdc_source(create: exp.Create) -> bool:
     """RisingWave's `CREATE SOURCE s WITH (connector = 'postgres-cdc', ...)` without columns: a
     database whose tables are declared `FROM s TABLE 'schema.table'`, not an input of its own."""
     schema = create.this
-    return (_options(create).get("connector", "").lower() in CDC_CONNECTORS
+    return (create_options(create).get("connector", "").lower() in CDC_CONNECTORS
             and not (isinstance(schema, exp.Schema) and schema.expressions))
-
-
-def shared_options(create: exp.Create) -> dict[str, str]:
-    return _options(create)
 
 
 def _from_shared(name: str, options: dict[str, str], shared: dict[str, dict[str, str]], where: Located, create) -> dict[str, str]:
@@ -180,7 +176,7 @@ def _key(this) -> str:
     return this.name.lower() if isinstance(this, exp.Expression) else str(this).lower()
 
 
-def _options(create: exp.Create) -> dict[str, str]:
+def create_options(create: exp.Create) -> dict[str, str]:
     options: dict[str, str] = {}
     properties = create.args.get("properties")
     props = list(properties.expressions) if properties else []

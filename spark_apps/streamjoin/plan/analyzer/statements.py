@@ -24,7 +24,7 @@ from streamjoin.plan.analyzer.pumps import Application, is_pump
 from streamjoin.plan.analyzer.query import QueryAnalysis
 from streamjoin.plan.analyzer.script_order import command_text, in_order
 from streamjoin.plan.arithmetic import output_type
-from streamjoin.plan.catalog import is_shared_cdc_source, relation_from_create, shared_options
+from streamjoin.plan.catalog import create_options, is_shared_cdc_source, relation_from_create
 from streamjoin.plan.model import Column, Kind, Query, Relation, Script
 from streamjoin.plan.scope import Located, ident_name, relation_name
 
@@ -136,7 +136,7 @@ class Analyzer:
             self.view(relation_name(st.this), st.expression, st)
         elif kind == "STREAM" and st.expression is None and is_shared_cdc_source(st):
             name = relation_name(st.this)
-            self.cdc_sources[name] = shared_options(st)
+            self.cdc_sources[name] = create_options(st)
             self.notes.append(f"line {self.where.position(st)[0]}: CREATE SOURCE {name}: a shared change-data-capture "
                               f"source: the tables declared FROM {name} TABLE '...' read its changes")
         elif kind in ("STREAM", "TABLE", "SINK") and st.expression is None:
