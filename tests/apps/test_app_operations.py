@@ -148,6 +148,7 @@ def test_a_killed_app_is_restarted_from_its_checkpoint_and_no_sale_is_lost_or_co
     assert hour_rows(output, "2024-01-01T01") == [("Berlin", "north", 1), ("Lima", "south", None), ("Oslo", "north", None)]
 
 
+@pytest.mark.long  # make test runs the same refresh through its DAG (tests/dags/test_app_dags.py)
 def test_the_refresh_moves_a_running_app_to_the_new_snapshot_with_a_graceful_restart(app_env):
     sales = Path(os.environ["SALES_PATH"])
     output = os.environ["OUTPUT_PATH"]

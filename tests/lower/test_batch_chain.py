@@ -48,7 +48,7 @@ def _dirs(tmp_path, n: int) -> list:
 
 
 @pytest.mark.parametrize("shape", [pytest.param(i, id=f"{len(s[0])}streams-" + "-".join(f"{c}.s{a}" for _, c, a in s[1]),
-                                                marks=() if i in (0, 2) else pytest.mark.long)
+                                                marks=() if i == 0 else pytest.mark.long)
                                    for i, s in enumerate(SHAPES)])
 def test_a_chain_gives_the_reference_result_when_rows_arrive_over_many_micro_batches(spark, tmp_path, monkeypatch, shape):
     from streamjoin.lower import chain_join
@@ -169,3 +169,30 @@ def test_auto_runs_a_bounded_inner_chain_on_the_batch_join_and_leaves_the_rest_o
     assert "bounded" in reason(inner, bounded=False)
     assert reason(inner, bounded=False, operator="batch") is None
     assert "INNER" in reason(inner.replace("JOIN c", "LEFT JOIN c"))
+
+
+@pytest.mark.parametrize("first", ["live", pytest.param("batch", marks=pytest.mark.long)])
+def test_a_resumed_chain_keeps_the_operator_that_ran_it_and_joins_each_row_once(spark, tmp_path, first):
+    """A live run of a chain runs on Spark's joins, a bounded one on the batch join: resuming a
+    checkpoint one of them made with the other's options keeps the first (the other would join
+    the staged input again from its first step: every row twice)."""
+    windows, steps = [(2, 0), (3, 0), (2, 0)], [("INNER", "key", 0), ("INNER", "key", 1)]
+    streams = generate_rows(random.Random(9), 3, per_case=(4, 14), grid=40, shuffle_ms=4000)
+    dirs = _dirs(tmp_path, 3)
+    sql = shape_sql(windows, steps, dirs)
+    half = [len(rows) // 2 for rows in streams]
+    for rows, d, h in zip(streams, dirs, half, strict=True):
+        write_jsonl(d / "a.json", [{**r, "rowtime": ts(r["rowtime"])} for r in rows[:h]])
+    runner = start(spark, sql, tmp_path / "run", settings=BATCH if first == "batch" else None)  # live
+    try:
+        runner.process_available()
+        runner.process_available()
+    finally:
+        runner.stop("stopped")
+    for rows, d, h in zip(streams, dirs, half, strict=True):
+        write_jsonl(d / "b.json", [{**r, "rowtime": ts(r["rowtime"])} for r in rows[h:]])
+    resumed = start(spark, sql, tmp_path / "run", until_idle=first == "live")  # auto: the other operator, were it new
+    assert (type(resumed.sink).__name__ == "BatchJoinSink") == (first == "batch")
+    status = run_to_end(resumed)
+    assert status["late_rows"] == 0
+    assert _got(read_output(tmp_path / "run" / "out"), 3) == expected(windows, steps, streams)

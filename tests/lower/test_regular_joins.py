@@ -273,7 +273,7 @@ def test_a_view_of_tables_changed_by_insert_update_and_delete_is_written_as_it_s
     assert sorted(got, key=repr) == want and status["rows_emitted"] == 3, (got, status)
 
 
-@pytest.mark.parametrize("watermark", [False, True])
+@pytest.mark.parametrize("watermark", [pytest.param(False, marks=pytest.mark.long), True])
 def test_a_bounded_inner_regular_join_runs_on_the_batch_join_with_the_operators_rows(spark, tmp_path, watermark):
     """`--until-idle`: every row is read before the end, so the join of all of them is the answer;
     Spark's batch engine gives it (issue 42), the rows the operator gives, with sources that

@@ -40,6 +40,19 @@ def clear_interrupted_writes(checkpoint: Path) -> list[str]:
     return removed
 
 
+def ran_on(checkpoint: Path) -> str | None:
+    """What ran the query on `checkpoint` before: "spark" (a Spark streaming query: Spark's join,
+    streamjoin's operator; its offsets), "batch" (the batch interval join: the steps it joined,
+    in output/state.json), or None (nothing has run on it yet). A resumed query must run on the
+    same (`Pipeline.lower`): the other would join the staged input again from its first step."""
+    if any(p.name.isdigit() for p in (checkpoint / "spark" / "offsets").glob("*")):
+        return "spark"
+    state = checkpoint / "output" / "state.json"
+    if state.exists() and json.loads(state.read_text()).get("join"):
+        return "batch"
+    return None
+
+
 def stamp(checkpoint: Path) -> None:
     """Record the format this streamjoin writes, once its query starts."""
     checkpoint.mkdir(parents=True, exist_ok=True)

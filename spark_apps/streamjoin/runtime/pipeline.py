@@ -22,6 +22,7 @@ from streamjoin.lower.strategy import LoweringOptions
 from streamjoin.lower.support import check_runnable, topic_target
 from streamjoin.plan.compile import compile_sql
 from streamjoin.plan.model import Kind, Query, Script
+from streamjoin.runtime.checkpoint import ran_on
 from streamjoin.runtime.runner import Runner, run_outputs, run_query
 from streamjoin.settings import Settings
 
@@ -71,6 +72,14 @@ class Pipeline:
         from streamjoin.lower import lower
 
         options = replace(self.options, bounded=until_idle)
+        # a resumed query keeps what ran it: a bounded run picks the batch join where a live one
+        # picked a Spark streaming query (and the reverse), and the other would join the staged
+        # input again from its first step
+        previous = ran_on(checkpoint)
+        if previous == "spark" and options.join_operator in ("auto", "batch"):
+            options = replace(options, join_operator="native")  # (streamjoin's operator where Spark's join cannot)
+        elif previous == "batch" and options.join_operator == "auto":
+            options = replace(options, join_operator="batch")
         query = query or self.query
         return lower(spark, self.script, query, self.input_specs(checkpoint, late_root, query), checkpoint, options)
 
