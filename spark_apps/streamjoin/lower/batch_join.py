@@ -69,7 +69,7 @@ _LOWEST = -(1 << 62)
 UNBOUNDED_MS = 1 << 50
 PROBE_PROPERTY = "streamjoin.probe"  # before a join's own id: the job's local property holding its Probe (keyed_rows)
 PROBE_TASK_ROWS = 4_000_000  # the retained rows per task of the keyed probe (_probe_tasks)
-_BUCKET, _OTHER = "__bucket", "__partner_bucket"  # the time buckets of a join (BatchJoin._join)
+BUCKET, PARTNER_BUCKET = "__bucket", "__partner_bucket"  # the time buckets of a join (BatchJoin._join, ChainJoin._link)
 
 
 class Clocks(tuple):
@@ -189,37 +189,37 @@ class BatchJoin:
         from pyspark.sql import functions as F
 
         if self.unbounded:
-            return frame.withColumn(_BUCKET, F.lit(0))
+            return frame.withColumn(BUCKET, F.lit(0))
 
         rowtime = F.unix_micros(F.col(q(flat(self.specs[n].alias, self.specs[n].rowtime))))
-        return frame.withColumn(_BUCKET, F.floor(rowtime / F.lit(self._width_us())))
+        return frame.withColumn(BUCKET, F.floor(rowtime / F.lit(self._width_us())))
 
     def _reach(self, frame, n: int):
         """Input n's rows, once per bucket of the other input their partners lie in."""
         from pyspark.sql import functions as F
 
         if self.unbounded:
-            return frame.withColumn(_OTHER, F.lit(0))
+            return frame.withColumn(PARTNER_BUCKET, F.lit(0))
 
         rowtime = F.unix_micros(F.col(q(flat(self.specs[n].alias, self.specs[n].rowtime))))
         low, high = (self.low_ms, self.high_ms) if n == 0 else (-self.high_ms, -self.low_ms)
         width = F.lit(self._width_us())
         buckets = F.array_distinct(F.array(F.floor((rowtime + F.lit(low * 1000)) / width),
                                            F.floor((rowtime + F.lit(high * 1000)) / width)))
-        return frame.withColumn(_OTHER, F.explode(buckets))
+        return frame.withColumn(PARTNER_BUCKET, F.explode(buckets))
 
     def _join(self, left, right, how: str, broadcast: bool):
         """L rows with R rows (inner) or L rows without one (left_anti): on the condition and the
         bucket; `broadcast`: R's side is broadcast (no shuffle)."""
-        return self._bucket_join(self._own(left, 0), self._reach(right, 1), how, broadcast).drop(_BUCKET, _OTHER)
+        return self._bucket_join(self._own(left, 0), self._reach(right, 1), how, broadcast).drop(BUCKET, PARTNER_BUCKET)
 
     def _unmatched_right(self, right, left, broadcast: bool):
-        return self._bucket_join(self._own(right, 1), self._reach(left, 0), "left_anti", broadcast).drop(_BUCKET)
+        return self._bucket_join(self._own(right, 1), self._reach(left, 0), "left_anti", broadcast).drop(BUCKET)
 
     def _bucket_join(self, own, reach, how: str, broadcast: bool):
         from pyspark.sql import functions as F
 
-        return own.join(F.broadcast(reach) if broadcast else reach, self.condition() & (F.col(_BUCKET) == F.col(_OTHER)), how)
+        return own.join(F.broadcast(reach) if broadcast else reach, self.condition() & (F.col(BUCKET) == F.col(PARTNER_BUCKET)), how)
 
     def condition(self):
         from pyspark.sql import functions as F
@@ -236,7 +236,7 @@ class BatchJoin:
         and the few L rows, exploded into the R buckets their partners lie in, are broadcast.
         In a steady stream, a second of new rows meets a window of retained ones: exploding and
         broadcasting the window every micro-batch would cost the window's size each time."""
-        return self._bucket_join(self._own(all_r, 1), self._reach(few_l, 0), "inner", True).drop(_BUCKET, _OTHER)
+        return self._bucket_join(self._own(all_r, 1), self._reach(few_l, 0), "inner", True).drop(BUCKET, PARTNER_BUCKET)
 
     def step(self, spark, new: tuple[list, list], old: tuple[list, list], before: Clocks, after: Clocks,
              rows: int | None = None, sizes: tuple[tuple[int, int], tuple[int, int]] | None = None):

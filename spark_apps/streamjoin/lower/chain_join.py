@@ -20,15 +20,15 @@ earlier input it is closest to in time (`_link`), as `BatchJoin` buckets its two
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from streamjoin.io.staging import InputSpec
-from streamjoin.lower.batch_join import BROADCAST_ROWS, INF, Clocks, _sub, project_output, side_frame
+from streamjoin.lower.batch_join import BROADCAST_ROWS, BUCKET, INF, PARTNER_BUCKET, Clocks, _sub, project_output, side_frame
 from streamjoin.lower.columns import flat, not_bound, q, rowtime_of
 from streamjoin.lower.expressions import spark_sql
 from streamjoin.plan.model import Join, Query
 
-_BUCKET, _OTHER = "__bucket", "__partner_bucket"
 # a micro-batch with at least this many times as many new rows as retained ones (a bounded run's
 # slices) joins them all in one chain, less the results of retained rows only (`ChainJoin.step`)
 ALL_AT_ONCE = 1.0
@@ -93,20 +93,16 @@ class ChainJoin:
                 terms.append(self._chain(frames, broadcast))
         if not terms:
             return None
-        joined = terms[0]
-        for term in terms[1:]:
-            joined = joined.unionByName(term)
-        return project_output(self.query, joined, self.aliases)
+        return project_output(self.query, functools.reduce(_union, terms), self.aliases)
 
     def _flagged(self, spark, k: int, new: list, old: list, retain: int):
         """Input k's new and retained rows, each marked new or not (`_new`), or None without rows."""
         from pyspark.sql import functions as F
 
         flag = _new(self.specs[k].alias)
-        frames = [f.withColumn(flag, F.lit(is_new)) for f, is_new in
-                  ((side_frame(spark, self.specs[k], new), True), (side_frame(spark, self.specs[k], old, retain), False))
-                  if f is not None]
-        return None if not frames else frames[0] if len(frames) == 1 else frames[0].unionByName(frames[1])
+        new_rows, old_rows = side_frame(spark, self.specs[k], new), side_frame(spark, self.specs[k], old, retain)
+        return _union(None if new_rows is None else new_rows.withColumn(flag, F.lit(True)),
+                      None if old_rows is None else old_rows.withColumn(flag, F.lit(False)))
 
     def _chain(self, frames: list, broadcast: bool):
         joined = frames[0]
@@ -126,15 +122,15 @@ class ChainJoin:
         width = F.lit(max(below + above, 1000))
         anchor, spec = F.unix_micros(F.col(q(flat(self.aliases[a], self.specs[a].rowtime)))), self.specs[r]
         rowtime = F.unix_micros(F.col(q(flat(spec.alias, spec.rowtime))))
-        own = joined.withColumn(_BUCKET, F.floor(anchor / width))
-        reach = right.withColumn(_OTHER, F.explode(F.array_distinct(F.array(
+        own = joined.withColumn(BUCKET, F.floor(anchor / width))
+        reach = right.withColumn(PARTNER_BUCKET, F.explode(F.array_distinct(F.array(
             F.floor((rowtime - F.lit(below)) / width), F.floor((rowtime + F.lit(above)) / width)))))
         sides = self.aliases[:r + 1]
         keys = [spark_sql(e) for pair in join.condition.keys for e in pair]
         guard = not_bound(sides, [rowtime_of(self.query, s) for s in sides], keys)
         condition = " AND ".join(p for p in (join_condition(join, self.query, sides), guard) if p)
-        return own.join(F.broadcast(reach) if broadcast else reach, F.expr(condition) & (F.col(_BUCKET) == F.col(_OTHER)),
-                        "inner").drop(_BUCKET, _OTHER)
+        return own.join(F.broadcast(reach) if broadcast else reach, F.expr(condition) & (F.col(BUCKET) == F.col(PARTNER_BUCKET)),
+                        "inner").drop(BUCKET, PARTNER_BUCKET)
 
 
 def _new(alias: str) -> str:
