@@ -130,8 +130,6 @@ def generate(relation: Relation, folder: Path, rng: random.Random, rows: int = 1
 # programs `check` accepts and `run` refuses before reading data, and why (docs/semantics-decisions.md)
 RUN_REFUSES = {
     "lenses/05_nested_field_to_key_two_inserts": "a SELECT TABLE over streams",  # SELECT TABLE COUNT(*) GROUP BY
-    "sqlstream/03_handover_usage_rows_current_row_join": "an analytic window function",  # LAG(...) OVER w
-    "sqlstream/04_streamlab_device_lookup_inner_left_table_join": "an analytic window function",  # COUNT(...) OVER w
 }
 
 

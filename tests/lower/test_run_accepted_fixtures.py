@@ -25,8 +25,6 @@ FIXTURES = sorted((Path(__file__).parents[1] / "fixtures" / "seeds").glob("*.sql
 STRINGS = ["IBM", "GOOGL", "MSFT"]
 # The seed queries `run` rejects before reading data (exit 2), with the reason it names.
 REJECTED_BY_RUN = {
-    # SQLstream's "Row Based Windows": MIN/MAX OVER a window of rows, an analytic aggregate, not a join
-    "s002_row_based_window_aggregate": "analytic window function",
     # Lenses' SELECT TABLE queries (their result is a table that changes as the streams do) and a
     # running GROUP BY without a time bucket: `run` runs streaming results that are final or
     # EMIT CHANGES of joins, not tables of aggregates over all time yet

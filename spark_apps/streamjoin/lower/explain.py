@@ -7,6 +7,7 @@ import json
 
 from streamjoin.lower.strategy import LoweringOptions, describe, staged_views
 from streamjoin.plan.model import Emit, Input, Join, Kind, Query, Script, sql
+from streamjoin.plan.windows import format_ms
 
 _EMIT = {
     Emit.FINAL: "FINAL: rows leave once final, in non-descending rowtime order, when the join clock passes them",
@@ -100,8 +101,23 @@ def _query(script: Script, q: Query, options: LoweringOptions) -> str:
     if q.where is not None:
         lines.append(f"  where (after the join): {sql(q.where)}")
     lines.extend(_shaping(q))
+    lines.extend(_analytics(q))
     lines.append("  output: " + ", ".join(_output(c.name, sql(c.expression)) for c in q.output))
     return "\n".join(lines)
+
+
+def _analytics(q: Query) -> list[str]:
+    """The aggregates OVER windows of rows (lower.analytic): each one's frame and what it keeps."""
+    if not q.analytics:
+        return []
+    lines = ["  windowed aggregates (one value per row, over the rows of its partition in the frame up to it):"]
+    for a in q.analytics:
+        partition = f"per partition ({', '.join(sql(p) for p in a.partition_by)})" if a.partition_by else "over the whole stream"
+        frame = {"range": f"the rows of the last {format_ms(a.size)}" + (f" to {format_ms(a.lag)} before it" if a.lag else ""),
+                 "rows": f"the row and the {a.size} before it",
+                 "unbounded": "every earlier row"}[a.frame]
+        lines.append(f"    {a.function}: {frame}, {partition}" + (f"; `run` refuses it: {a.problem}" if a.problem else ""))
+    return lines
 
 
 def _shaping(q: Query) -> list[str]:

@@ -124,7 +124,13 @@ class NativeLowering:
 
             return aggregate(joined, query, et(streams[0])), None
         joined = joined.withColumn(ROWTIME_COLUMN, rowtime_column(query, streams))
-        selected = [F.expr(spark_sql(c.expression)).alias(c.name) for c in query.output]
+        outputs = [c.expression for c in query.output]
+        if query.analytics:  # aggregates OVER windows of rows: one stream's rows (lower.support)
+            from streamjoin.lower.analytic import add_analytics, with_values
+
+            joined = add_analytics(joined, query, streams[0])
+            outputs = [with_values(e, query) for e in outputs]
+        selected = [F.expr(spark_sql(e)).alias(c.name) for e, c in zip(outputs, query.output, strict=True)]
         if keep_bounds:
             selected.append(F.expr(any_bound(streams) if streams else "false").alias(VIEW_BOUND))
         return joined.select(*selected, F.col(ROWTIME_COLUMN), event_time(query, streams).alias(ET_COLUMN)), None
@@ -148,12 +154,13 @@ class NativeLowering:
 
     def input_frame(self, query: Query, item: Input, prefix: str):
         relation = self.script.relation(item.relation)
+        ordered = bool(query.analytics)  # its rows' order among equal rowtimes (lower.analytic)
         if prefix + item.alias in self.staged:  # a part of its own writes it (lower.staged_views)
-            return stream_frame(self.spark, self.staged[prefix + item.alias], item.alias)
+            return stream_frame(self.spark, self.staged[prefix + item.alias], item.alias, ordered)
         if relation.view and self.script.view(relation.name).kind == Kind.STREAM:
             return self.view_frame(item, relation, prefix)
         if item.kind == Kind.STREAM:
-            return stream_frame(self.spark, self.specs[prefix + item.alias], item.alias)
+            return stream_frame(self.spark, self.specs[prefix + item.alias], item.alias, ordered)
         if item.temporal:
             join = next(j for j in query.joins if j.right == item.alias)
             tables.check_temporal_key(relation, join)
@@ -287,13 +294,14 @@ def order_delay(query: Query) -> int:
     return sum(getattr(i.window, "size_ms", 0) for i in query.inputs if i.kind == Kind.STREAM)
 
 
-def stream_frame(spark, spec: InputSpec, alias: str):
-    """A staged stream input with its watermark on its engine time, columns flat under `alias`."""
+def stream_frame(spark, spec: InputSpec, alias: str, sequence: bool = False):
+    """A staged stream input with its watermark on its engine time, columns flat under `alias`
+    (and, with `sequence`, each row's position in its input: `io.source.SEQUENCE`)."""
     from pyspark.sql import functions as F
 
     from streamjoin.io.source import staged_stream
 
-    df = staged_stream(spark, spec).withColumn(ET_COLUMN, engine_time(F.col(q(spec.rowtime))))
+    df = staged_stream(spark, spec, sequence).withColumn(ET_COLUMN, engine_time(F.col(q(spec.rowtime))))
     # Bound rows must reach the watermark operator, and Spark pushes any filter on them below
     # it. So they go through: no join condition accepts them, and they leave after the joins.
     df = df.withWatermark(ET_COLUMN, f"{spec.lateness_ms} milliseconds")

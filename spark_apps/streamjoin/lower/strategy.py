@@ -313,12 +313,13 @@ def staged_views(script: Script, query: Query, options: LoweringOptions = Loweri
     stream view a join on streamjoin's operator reads (the operator reads staged steps only), and
     every view that promotes a new rowtime (its rows come in its inputs' order: the part writes
     them as they come, and the reader's staging orders them by the new rowtime, with the t-sort's
-    disorder as lateness)."""
+    disorder as lateness); views with aggregates OVER windows, and every stream view a query with
+    them reads (`alone`, `promoting_views`)."""
     joined = {a for j in query.joins if not (j.kind.with_table or j.kind == JoinKind.BUCKETED)
               for a in (*j.left_inputs, j.right)}
     custom = uses_custom(query, options)
     return [StagedView(i.alias, script.view(i.relation)) for i in query.inputs
-            if _stream_view(script, i) and (promotes(script.view(i.relation)) or i.alias in joined and (
+            if _stream_view(script, i) and (alone(script.view(i.relation)) or bool(query.analytics) or i.alias in joined and (
                 custom or script.view(i.relation).aggregation is not None))]
 
 
@@ -326,11 +327,20 @@ def promotes(view: Query) -> bool:
     return view.disorder_ms is not None
 
 
+def alone(view: Query) -> bool:
+    """A stream view that runs as a part of its own wherever it is read: one that promotes a new
+    rowtime, or computes aggregates OVER windows of rows (lower.analytic: a stateful step that
+    only a projection may follow in its query)."""
+    return promotes(view) or bool(view.analytics)
+
+
 def promoting_views(script: Script, query: Query) -> list[StagedView]:
-    """The inputs of a view that run as parts of their own: only promoting views (the others run
-    inline in the view; `check_runnable` refuses what would need more)."""
+    """The inputs of a view that run as parts of their own: views that run `alone`, and every
+    stream view a view with aggregates OVER windows reads (it needs its input's order, which only
+    a staged input has); the others run inline in the view (`check_runnable` refuses what would
+    need more)."""
     return [StagedView(i.alias, script.view(i.relation)) for i in query.inputs
-            if _stream_view(script, i) and promotes(script.view(i.relation))]
+            if _stream_view(script, i) and (alone(script.view(i.relation)) or bool(query.analytics))]
 
 
 def _stream_view(script: Script, item: Input) -> bool:

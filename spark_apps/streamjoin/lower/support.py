@@ -20,7 +20,8 @@ from streamjoin.lower.clauses import changing_outside_regular, clauses_not_run
 from streamjoin.lower.columns import lag
 from streamjoin.lower.inputs import LOGS, STREAM_CONNECTORS, cdc_options, check_stream_path, kafka_options, kinesis_options
 from streamjoin.lower.lowered import OP
-from streamjoin.lower.strategy import LoweringOptions, cuts, promotes, staged_views, uses_custom
+from streamjoin.lower.strategy import LoweringOptions, alone, cuts, staged_views, uses_custom
+from streamjoin.plan.analyzer.analytics import key
 from streamjoin.plan.model import Emit, JoinKind, JoinType, Kind, Query, Relation, Script, sql
 from streamjoin.plan.windows import BucketWindow, RangeWindow
 
@@ -149,10 +150,26 @@ def start_bounds(join, before: list[str], query: Query) -> tuple[int, int] | Non
 
 
 def _analytic_window(ctx: Context) -> str | None:
-    for o in ctx.query.output:
-        if o.expression.find(exp.Window):
-            return (f"output column '{o.name}': an aggregate OVER a window of rows (an analytic window function) is "
-                    "not supported by `run`; it runs joins, and GROUP BY over time buckets")
+    """Aggregates OVER windows of rows (lower.analytic): over one stream (joined with tables at
+    most), one PARTITION BY in a query, no GROUP BY or DISTINCT beside them."""
+    q = ctx.query
+    if not q.analytics:
+        return None
+    problems = {key(a.expression): a.problem for a in q.analytics if a.problem}
+    for o in q.output:
+        for node in o.expression.find_all(exp.Window):
+            if key(node) in problems:
+                return f"output column '{o.name}': {problems[key(node)]}"
+    first = q.analytics[0]
+    if len(q.streams()) != 1 or any(not j.kind.with_table for j in q.joins):
+        return ("aggregates OVER windows of rows are computed over one stream (joined with tables at most): "
+                "join the streams in a view, and compute the windows in a query that reads it")
+    if q.aggregation is not None or q.distinct is not None:
+        what = "GROUP BY" if q.aggregation is not None else "DISTINCT"
+        return f"aggregates OVER windows of rows and {what} in one query are not supported by `run` yet: put one in a view"
+    if any(a.partition_by != first.partition_by for a in q.analytics):
+        return ("OVER windows with different PARTITION BY in one query are not supported by `run` yet: "
+                "one partitioning per query (a view each)")
     return None
 
 
@@ -190,7 +207,7 @@ def _view_input(ctx: Context, alias: str, view: Query) -> str | None:
         return _table_view(ctx.script, view)
     check_query(Context(ctx.script, view, False, ctx.options))  # raises for the view's own reasons
     if alias in {sv.alias for sv in staged_views(ctx.script, ctx.query)}:  # runs as a part of its own
-        if not ctx.top and not promotes(view):
+        if not ctx.top and not (alone(view) or ctx.query.analytics):
             return f"input '{alias}': an aggregating view joined with a stream inside a view is not supported by `run` yet"
         if cuts(ctx.query):
             return f"input '{alias}': a view that runs as a query of its own (it aggregates, or promotes a new rowtime) in a chain cut after an outer join is not supported by `run` yet"
@@ -314,7 +331,7 @@ def _aggregation(ctx: Context) -> str | None:
 
 
 NATIVE_RULES: tuple[Rule, ...] = (
-    ("no analytic window functions", _analytic_window),
+    ("aggregates OVER windows of rows over one stream", _analytic_window),
     ("EMIT EAGER / CHANGES only for the final query's joins", _emit_mode),
     ("inputs that can be read, views that run, RANGE windows", _inputs),
     ("join kinds that run, a bucketed join last", _join_kinds),

@@ -221,6 +221,27 @@ class OutputColumn:
 
 
 @dataclass(frozen=True)
+class Analytic:
+    """An aggregate OVER a window of rows in a select list (s-Server's and KDA's windowed
+    aggregates, RisingWave's OVER windows): one value for each row, over the rows of the row's
+    partition in its frame that came up to and including it, in rowtime order (rows sharing a
+    rowtime: the earlier ones only, docs/semantics-decisions.md)."""
+
+    expression: exp.Expression  # the OVER (...) as it stands in the output (qualified)
+    function: str  # COUNT SUM AVG MIN MAX STDDEV_SAMP STDDEV_POP VAR_SAMP VAR_POP FIRST_VALUE LAST_VALUE NTH_VALUE LAG
+    argument: exp.Expression | None  # None: COUNT(*)
+    partition_by: tuple[exp.Expression, ...] = ()
+    frame: str = "unbounded"  # "range" (size, lag in ms) | "rows" (size rows back) | "unbounded"
+    size: int = 0
+    lag: int = 0  # RANGE BETWEEN size AND lag PRECEDING: the frame ends `lag` ms before the row
+    offset: int = 1  # LAG's offset, NTH_VALUE's n
+    from_last: bool = False  # NTH_VALUE ... FROM LAST
+    ignore_nulls: bool = False
+    default: exp.Expression | None = None  # LAG's third argument
+    problem: str | None = None  # why `run` cannot compute it; None: it can
+
+
+@dataclass(frozen=True)
 class Aggregation:
     bucket: exp.Expression | None  # the time bucket (FLOOR(... TO unit) or window_start)
     bucket_unit: str | None
@@ -252,6 +273,7 @@ class Query:
     # clauses `check` reads and `run` does not carry out yet (HAVING, ORDER BY, LIMIT, QUALIFY), as
     # written: run refuses the query naming them rather than write rows they would have removed
     unrun: tuple[str, ...] = ()
+    analytics: tuple[Analytic, ...] = ()  # the output's aggregates OVER windows of rows, in output order
 
     def input(self, alias: str) -> Input:
         return next(i for i in self.inputs if i.alias == alias)

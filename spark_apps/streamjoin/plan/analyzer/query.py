@@ -13,6 +13,7 @@ import streamjoin.plan.analyzer.classify as classify
 import streamjoin.plan.analyzer.joins as joins
 from streamjoin.dialect import SelectKind, Within
 from streamjoin.dialect.profiles import REGULAR, Profile
+from streamjoin.plan.analyzer.analytics import analytics_of
 from streamjoin.plan.analyzer.names import Item, Scope, is_rowtime
 from streamjoin.plan.analyzer.window_specs import WindowSpecs
 from streamjoin.plan.conditions import split
@@ -89,6 +90,8 @@ class QueryAnalysis:
             distinct=self.distinct(),
             unrun=self.unrun(),
             having=self.having(),
+            analytics=analytics_of(output, self.windows.named, lambda n: self.scope.qualify(n, output_rowtime=True),
+                                   self.where),
         )
 
     def having(self) -> exp.Expression | None:
