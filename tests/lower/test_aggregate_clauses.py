@@ -42,3 +42,32 @@ SELECT STREAM a.k, COUNT(*) AS n, COUNT(*) FILTER (WHERE a.v > 1) AS big, COUNT(
     write_jsonl(tmp_path / "a" / "1.json", [{"k": k, "v": v, "rowtime": f"2024-01-01 00:00:0{i}"} for i, (k, v) in enumerate(rows)])
     out, _ = run_until_idle(spark, sql, tmp_path)
     assert sorted((r["k"], r["n"], r["big"], r["kinds"], r["small"]) for r in out) == [(1, 4, 3, 2, 5), (2, 1, 0, 0, 0)]
+
+
+STEP_ROWS = [("00:00:01", 1), ("00:00:29", 1), ("00:00:30", 1), ("00:00:31", 2), ("00:01:05", 1), ("00:01:29", 1)]
+
+
+@pytest.mark.parametrize("bucket", [
+    "STEP(a.ROWTIME BY INTERVAL '30' SECOND)",  # KDA's and s-Server's tumbling window of any length
+    "FLOOR((a.ROWTIME - TIMESTAMP '1970-01-01 00:00:00') SECOND / 30 TO SECOND)",  # s-Server's older spelling
+])
+def test_a_group_by_step_of_the_rowtime_is_a_time_bucket_of_that_length(spark, tmp_path, bucket):
+    from runtime_helpers import run_until_idle
+
+    sql = f"""CREATE STREAM a (k INT) WITH (path = '{tmp_path}/a');
+SELECT STREAM ROWTIME AS bucket_start, a.k, COUNT(*) AS n FROM a GROUP BY a.k, {bucket};"""
+    write_jsonl(tmp_path / "a" / "1.json", [{"k": k, "rowtime": f"2024-01-01 {t}"} for t, k in STEP_ROWS])
+    out, _ = run_until_idle(spark, sql, tmp_path)
+    got = sorted((r["bucket_start"][11:19], r["k"], r["n"]) for r in out)  # the output rowtime: the bucket's start
+    assert got == [("00:00:00", 1, 2), ("00:00:30", 1, 1), ("00:00:30", 2, 1), ("00:01:00", 1, 2)]
+    assert [r["bucket_start"] for r in out] == sorted(r["bucket_start"] for r in out)
+
+
+def test_a_selected_step_is_the_start_of_its_bucket(spark, tmp_path):
+    from runtime_helpers import run_until_idle
+
+    sql = f"""CREATE STREAM a (k INT) WITH (path = '{tmp_path}/a');
+SELECT STREAM STEP(a.ROWTIME BY INTERVAL '30' SECOND) AS b, COUNT(*) AS n FROM a GROUP BY STEP(a.ROWTIME BY INTERVAL '30' SECOND);"""
+    write_jsonl(tmp_path / "a" / "1.json", [{"k": k, "rowtime": f"2024-01-01 {t}"} for t, k in STEP_ROWS])
+    out, _ = run_until_idle(spark, sql, tmp_path)
+    assert sorted((r["b"][11:19], r["n"]) for r in out) == [("00:00:00", 2), ("00:00:30", 2), ("00:01:00", 2)]

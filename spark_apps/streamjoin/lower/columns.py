@@ -23,6 +23,19 @@ START = "__start"
 VIEW_BOUND = "__bound"  # a view's output row is a rowtime bound (NativeLowering.view_frame)
 
 
+FOLDER_NAME = 120  # the longest name of an input's folder (checkpoint/sources, late/): file systems stop at 255
+
+
+def folder(key: str) -> str:
+    """An input's folder name: its key (views' names and its alias), or when a deep chain of views
+    makes that too long for a file name (a StreamLab app's 13 steps), its start and a digest."""
+    if len(key) <= FOLDER_NAME:
+        return key
+    import hashlib
+
+    return f"{key[:FOLDER_NAME - 17]}~{hashlib.sha1(key.encode()).hexdigest()[:16]}"
+
+
 def flat(alias: str, column: str) -> str:
     return f"{alias}__{column}"
 

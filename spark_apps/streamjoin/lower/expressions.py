@@ -30,6 +30,16 @@ def spark_sql(expression: exp.Expression) -> str:
             trunc = exp.Anonymous(this="date_trunc", expressions=[exp.Literal.string(floor.text("to").upper()), floor.this])
             tree = trunc if floor is tree else tree
             floor.replace(trunc)
+    for call in list(tree.find_all(exp.Anonymous)):  # s-Server's and KDA's scalar functions Spark lacks
+        template = SCALARS.get(call.name.upper())
+        if template is None or len(call.expressions) != template.count("__a"):
+            continue
+        spelt = exp.maybe_parse(template, dialect="spark")
+        for column in list(spelt.find_all(exp.Column)):
+            if column.name.startswith("__a"):
+                column.replace(call.expressions[int(column.name[3:])].copy())
+        tree = spelt if call is tree else tree
+        call.replace(spelt)
     for step in list(tree.find_all(StepBy)):  # STEP(ts BY INTERVAL '20' MINUTE): whole steps since the epoch
         span = step_ms(step)
         stepped = exp.maybe_parse(f"timestamp_millis(floor(unix_millis(__ts) / {span}) * {span})", dialect="spark")
@@ -37,6 +47,16 @@ def spark_sql(expression: exp.Expression) -> str:
         tree = stepped if step is tree else tree
         step.replace(stepped)
     return tree.sql(dialect="spark")
+
+
+# s-Server's and KDA's scalar functions as Spark SQL, `__aN` their N-th argument (formats are Java's
+# date patterns in both)
+SCALARS = {
+    "MILLIS_TO_TIMESTAMP": "timestamp_millis(__a0)",
+    "TSDIFF": "(unix_millis(__a0) - unix_millis(__a1))",
+    "CHAR_TO_TIMESTAMP": "to_timestamp(__a1, __a0)",
+    "TIMESTAMP_TO_CHAR": "date_format(__a1, __a0)",
+}
 
 
 def step_ms(step: StepBy) -> int:

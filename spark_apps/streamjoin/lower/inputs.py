@@ -12,6 +12,7 @@ from streamjoin.io.kinesis import settings_from_env
 from streamjoin.io.s3 import S3Settings, is_s3
 from streamjoin.io.staging import InputSpec
 from streamjoin.io.types import arrow_schema
+from streamjoin.lower.columns import folder
 from streamjoin.plan.model import Kind, Query, Relation, Script
 from streamjoin.plan.windows import interval_ms
 
@@ -34,7 +35,7 @@ def input_specs(script: Script, query: Query, checkpoint: Path, late_root: Path,
         connector = (r.option("connector") or "files").lower()
         kinesis = kinesis_options(r) if connector == "kinesis" else None
         kafka = kafka_options(r) if connector == "kafka" else None
-        cdc = cdc_options(r, str(checkpoint / "sources" / key)) if connector == "postgres-cdc" else None
+        cdc = cdc_options(r, str(checkpoint / "sources" / folder(key))) if connector == "postgres-cdc" else None
         path = (f"kinesis://{kinesis['stream']}" if kinesis else f"kafka://{kafka['topic']}" if kafka
                 else f"postgres-cdc://{cdc['schema']}.{cdc['table']}" if cdc else expand(r.option("path")))
         check_stream_path(r, connector, path)
@@ -46,8 +47,8 @@ def input_specs(script: Script, query: Query, checkpoint: Path, late_root: Path,
                 schema=_schema(r),
                 rowtime=r.rowtime,
                 lateness_ms=r.lateness_ms,
-                state_dir=str(checkpoint / "sources" / key),
-                late_dir=str(late_root / key),
+                state_dir=str(checkpoint / "sources" / folder(key)),
+                late_dir=str(late_root / folder(key)),
                 # read when the query is planned: the stager uses these (docs/storage.md)
                 storage=asdict(S3Settings.from_env()) if is_s3(path) else (settings_from_env() if kinesis else None),
                 kinesis=kinesis,

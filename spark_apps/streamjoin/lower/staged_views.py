@@ -17,7 +17,7 @@ from pathlib import Path
 
 from streamjoin.io.staging import InputSpec
 from streamjoin.lower.aggregate import bucket_ms
-from streamjoin.lower.columns import ET_COLUMN, ROWTIME_COLUMN
+from streamjoin.lower.columns import ET_COLUMN, ROWTIME_COLUMN, folder
 from streamjoin.lower.lowered import Lowered
 from streamjoin.lower.strategy import LoweringOptions, promotes, promoting_views, staged_views
 from streamjoin.plan.model import Kind, Query, Script
@@ -89,8 +89,8 @@ def _part(spark, script: Script, view: Query, prefix: str, key: str, mine: list[
         # written in rowtime order, below the bounds it writes; a promoting view's rows come in
         # its inputs' order: the reader's staging orders them, allowing the t-sort's disorder
         lateness_ms=view.disorder_ms or 0,
-        state_dir=str(checkpoint / "sources" / name),
-        late_dir=str(late_root / name),
+        state_dir=str(checkpoint / "sources" / folder(name)),
+        late_dir=str(late_root / folder(name)),
     )
     # a row is final once the clock passes its bucket's end, or (no aggregation) the view's
     # own order delay: 0 for a projection, a filter or inner joins
