@@ -391,8 +391,9 @@ class Stager:
         if pc.any(pc.and_(pc.invert(is_bound), pc.is_null(rowtimes))).as_py():
             raise ValueError(f"input {self.spec.alias}: a row has no rowtime ({self.spec.rowtime})")
         rowtimes_us = pc.cast(rowtimes, pa.int64())
-        if len(rowtimes_us) and rowtimes_us.null_count < len(rowtimes_us):
-            low, high = pc.min_max(rowtimes_us).values()
+        data_us = rowtimes_us.filter(pc.invert(is_bound))  # a bound may be the end of input (END_US)
+        if len(data_us) and data_us.null_count < len(data_us):
+            low, high = pc.min_max(data_us).values()
             if low.as_py() < EARLIEST_US or high.as_py() >= END_US:
                 raise ValueError(f"input {self.spec.alias}: a rowtime lies outside the supported range "
                                  f"0001-01-01 to 7999-12-31 ({self.spec.rowtime})")

@@ -18,7 +18,7 @@ from streamjoin.io.staging import InputSpec
 from streamjoin.lower.columns import ET_COLUMN
 from streamjoin.lower.lowered import OP, Lowered
 from streamjoin.lower.staged_views import lower_staged_views
-from streamjoin.lower.strategy import LoweringOptions, batch_reason, cuts, uses_custom
+from streamjoin.lower.strategy import LoweringOptions, batch_reason, cuts, in_order, running_aggregate, uses_custom
 from streamjoin.lower.support import check_runnable, sink_spec
 from streamjoin.plan.model import Emit, JoinKind, Query, Script
 
@@ -61,13 +61,20 @@ def lower(spark, script: Script, query: Query, specs: list[InputSpec], checkpoin
         return lower_cut_chain(lowering, query, specs)
     frame, bucketed = lowering.query_frame(query)
     frame = frame.drop(ET_COLUMN)
+    if running_aggregate(query):  # a changelog of its groups (lower.running)
+        from pyspark.sql import functions as F
+
+        if forced_append(script, query):
+            frame = frame.where(F.col(OP) == "+I").drop(OP)
+        else:
+            columns.insert(0, OP)
     if query.emit == Emit.CHANGES:  # stream-table joins decide each row at once: a changelog of inserts
         from pyspark.sql import functions as F
 
         frame = frame.select(F.lit("+I").alias(OP), "*")
         columns.insert(0, OP)
     return Lowered(frame, inputs, columns, order_delay(query), lowering.snapshots, bucketed, sink_spec(script, query),
-                   upstream=parts)
+                   upstream=parts, prompt=in_order(query))
 
 
 def forced_append(script: Script, query: Query) -> bool:

@@ -31,24 +31,7 @@ def aggregate(joined, query: Query, event_time_column: str):
     from pyspark.sql import functions as F
 
     agg = query.aggregation
-    # window_start is the bucket; a TUMBLE / HOP window's window_end is the bucket's end
-    keys = {sql(k): (k, f"__k{i}") for i, k in enumerate(agg.keys) if k != agg.bucket and not _window_end(query, k)}
-    aggregates: dict[str, tuple[exp.Expression, str]] = {}
-
-    def rewrite(node):
-        text = sql(node)
-        if text == sql(agg.bucket) or (isinstance(node, exp.Column) and not node.table and node.name == "ROWTIME"):
-            return exp.column(BUCKET)
-        if isinstance(node, exp.Column) and node.name in ("window_start", "window_end") and _windowed(query, node.table):
-            return exp.column(BUCKET if node.name == "window_start" else BUCKET_END)
-        if text in keys:
-            return exp.column(keys[text][1])
-        if isinstance(node, AGGREGATES) or isinstance(node, exp.Filter) and isinstance(node.this, AGGREGATES):
-            return exp.column(aggregates.setdefault(text, (node, f"__a{len(aggregates)}"))[1])  # FILTER (WHERE ...) with it
-        return node
-
-    outputs = [(o.name, o.expression.transform(rewrite)) for o in query.output]
-    having = query.having.transform(rewrite) if query.having is not None else None  # its aggregates computed too
+    keys, aggregates, outputs, having = grouped_columns(query)
     size = bucket_ms(agg)
     slide = agg.window.slide_ms if agg.window else size
     # buckets start where rowtime - offset is a multiple of the slide: in engine time, SHIFT later
@@ -76,6 +59,33 @@ def aggregate(joined, query: Query, event_time_column: str):
               .withColumn(BUCKET_END, F.timestamp_micros(F.unix_micros(F.col("__w.end")) - shift)))
     selected = [F.expr(tree.sql(dialect="spark")).alias(name) for name, tree in outputs]
     return result.select(*selected, F.col(BUCKET).alias(ROWTIME_COLUMN), F.col("__w.start").alias(ET_COLUMN))
+
+
+def grouped_columns(query: Query):
+    """A GROUP BY query's columns: ({key SQL: (key, its column __kN)}, {aggregate SQL: (aggregate,
+    its column __aN)}, [(output name, its expression over those columns)], HAVING over them).
+    The bucket is BUCKET (ROWTIME too), a TUMBLE / HOP window's window_end BUCKET_END."""
+    agg = query.aggregation
+    # window_start is the bucket; a TUMBLE / HOP window's window_end is the bucket's end
+    keys = {sql(k): (k, f"__k{i}") for i, k in enumerate(agg.keys) if k != agg.bucket and not _window_end(query, k)}
+    aggregates: dict[str, tuple[exp.Expression, str]] = {}
+
+    def rewrite(node):
+        text = sql(node)
+        if (agg.bucket is not None and text == sql(agg.bucket)) or (
+                isinstance(node, exp.Column) and not node.table and node.name == "ROWTIME"):
+            return exp.column(BUCKET)
+        if isinstance(node, exp.Column) and node.name in ("window_start", "window_end") and _windowed(query, node.table):
+            return exp.column(BUCKET if node.name == "window_start" else BUCKET_END)
+        if text in keys:
+            return exp.column(keys[text][1])
+        if isinstance(node, AGGREGATES) or isinstance(node, exp.Filter) and isinstance(node.this, AGGREGATES):
+            return exp.column(aggregates.setdefault(text, (node, f"__a{len(aggregates)}"))[1])  # FILTER (WHERE ...) with it
+        return node
+
+    outputs = [(o.name, o.expression.transform(rewrite)) for o in query.output]
+    having = query.having.transform(rewrite) if query.having is not None else None  # its aggregates computed too
+    return keys, aggregates, outputs, having
 
 
 def _measure(node: exp.Expression) -> str:

@@ -30,3 +30,7 @@ class Lowered:
     # bounds; the reader's staging orders them (its late rows are the user's)
     stage_promotes: bool = False
     batch: object = None  # lower.batch_join.BatchJoin, run by runtime.batch_sink without a streaming query
+    # its only stateful step emits every row in the batch that reads its input (windowed and
+    # running aggregates): idle, the inputs' clock releases rows, as for a stateless query
+    # (Runner.settle); Spark would move its watermark only with the next row
+    prompt: bool = False

@@ -119,6 +119,11 @@ class NativeLowering:
             joined = joined.where(F.expr(not_bound(streams, [rowtime_of(query, a) for a in streams])))
         if bucketed_join is not None:
             return self.bucketed(query, frames, joined, bucketed_join)
+        if query.aggregation is not None and query.aggregation.bucket is None:  # a running aggregate: a changelog
+            from streamjoin.lower.running import running_frame
+
+            joined = joined.where(F.expr(not_bound(streams, [rowtime_of(query, a) for a in streams])))
+            return running_frame(joined.withColumn(ROWTIME_COLUMN, rowtime_column(query, streams)), query, ROWTIME_COLUMN), None
         if query.aggregation is not None:
             from streamjoin.lower.aggregate import aggregate
 

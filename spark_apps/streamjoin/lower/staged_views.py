@@ -95,6 +95,6 @@ def _part(spark, script: Script, view: Query, prefix: str, key: str, mine: list[
     # a row is final once the clock passes its bucket's end, or (no aggregation) the view's
     # own order delay: 0 for a projection, a filter or inner joins
     delay = bucket_ms(view.aggregation) if view.aggregation is not None else order_delay(view)
-    parts.append(Lowered(rows, mine + inner, columns, delay, lowering.snapshots, stage_output=spec.path, stage_spec=spec,
+    parts.append(Lowered(rows, mine + inner, columns, delay, lowering.snapshots, stage_output=spec.path, stage_spec=spec, prompt=bool(view.analytics),
                          stage_promotes=promotes(view)))
     return spec

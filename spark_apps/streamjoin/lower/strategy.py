@@ -319,12 +319,24 @@ def staged_views(script: Script, query: Query, options: LoweringOptions = Loweri
               for a in (*j.left_inputs, j.right)}
     custom = uses_custom(query, options)
     return [StagedView(i.alias, script.view(i.relation)) for i in query.inputs
-            if _stream_view(script, i) and (alone(script.view(i.relation)) or bool(query.analytics) or i.alias in joined and (
+            if _stream_view(script, i) and (alone(script.view(i.relation)) or in_order(query) or i.alias in joined and (
                 custom or script.view(i.relation).aggregation is not None))]
 
 
 def promotes(view: Query) -> bool:
     return view.disorder_ms is not None
+
+
+def running_aggregate(query: Query) -> bool:
+    """A GROUP BY without a time bucket over a stream: a running aggregate (lower.running)."""
+    return query.aggregation is not None and query.aggregation.bucket is None and bool(query.streams())
+
+
+def in_order(query: Query) -> bool:
+    """A query whose stream views run as parts of their own, so that it reads staged steps: one
+    with windowed aggregates (it needs its input's order) or a running aggregate (its stateful
+    step follows no other)."""
+    return bool(query.analytics) or running_aggregate(query)
 
 
 def alone(view: Query) -> bool:
@@ -340,7 +352,7 @@ def promoting_views(script: Script, query: Query) -> list[StagedView]:
     a staged input has); the others run inline in the view (`check_runnable` refuses what would
     need more)."""
     return [StagedView(i.alias, script.view(i.relation)) for i in query.inputs
-            if _stream_view(script, i) and (alone(script.view(i.relation)) or bool(query.analytics))]
+            if _stream_view(script, i) and (alone(script.view(i.relation)) or in_order(query))]
 
 
 def _stream_view(script: Script, item: Input) -> bool:

@@ -20,7 +20,7 @@ from streamjoin.lower.clauses import changing_outside_regular, clauses_not_run
 from streamjoin.lower.columns import lag
 from streamjoin.lower.inputs import LOGS, STREAM_CONNECTORS, cdc_options, check_stream_path, kafka_options, kinesis_options
 from streamjoin.lower.lowered import OP
-from streamjoin.lower.strategy import LoweringOptions, alone, cuts, staged_views, uses_custom
+from streamjoin.lower.strategy import LoweringOptions, alone, cuts, running_aggregate, staged_views, uses_custom
 from streamjoin.plan.analyzer.analytics import key
 from streamjoin.plan.model import Emit, JoinKind, JoinType, Kind, Query, Relation, Script, sql
 from streamjoin.plan.windows import BucketWindow, RangeWindow
@@ -42,7 +42,7 @@ Rule = tuple[str, Callable[[Context], str | None]]
 
 def check_runnable(script: Script, query: Query, options: LoweringOptions = LoweringOptions()) -> None:
     """Raise Unsupported for what this runtime does not run yet, naming it."""
-    if query.kind != Kind.STREAM:
+    if query.kind != Kind.STREAM and not running_aggregate(query):  # a SELECT TABLE ... GROUP BY over streams: a changelog
         return _check_table_query(script, query)
     check_query(Context(script, query, True, options))
     sink_spec(script, query)
@@ -308,8 +308,7 @@ def _aggregation(ctx: Context) -> str | None:
     if agg is None:
         return None
     if agg.bucket is None:
-        return ("GROUP BY without a time bucket never closes a group under EMIT FINAL: "
-                "group by FLOOR(ROWTIME TO unit) or TUMBLE(...)'s window_start")
+        return _running(ctx)
     if (agg.bucket_unit or "").upper() in ("MONTH", "YEAR"):
         return f"GROUP BY FLOOR(ROWTIME TO {agg.bucket_unit}) is not supported by `run` yet (SECOND to DAY are)"
     streams = [q.input(a) for a in q.streams()]
@@ -327,6 +326,35 @@ def _aggregation(ctx: Context) -> str | None:
                 isinstance(node, exp.Count) or (isinstance(node, exp.Min | exp.Max) and len(node.this.expressions) == 1)
             ):
                 return f"{sql(node)}: of the DISTINCT aggregates, `run` supports COUNT, MIN and MAX in streams yet"
+    return None
+
+
+def _running(ctx: Context) -> str | None:
+    """A GROUP BY without a time bucket (lower.running): a changelog of the groups of one
+    append-only stream (joined with tables at most), the query `run` runs."""
+    from streamjoin.lower.aggregate import grouped_columns
+    from streamjoin.lower.running import measure_problem
+
+    q = ctx.query
+    where = "GROUP BY without a time bucket (a running aggregate, written as a changelog)"
+    if not ctx.top:
+        return (f"{where} in a view another query reads is not supported by `run` yet (its rows change); "
+                "run it as the final query, or group by a time bucket: FLOOR(ROWTIME TO MINUTE) or TUMBLE's window_start")
+    if len(q.streams()) != 1 or any(not j.kind.with_table for j in q.joins):
+        return f"{where} over joined streams is not supported by `run` yet: join them in a view, and group in a query that reads it"
+    stream = ctx.script.relation(q.input(q.streams()[0]).relation)
+    if stream.changing or any(ctx.script.relation(i.relation).changing for i in q.inputs):
+        return f"{where} over a table that changes (its updates and deletes) is not supported by `run` yet"
+    if q.having is not None:
+        return f"{where} with HAVING is not supported by `run` yet"
+    if q.distinct is not None or q.analytics:
+        return f"{where} with {'DISTINCT' if q.distinct is not None else 'OVER windows'} is not supported by `run` yet"
+    if q.emit != Emit.FINAL:
+        return f"{where} writes its changes as they come: leave out EMIT {q.emit}"
+    for node, _ in grouped_columns(q)[1].values():
+        problem = measure_problem(node)
+        if problem:
+            return problem
     return None
 
 

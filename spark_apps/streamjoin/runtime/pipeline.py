@@ -18,7 +18,7 @@ from streamjoin.io import retry
 from streamjoin.io.staging import InputSpec
 from streamjoin.lower.inputs import input_specs
 from streamjoin.lower.lowered import Lowered
-from streamjoin.lower.strategy import LoweringOptions
+from streamjoin.lower.strategy import LoweringOptions, running_aggregate
 from streamjoin.lower.support import check_runnable, topic_target
 from streamjoin.plan.compile import compile_sql
 from streamjoin.plan.model import Kind, Query, Script
@@ -102,7 +102,7 @@ class Pipeline:
         if len(self.script.runs) == 1:
             output = topic_target(self.script, self.query) or output  # a declared Kafka sink's topic
         late_root = default_late_root(checkpoint, output)
-        if len(self.script.runs) == 1 and self.query.kind == Kind.TABLE:
+        if len(self.script.runs) == 1 and self.query.kind == Kind.TABLE and not running_aggregate(self.query):
             return {"query": run_table_query(spark, self.script, self.query, checkpoint, output, self.filename)}
         if len(self.script.runs) == 1:
             lowered = self.lower(spark, checkpoint, late_root, until_idle)

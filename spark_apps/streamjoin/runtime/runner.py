@@ -171,14 +171,14 @@ class Runner:
         self.settle()
 
     def settle(self) -> None:
-        """Release by the inputs' clock when the query is stateless and idle.
+        """Release by the inputs' clock when the query is stateless (or `Lowered.prompt`) and idle.
 
         A query without a stateful operator (a stream-table join, say) emits every row in the
         batch that reads it, but Spark runs no batch just to move its watermark on, so the last
         hour would wait for the next row. Once every staged step is processed, rows older than
         the join clock (min of the inputs' clocks) can no longer come: release up to it."""
         progress = self.query.lastProgress or {}
-        if not progress or progress.get("stateOperators"):
+        if not progress or (progress.get("stateOperators") and not self.lowered.prompt):
             return  # Spark's watermark, after each batch, drives a stateful query
         manifests = [s.manifest() for s in self.stagers]
         for stager, m in zip(self.stagers, manifests, strict=True):

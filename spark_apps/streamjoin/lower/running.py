@@ -1,0 +1,194 @@
+"""A GROUP BY without a time bucket over a stream (RisingWave's `CREATE MATERIALIZED VIEW v AS
+SELECT k, COUNT(*) FROM s GROUP BY k`, Lenses' `SELECT TABLE COUNT(*) ... GROUP BY channel`): a
+running aggregate, a table that changes as the stream comes, written as a changelog.
+
+No group ever closes, so it cannot be a final row (SEMANTICS §7's buckets are). Each micro-batch,
+every group the batch's rows touched writes `-D` of its row as it stood (if it had one) and `+I`
+of its new row; folding the changelog (the upsert sink does, by the group's keys) gives the
+aggregate over every row read so far. The new rows carry the latest rowtime among the batch's
+rows of the group. A group whose row did not change (a MAX that stayed) writes nothing.
+
+Runs on `applyInPandasWithState`, grouped by the GROUP BY's keys: the state is each aggregate's
+accumulator (a count, a sum, the extreme, a sum and count for AVG, the values seen for COUNT
+DISTINCT). Append-only input only: a changing table's retractions are refused (lower.support).
+"""
+
+from __future__ import annotations
+
+import pickle
+import warnings
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from streamjoin.lower.aggregate import grouped_columns
+from streamjoin.lower.columns import ET_COLUMN, ROWTIME_COLUMN, engine_time
+from streamjoin.lower.expressions import spark_sql
+from streamjoin.lower.lowered import OP
+from streamjoin.plan.model import Query
+
+# pandas warns, in Spark's Python worker, when it joins the batches of a column of NULLs
+warnings.filterwarnings("ignore", "The behavior of DataFrame concatenation", FutureWarning)
+
+TIME, CHANGE = "__rn_t", "__rn_op"
+FUNCTIONS = {exp.Count: "COUNT", exp.Sum: "SUM", exp.Min: "MIN", exp.Max: "MAX", exp.Avg: "AVG"}
+
+
+@dataclass(frozen=True)
+class _Measure:
+    function: str  # COUNT COUNT_STAR COUNT_DISTINCT SUM MIN MAX AVG
+    integral: bool  # its argument is an integer: sums stay whole
+
+
+def measure_problem(node: exp.Expression) -> str | None:
+    """Why `run` cannot keep `node` (an aggregate of the query) running; None: it can."""
+    if isinstance(node, exp.Filter):
+        return f"{node.sql()}: FILTER (WHERE ...) in a running aggregate is not supported by `run` yet"
+    if isinstance(node.this, exp.Distinct) and not (isinstance(node, exp.Count) and len(node.this.expressions) == 1):
+        return f"{node.sql()}: of the DISTINCT aggregates, a running aggregate keeps COUNT(DISTINCT x)"
+    return None
+
+
+def running_frame(joined, query: Query, time_column: str):
+    """`joined` (one stream's rows after WHERE, bound rows gone, `time_column` their rowtime) as
+    the changelog of the query's groups: OP, the output columns, ROWTIME_COLUMN and ET_COLUMN."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.streaming.state import GroupStateTimeout
+    from pyspark.sql.types import BinaryType, DecimalType, DoubleType, IntegralType, LongType, StringType, StructField, StructType
+
+    keys, aggregates, outputs, _ = grouped_columns(query)
+    frame = joined.select(
+        *[F.expr(spark_sql(k)).alias(name) for k, name in keys.values()],
+        *[F.expr(spark_sql(_argument(node))).alias(f"{name}_in") for node, name in aggregates.values()],
+        F.unix_micros(F.col(time_column)).alias(TIME),
+    )
+    types = {f.name: f.dataType for f in frame.schema.fields}
+    measures, fields = [], []
+    for node, name in aggregates.values():
+        argument = types[f"{name}_in"]
+        function = _function(node)
+        measures.append(_Measure(function, isinstance(argument, IntegralType)))
+        if function.startswith("COUNT"):
+            kind = LongType()
+        elif function == "AVG":
+            kind = DoubleType()
+        elif function == "SUM":
+            kind = LongType() if isinstance(argument, IntegralType) else \
+                DecimalType(38, argument.scale) if isinstance(argument, DecimalType) else DoubleType()
+        else:
+            kind = argument
+        fields.append(StructField(name, kind))
+    key_fields = [StructField(name, types[name]) for _, name in keys.values()]
+    out = StructType([StructField(CHANGE, StringType()), *key_fields, *fields, StructField(TIME, LongType())])
+    state = StructType([StructField("acc", BinaryType())])
+    group = [name for _, name in keys.values()] or [F.lit(0).alias("__rn_all")]
+    changes = frame.groupBy(*group).applyInPandasWithState(
+        Running(tuple(measures), tuple(name for _, name in keys.values()), tuple(name for _, name in aggregates.values())),
+        out, state, "append", GroupStateTimeout.NoTimeout)
+    rowtime = F.timestamp_micros(F.col(TIME))
+    return changes.select(
+        F.col(CHANGE).alias(OP),
+        *[F.expr(spark_sql(tree)).alias(name) for name, tree in outputs],
+        rowtime.alias(ROWTIME_COLUMN),
+        engine_time(rowtime).alias(ET_COLUMN),
+    )
+
+
+def _function(node: exp.Expression) -> str:
+    function = FUNCTIONS[type(node)]
+    if function == "COUNT" and isinstance(node.this, exp.Star):
+        return "COUNT_STAR"
+    if function == "COUNT" and isinstance(node.this, exp.Distinct):
+        return "COUNT_DISTINCT"
+    return function
+
+
+def _argument(node: exp.Expression) -> exp.Expression:
+    inner = node.this
+    if isinstance(inner, exp.Distinct):
+        return inner.expressions[0]
+    return exp.Literal.number(1) if isinstance(inner, exp.Star) or inner is None else inner
+
+
+class Running:
+    """The function `applyInPandasWithState` calls with a group's new rows."""
+
+    def __init__(self, measures: tuple[_Measure, ...], keys: tuple[str, ...], names: tuple[str, ...]):
+        self.measures, self.keys, self.names = measures, keys, names
+
+    def __call__(self, key, frames, state):
+        import pandas as pd
+
+        new = pd.concat(list(frames), ignore_index=True)
+        if new.empty:
+            return
+        accumulators = pickle.loads(state.get[0]) if state.exists else None
+        before = None if accumulators is None else [_value(m, a) for m, a in zip(self.measures, accumulators, strict=True)]
+        if accumulators is None:
+            accumulators = [_start(m) for m in self.measures]
+        accumulators = [_add(m, a, new[f"{name}_in"]) for m, a, name in zip(self.measures, accumulators, self.names, strict=True)]
+        after = [_value(m, a) for m, a in zip(self.measures, accumulators, strict=True)]
+        state.update((pickle.dumps(accumulators, protocol=pickle.HIGHEST_PROTOCOL),))
+        if before == after:
+            return
+        t = int(new[TIME].max())
+        keys = list(key) if self.keys else []
+        rows = ([("-D", *keys, *before, t)] if before is not None else []) + [("+I", *keys, *after, t)]
+        yield pd.DataFrame(rows, columns=[CHANGE, *self.keys, *self.names, TIME])
+
+
+def _start(m: _Measure):
+    return {"COUNT_STAR": 0, "COUNT": 0, "COUNT_DISTINCT": set(), "AVG": (None, 0)}.get(m.function)
+
+
+def _add(m: _Measure, accumulator, column):
+    values = [_plain(v, m.integral) for v in column.tolist() if not _missing(v)]
+    f = m.function
+    if f == "COUNT_STAR":
+        return accumulator + len(column)
+    if f == "COUNT":
+        return accumulator + len(values)
+    if f == "COUNT_DISTINCT":
+        return accumulator | set(values)
+    if not values:
+        return accumulator
+    if f == "SUM":
+        return _total(values, accumulator)
+    if f == "AVG":
+        total, count = accumulator
+        return _total(values, total), count + len(values)
+    extreme = (min if f == "MIN" else max)(values)
+    if accumulator is None:
+        return extreme
+    return (min if f == "MIN" else max)(accumulator, extreme)
+
+
+def _value(m: _Measure, accumulator):
+    if m.function == "COUNT_DISTINCT":
+        return len(accumulator)
+    if m.function == "AVG":
+        total, count = accumulator
+        return None if not count else float(total) / count
+    return accumulator
+
+
+def _total(values, start):
+    total = start
+    for v in values:
+        total = v if total is None else total + v
+    return total
+
+
+def _missing(value) -> bool:
+    if value is None:
+        return True
+    try:
+        return bool(value != value)  # NaN, NaT
+    except (TypeError, ValueError):
+        return False
+
+
+def _plain(value, integral: bool):
+    if hasattr(value, "item") and not hasattr(value, "to_pydatetime"):
+        value = value.item()
+    return int(value) if integral else value
