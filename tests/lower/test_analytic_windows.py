@@ -100,7 +100,9 @@ def _write(folder, n: int, rows: list[dict]) -> None:
 FRAMES = [(("range", 7), True), (("rows", 2), True), (("unbounded", 0), False), (("range", 0), False)]
 
 
-@pytest.mark.parametrize(("frame", "partitioned"), FRAMES, ids=[f"{f[0]}{f[1]}{'-partitioned' * p}" for f, p in FRAMES])
+@pytest.mark.parametrize(("frame", "partitioned"), [pytest.param(*case, marks=pytest.mark.long) if n in (1, 3) else case
+                                                   for n, case in enumerate(FRAMES)],
+                         ids=[f"{f[0]}{f[1]}{'-partitioned' * p}" for f, p in FRAMES])
 def test_windowed_aggregates_equal_a_scan_of_the_earlier_rows_over_micro_batches_and_a_restart(spark, tmp_path, frame, partitioned):
     rows = generate(random.Random(str(frame)), 90)
     folder = tmp_path / "in"

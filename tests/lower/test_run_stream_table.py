@@ -204,7 +204,7 @@ FROM TUMBLE(trades, t, INTERVAL '1' MINUTE) GROUP BY window_start, sym;"""
     ]
 
 
-@pytest.mark.parametrize("group", ["GROUP BY sym", "GROUP BY FLOOR(ROWTIME TO MONTH), sym"])
+@pytest.mark.parametrize("group", ["GROUP BY FLOOR(ROWTIME TO MONTH), sym"])  # GROUP BY sym: a running aggregate (test_running_aggregates.py)
 def test_aggregations_run_cannot_finish_are_rejected_before_spark_starts(group, tmp_path):
     from streamjoin.errors import Unsupported
     from streamjoin.lower.support import check_runnable

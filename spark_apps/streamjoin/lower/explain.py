@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from streamjoin.lower.strategy import LoweringOptions, describe, staged_views
+from streamjoin.lower.strategy import LoweringOptions, describe, in_order, staged_views
 from streamjoin.plan.model import Emit, Input, Join, Kind, Query, Script, sql
 from streamjoin.plan.windows import format_ms
 
@@ -90,6 +90,13 @@ def _query(script: Script, q: Query, options: LoweringOptions) -> str:
         elif i.alias in staged and staged[i.alias].aggregation is not None:
             lines.append("      an aggregating view joined with a stream: it runs as a query of its own; its rows, released in "
                          "rowtime order once their bucket closes, are this input")
+        elif i.alias in staged and staged[i.alias].analytics:
+            lines.append("      a view with windowed aggregates (OVER windows of rows): it runs as a query of its own; its "
+                         "rows, released in rowtime order with its rowtime bounds, are this input")
+        elif i.alias in staged and in_order(q):
+            lines.append("      read in its order by the " + ("windowed aggregates" if q.analytics else "running aggregate")
+                         + " of this query: it runs as a query of its own; its rows, released in rowtime order with its "
+                         "rowtime bounds, are this input")
         elif i.alias in staged:
             lines.append("      a view read by streamjoin's operator: it runs as a query of its own; its rows, released in "
                          "rowtime order with its rowtime bounds, are this input")

@@ -207,6 +207,8 @@ def _view_input(ctx: Context, alias: str, view: Query) -> str | None:
         return _table_view(ctx.script, view)
     check_query(Context(ctx.script, view, False, ctx.options))  # raises for the view's own reasons
     if alias in {sv.alias for sv in staged_views(ctx.script, ctx.query)}:  # runs as a part of its own
+        if not ctx.top and running_aggregate(ctx.query):
+            return _running(ctx)  # the running aggregate's own reason: in a view
         if not ctx.top and not (alone(view) or ctx.query.analytics):
             return f"input '{alias}': an aggregating view joined with a stream inside a view is not supported by `run` yet"
         if cuts(ctx.query):
