@@ -74,6 +74,28 @@ class _Spec:
     default: bool
 
 
+def analytic_problem(query: Query) -> str | None:
+    """Why `run` cannot compute `query`'s aggregates OVER windows of rows; None: it can (over one
+    stream, joined with tables at most, one PARTITION BY, no GROUP BY or DISTINCT beside them)."""
+    if not query.analytics:
+        return None
+    problems = {key(a.expression): a.problem for a in query.analytics if a.problem}
+    for o in query.output:
+        for node in o.expression.find_all(exp.Window):
+            if key(node) in problems:
+                return f"output column '{o.name}': {problems[key(node)]}"
+    if len(query.streams()) != 1 or any(not j.kind.with_table for j in query.joins):
+        return ("aggregates OVER windows of rows are computed over one stream (joined with tables at most): "
+                "join the streams in a view, and compute the windows in a query that reads it")
+    if query.aggregation is not None or query.distinct is not None:
+        what = "GROUP BY" if query.aggregation is not None else "DISTINCT"
+        return f"aggregates OVER windows of rows and {what} in one query are not supported by `run` yet: put one in a view"
+    if any(a.partition_by != query.analytics[0].partition_by for a in query.analytics):
+        return ("OVER windows with different PARTITION BY in one query are not supported by `run` yet: "
+                "one partitioning per query (a view each)")
+    return None
+
+
 def _spec(a: Analytic) -> _Spec:
     scale = 1000 if a.frame == "range" else 1
     return _Spec(

@@ -25,7 +25,7 @@ from streamjoin.lower.aggregate import grouped_columns
 from streamjoin.lower.columns import ET_COLUMN, ROWTIME_COLUMN, engine_time
 from streamjoin.lower.expressions import spark_sql
 from streamjoin.lower.lowered import OP
-from streamjoin.plan.model import Query
+from streamjoin.plan.model import Emit, Query, Script
 
 # pandas warns, in Spark's Python worker, when it joins the batches of a column of NULLs
 warnings.filterwarnings("ignore", "The behavior of DataFrame concatenation", FutureWarning)
@@ -47,6 +47,26 @@ def measure_problem(node: exp.Expression) -> str | None:
     if isinstance(node.this, exp.Distinct) and not (isinstance(node, exp.Count) and len(node.this.expressions) == 1):
         return f"{node.sql()}: of the DISTINCT aggregates, a running aggregate keeps COUNT(DISTINCT x)"
     return None
+
+
+def running_problem(script: Script, query: Query, top: bool) -> str | None:
+    """Why `run` cannot keep `query`'s groups running; None: it can (a changelog of the groups of
+    one append-only stream, joined with tables at most, in the query `run` runs)."""
+    where = "GROUP BY without a time bucket (a running aggregate, written as a changelog)"
+    if not top:
+        return (f"{where} in a view another query reads is not supported by `run` yet (its rows change); "
+                "run it as the final query, or group by a time bucket: FLOOR(ROWTIME TO MINUTE) or TUMBLE's window_start")
+    if len(query.streams()) != 1 or any(not j.kind.with_table for j in query.joins):
+        return f"{where} over joined streams is not supported by `run` yet: join them in a view, and group in a query that reads it"
+    if any(script.relation(i.relation).changing for i in query.inputs):
+        return f"{where} over a table that changes (its updates and deletes) is not supported by `run` yet"
+    if query.having is not None:
+        return f"{where} with HAVING is not supported by `run` yet"
+    if query.distinct is not None or query.analytics:
+        return f"{where} with {'DISTINCT' if query.distinct is not None else 'OVER windows'} is not supported by `run` yet"
+    if query.emit != Emit.FINAL:
+        return f"{where} writes its changes as they come: leave out EMIT {query.emit}"
+    return next((p for node, _ in grouped_columns(query)[1].values() if (p := measure_problem(node))), None)
 
 
 def running_frame(joined, query: Query, time_column: str):

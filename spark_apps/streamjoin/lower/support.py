@@ -21,7 +21,6 @@ from streamjoin.lower.columns import lag
 from streamjoin.lower.inputs import LOGS, STREAM_CONNECTORS, cdc_options, check_stream_path, kafka_options, kinesis_options
 from streamjoin.lower.lowered import OP
 from streamjoin.lower.strategy import LoweringOptions, alone, cuts, running_aggregate, staged_views, uses_custom
-from streamjoin.plan.analyzer.analytics import key
 from streamjoin.plan.model import Emit, JoinKind, JoinType, Kind, Query, Relation, Script, sql
 from streamjoin.plan.windows import BucketWindow, RangeWindow
 
@@ -150,27 +149,9 @@ def start_bounds(join, before: list[str], query: Query) -> tuple[int, int] | Non
 
 
 def _analytic_window(ctx: Context) -> str | None:
-    """Aggregates OVER windows of rows (lower.analytic): over one stream (joined with tables at
-    most), one PARTITION BY in a query, no GROUP BY or DISTINCT beside them."""
-    q = ctx.query
-    if not q.analytics:
-        return None
-    problems = {key(a.expression): a.problem for a in q.analytics if a.problem}
-    for o in q.output:
-        for node in o.expression.find_all(exp.Window):
-            if key(node) in problems:
-                return f"output column '{o.name}': {problems[key(node)]}"
-    first = q.analytics[0]
-    if len(q.streams()) != 1 or any(not j.kind.with_table for j in q.joins):
-        return ("aggregates OVER windows of rows are computed over one stream (joined with tables at most): "
-                "join the streams in a view, and compute the windows in a query that reads it")
-    if q.aggregation is not None or q.distinct is not None:
-        what = "GROUP BY" if q.aggregation is not None else "DISTINCT"
-        return f"aggregates OVER windows of rows and {what} in one query are not supported by `run` yet: put one in a view"
-    if any(a.partition_by != first.partition_by for a in q.analytics):
-        return ("OVER windows with different PARTITION BY in one query are not supported by `run` yet: "
-                "one partitioning per query (a view each)")
-    return None
+    from streamjoin.lower.analytic import analytic_problem
+
+    return analytic_problem(ctx.query)
 
 
 def _emit_mode(ctx: Context) -> str | None:
@@ -332,32 +313,9 @@ def _aggregation(ctx: Context) -> str | None:
 
 
 def _running(ctx: Context) -> str | None:
-    """A GROUP BY without a time bucket (lower.running): a changelog of the groups of one
-    append-only stream (joined with tables at most), the query `run` runs."""
-    from streamjoin.lower.aggregate import grouped_columns
-    from streamjoin.lower.running import measure_problem
+    from streamjoin.lower.running import running_problem
 
-    q = ctx.query
-    where = "GROUP BY without a time bucket (a running aggregate, written as a changelog)"
-    if not ctx.top:
-        return (f"{where} in a view another query reads is not supported by `run` yet (its rows change); "
-                "run it as the final query, or group by a time bucket: FLOOR(ROWTIME TO MINUTE) or TUMBLE's window_start")
-    if len(q.streams()) != 1 or any(not j.kind.with_table for j in q.joins):
-        return f"{where} over joined streams is not supported by `run` yet: join them in a view, and group in a query that reads it"
-    stream = ctx.script.relation(q.input(q.streams()[0]).relation)
-    if stream.changing or any(ctx.script.relation(i.relation).changing for i in q.inputs):
-        return f"{where} over a table that changes (its updates and deletes) is not supported by `run` yet"
-    if q.having is not None:
-        return f"{where} with HAVING is not supported by `run` yet"
-    if q.distinct is not None or q.analytics:
-        return f"{where} with {'DISTINCT' if q.distinct is not None else 'OVER windows'} is not supported by `run` yet"
-    if q.emit != Emit.FINAL:
-        return f"{where} writes its changes as they come: leave out EMIT {q.emit}"
-    for node, _ in grouped_columns(q)[1].values():
-        problem = measure_problem(node)
-        if problem:
-            return problem
-    return None
+    return running_problem(ctx.script, ctx.query, ctx.top)
 
 
 NATIVE_RULES: tuple[Rule, ...] = (

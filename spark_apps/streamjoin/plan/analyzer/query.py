@@ -12,9 +12,9 @@ from sqlglot.errors import ParseError
 import streamjoin.plan.analyzer.classify as classify
 import streamjoin.plan.analyzer.joins as joins
 from streamjoin.dialect import SelectKind, Within
-from streamjoin.dialect.expressions import SpanOf, StepBy
 from streamjoin.dialect.profiles import REGULAR, Profile
 from streamjoin.plan.analyzer.analytics import analytics_of
+from streamjoin.plan.analyzer.buckets import stepped
 from streamjoin.plan.analyzer.names import Item, Scope, is_rowtime
 from streamjoin.plan.analyzer.window_specs import WindowSpecs
 from streamjoin.plan.conditions import split
@@ -34,7 +34,7 @@ from streamjoin.plan.model import (
 )
 from streamjoin.plan.scope import Located, ident_name, interval_to_ms
 from streamjoin.plan.state import describe_state
-from streamjoin.plan.windows import CURRENT_ROW, UNIT_MS, UnboundedWindow, interval_ms
+from streamjoin.plan.windows import CURRENT_ROW, UnboundedWindow, interval_ms
 
 
 class Relations(Protocol):
@@ -427,8 +427,8 @@ class QueryAnalysis:
         for k in keys:
             if isinstance(k, exp.Floor) and k.args.get("to") and is_rowtime(k.this):
                 bucket, unit = k, k.text("to").upper()
-            elif _stepped(k, [o.expression for o in output]) is not None:
-                size, column = _stepped(k, [o.expression for o in output])
+            elif stepped(k, [o.expression for o in output]) is not None:
+                size, column = stepped(k, [o.expression for o in output])
                 window = TimeWindowFunction(WindowFunction.TUMBLE, column, size, size)
                 bucket, unit = k, f"STEP {size} ms"
             elif isinstance(k, exp.Column) and k.name == "window_start":
@@ -437,35 +437,6 @@ class QueryAnalysis:
                     window = item.time_window
                     bucket, unit = k, f"{window.function} {window.size_ms} ms"
         return Aggregation(bucket=bucket, bucket_unit=unit, keys=tuple(keys), window=window)
-
-
-def _stepped(key: exp.Expression, outputs: list[exp.Expression]) -> tuple[int, str] | None:
-    """The milliseconds of a GROUP BY key that buckets the rowtime by a fixed length other than one
-    unit: KDA's and s-Server's `STEP(ROWTIME BY INTERVAL '30' SECOND)`, or s-Server's
-    `FLOOR((ROWTIME - TIMESTAMP '1970-01-01 00:00:00') SECOND / 30 TO SECOND)` when the query does
-    not select it (its value is a count of periods, not the bucket's start); and the rowtime
-    column it buckets. None: another key."""
-    if isinstance(key, StepBy) and is_rowtime(key.this) and isinstance(key.expression, exp.Interval):
-        unit = key.expression.args.get("unit")
-        try:
-            size = interval_ms(key.expression.name, unit.name if isinstance(unit, exp.Var) else None)
-        except ValueError:
-            return None
-        return (size, key.this.name) if size > 0 else None
-    if not (isinstance(key, exp.Floor) and isinstance(key.this, exp.Div) and isinstance(key.this.this, SpanOf)):
-        return None
-    span, count = key.this.this, key.this.expression
-    difference = span.this.this if isinstance(span.this, exp.Paren) else span.this
-    unit = span.text("unit").upper()
-    epoch = difference.expression if isinstance(difference, exp.Sub) else None
-    if not (isinstance(difference, exp.Sub) and is_rowtime(difference.this) and isinstance(epoch, exp.Cast)
-            and epoch.name.strip() in ("1970-01-01 00:00:00", "1970-01-01 00:00:00.000", "1970-01-01")
-            and key.text("to").upper() == unit and unit in UNIT_MS and isinstance(count, exp.Literal)
-            and count.is_number and float(count.name).is_integer() and int(float(count.name)) > 0):
-        return None
-    if any(o.find(exp.Floor) is not None and any(f == key for f in o.find_all(exp.Floor)) for o in outputs):
-        return None
-    return UNIT_MS[unit] * int(float(count.name)), difference.this.name
 
 
 def _bare(node: exp.Expression) -> str:
