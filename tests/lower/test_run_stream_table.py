@@ -204,6 +204,16 @@ FROM TUMBLE(trades, t, INTERVAL '1' MINUTE) GROUP BY window_start, sym;"""
     ]
 
 
+def test_tumble_window_end_alone_groups_by_its_window(spark, tmp_path):
+    write_jsonl(tmp_path / "trades" / "t.json", TRADES)
+    sql = AGG_DDL.format(dir=tmp_path) + """SELECT STREAM window_end, sym, SUM(qty) AS qty
+FROM TUMBLE(trades, t, INTERVAL '1' MINUTE) GROUP BY sym, window_end;"""
+    rows, _ = run_until_idle(spark, sql, tmp_path)
+    assert sorted((r["window_end"], r["sym"], r["qty"]) for r in rows) == [
+        (ts(60_000), "A", 4), (ts(60_000), "B", 2), (ts(120_000), "A", 4), (ts(180_000), "B", 5),
+    ]
+
+
 @pytest.mark.parametrize("group", ["GROUP BY FLOOR(ROWTIME TO MONTH), sym"])  # GROUP BY sym: a running aggregate (test_running_aggregates.py)
 def test_aggregations_run_cannot_finish_are_rejected_before_spark_starts(group, tmp_path):
     from streamjoin.errors import Unsupported

@@ -436,6 +436,13 @@ class QueryAnalysis:
                 if item is not None:
                     window = item.time_window
                     bucket, unit = k, f"{window.function} {window.size_ms} ms"
+        if bucket is None:  # GROUP BY window_end alone (RisingWave's habit): its window_start is the bucket
+            end = next((k for k in keys if isinstance(k, exp.Column) and k.name == "window_end"
+                        and any(i.alias == k.table and i.time_window for i in self.items)), None)
+            if end is not None:
+                window = next(i.time_window for i in self.items if i.alias == end.table)
+                bucket = exp.column("window_start", table=end.table)
+                unit = f"{window.function} {window.size_ms} ms"
         return Aggregation(bucket=bucket, bucket_unit=unit, keys=tuple(keys), window=window)
 
 
