@@ -37,6 +37,8 @@ FUNCTIONS = [
     ("p1", "LAG(v) OVER w", lambda xs: xs[-2] if len(xs) >= 2 else None),
     ("p2", "LAG(v, 2, -1) OVER w", lambda xs: xs[-3] if len(xs) >= 3 else -1),
     ("sd", "STDDEV_SAMP(v) OVER w", lambda xs: _stddev([x for x in xs if x is not None])),
+    # computed row by row (lower.analytic.row_by_row), the others by numpy and pandas' rolling windows
+    ("fi", "FIRST_VALUE(v) IGNORE NULLS OVER w", lambda xs: next((x for x in xs if x is not None), None)),
 ]
 
 

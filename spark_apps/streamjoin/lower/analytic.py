@@ -72,6 +72,8 @@ class _Spec:
     from_last: bool
     ignore_nulls: bool
     default: bool
+    numeric: bool = False  # the argument is a Spark integer or floating column (the vectorized path)
+    integral: bool = False  # ... an integer one: SUM, MIN and MAX stay whole
 
 
 def analytic_problem(query: Query) -> str | None:
@@ -96,19 +98,13 @@ def analytic_problem(query: Query) -> str | None:
     return None
 
 
-def _spec(a: Analytic) -> _Spec:
+def _spec(a: Analytic, argument) -> _Spec:
+    from pyspark.sql.types import FloatType, IntegralType
+
     scale = 1000 if a.frame == "range" else 1
-    return _Spec(
-        a.function,
-        a.argument is None,
-        a.frame,
-        a.size * scale,
-        a.lag * scale,
-        a.offset,
-        a.from_last,
-        a.ignore_nulls,
-        a.default is not None,
-    )
+    return _Spec(a.function, a.argument is None, a.frame, a.size * scale, a.lag * scale, a.offset, a.from_last,
+                 a.ignore_nulls, a.default is not None, isinstance(argument, IntegralType | FloatType),
+                 isinstance(argument, IntegralType))
 
 
 def add_analytics(frame, query: Query, alias: str):
@@ -140,7 +136,7 @@ def add_analytics(frame, query: Query, alias: str):
         *[_argument(n) for n in range(len(analytics))],
         *[_default(n) for n, a in enumerate(analytics) if a.default is not None],
     ]
-    compute = Compute(tuple(_spec(a) for a in analytics), tuple(kept), tuple(out.names))
+    compute = Compute(tuple(_spec(a, types[_argument(n)]) for n, a in enumerate(analytics)), tuple(kept), tuple(out.names))
     state = StructType([StructField("rows", BinaryType())])
     computed = frame.groupBy(*keys).applyInPandasWithState(compute, out, state, "append", GroupStateTimeout.NoTimeout)
     # engine time is thousands of years on (io.instants): past what pandas holds, so it goes as micros
@@ -208,6 +204,67 @@ def retained_from(spec: _Spec, times) -> int:
 
 def values(spec: _Spec, times, argument, defaults, first: int) -> list:
     """The analytic's value for each row from `first` on, over the rows before it in its frame."""
+    fast = vectorized(spec, times, argument, defaults, first)
+    return fast if fast is not None else row_by_row(spec, times, argument, defaults, first)
+
+
+_ROLLING = {"SUM": "sum", "AVG": "mean", "MIN": "min", "MAX": "max", "STDDEV_SAMP": "std", "STDDEV_POP": "std",
+            "VAR_SAMP": "var", "VAR_POP": "var"}
+
+
+def vectorized(spec: _Spec, times, argument, defaults, first: int) -> list | None:
+    """`values` for a frame that ends at its row, by numpy (positions, counts) and pandas' rolling
+    windows (which end at the row too: a later row of its rowtime is not in it); None where only
+    `row_by_row` computes it (IGNORE NULLS, a frame that ends before its row, a RANGE of 0, an
+    aggregate of a non-numeric column)."""
+    import numpy as np
+    import pandas as pd
+
+    if spec.ignore_nulls or (spec.frame == "range" and (spec.lag or not spec.size)):
+        return None
+    if spec.function in _ROLLING and not spec.numeric:
+        return None
+    rows = np.arange(first, len(times))
+    if spec.frame == "range":
+        starts = np.searchsorted(times, times[rows] - spec.size, "left")
+    else:
+        starts = np.maximum(0, rows - spec.size) if spec.frame == "rows" else np.zeros(len(rows), dtype=np.int64)
+    f = spec.function
+    if f in ("LAG", "FIRST_VALUE", "LAST_VALUE", "NTH_VALUE"):
+        data = argument.to_numpy(dtype=object)
+        if f == "LAG":
+            picks = rows - spec.offset
+        elif f == "FIRST_VALUE":
+            picks = starts
+        elif f == "LAST_VALUE":
+            picks = rows
+        else:
+            picks = rows - spec.offset + 1 if spec.from_last else starts + spec.offset - 1
+        held = (picks >= starts) & (picks <= rows)
+        fallback = [defaults.iloc[i] if defaults is not None else None for i in rows] if f == "LAG" else [None] * len(rows)
+        return [_plain(data[j]) if ok else _plain(d) for j, ok, d in zip(picks, held, fallback, strict=True)]
+    if f == "COUNT":
+        if spec.star:
+            return (rows - starts + 1).tolist()
+        present = np.concatenate([[0], np.cumsum(~argument.isna().to_numpy())])
+        return (present[rows + 1] - present[starts]).tolist()
+    numbers = pd.to_numeric(argument, errors="coerce").astype("float64")
+    if spec.frame == "range":
+        series = pd.Series(numbers.to_numpy(), index=pd.to_datetime(times, unit="us"))
+        window = series.rolling(pd.Timedelta(microseconds=spec.size), closed="both", min_periods=1)
+    elif spec.frame == "rows":
+        window = pd.Series(numbers.to_numpy()).rolling(spec.size + 1, min_periods=1)
+    else:
+        window = pd.Series(numbers.to_numpy()).expanding(min_periods=1)
+    method = _ROLLING[f]
+    ddof = {"STDDEV_POP": 0, "VAR_POP": 0}.get(f, 1)
+    result = (getattr(window, method)(ddof=ddof) if method in ("std", "var") else getattr(window, method)()).to_numpy()[first:]
+    whole = spec.integral and f in ("SUM", "MIN", "MAX")
+    return [None if v != v else (int(round(v)) if whole else float(v)) for v in result]
+
+
+def row_by_row(spec: _Spec, times, argument, defaults, first: int) -> list:
+    """`values` one row at a time, each over its frame's rows (any frame, any column)."""
     import numpy as np
 
     data = argument.to_numpy(dtype=object)
