@@ -258,6 +258,7 @@ def test_an_application_with_two_output_streams_writes_both_with_a_stream_key_na
 
 
 @pytest.mark.spark
+@pytest.mark.long  # the same two outputs as the test above, into files: make test-long
 def test_two_output_streams_into_a_directory_write_files_named_by_stream_and_explain_shows_each_output(tmp_path):
     app = write_app(tmp_path, SEVERAL)
     out = tmp_path / "out"

@@ -171,7 +171,7 @@ def test_the_custom_operator_state_stops_growing_on_a_long_input(spark, tmp_path
     runner = start(spark, sql, tmp_path / "run")
     state, emitted = [], []
     try:
-        for step in range(14):  # 14 steps of 2 s, 20 rows per input per step, 5 keys
+        for step in range(10):  # 10 steps of 2 s, 20 rows per input per step, 5 keys
             base = step * 2_000
             write_jsonl(a / f"{step:03d}.json", [{"rowtime": ts(base + i * 100), "k": i % 5, "x": i} for i in range(20)])
             write_jsonl(b / f"{step:03d}.json", [{"rowtime": ts(base + i * 100), "k": i % 5, "y": i} for i in range(20)])
