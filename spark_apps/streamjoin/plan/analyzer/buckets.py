@@ -38,3 +38,13 @@ def stepped(key: exp.Expression, outputs: list[exp.Expression]) -> tuple[int, st
     if any(o.find(exp.Floor) is not None and any(f == key for f in o.find_all(exp.Floor)) for o in outputs):
         return None
     return UNIT_MS[unit] * int(float(count.name)), difference.this.name
+
+
+def window_end_bucket(keys, windows: dict) -> tuple[exp.Expression | None, object]:
+    """(the bucket, its TUMBLE / HOP) of a GROUP BY whose keys hold a windowed input's window_end
+    but not its window_start: that input's window_start (window_end follows from it); (None, None)
+    without one. `windows`: the inputs' TUMBLE / HOP by alias."""
+    end = next((k for k in keys if isinstance(k, exp.Column) and k.name == "window_end" and k.table in windows), None)
+    if end is None:
+        return None, None
+    return exp.column("window_start", table=end.table), windows[end.table]

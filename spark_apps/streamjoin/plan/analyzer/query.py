@@ -14,7 +14,7 @@ import streamjoin.plan.analyzer.joins as joins
 from streamjoin.dialect import SelectKind, Within
 from streamjoin.dialect.profiles import REGULAR, Profile
 from streamjoin.plan.analyzer.analytics import analytics_of
-from streamjoin.plan.analyzer.buckets import stepped
+from streamjoin.plan.analyzer.buckets import stepped, window_end_bucket
 from streamjoin.plan.analyzer.names import Item, Scope, is_rowtime
 from streamjoin.plan.analyzer.window_specs import WindowSpecs
 from streamjoin.plan.conditions import split
@@ -437,12 +437,8 @@ class QueryAnalysis:
                     window = item.time_window
                     bucket, unit = k, f"{window.function} {window.size_ms} ms"
         if bucket is None:  # GROUP BY window_end alone (RisingWave's habit): its window_start is the bucket
-            end = next((k for k in keys if isinstance(k, exp.Column) and k.name == "window_end"
-                        and any(i.alias == k.table and i.time_window for i in self.items)), None)
-            if end is not None:
-                window = next(i.time_window for i in self.items if i.alias == end.table)
-                bucket = exp.column("window_start", table=end.table)
-                unit = f"{window.function} {window.size_ms} ms"
+            bucket, window = window_end_bucket(keys, {i.alias: i.time_window for i in self.items if i.time_window})
+            unit = f"{window.function} {window.size_ms} ms" if window is not None else None
         return Aggregation(bucket=bucket, bucket_unit=unit, keys=tuple(keys), window=window)
 
 
