@@ -194,23 +194,17 @@ def test_a_group_is_emitted_only_once_the_clock_passes_its_bucket_end(spark, tmp
     assert [r["qty"] for r in read_output(tmp_path / "out")][2:] == [4]
 
 
-def test_tumble_window_start_groups_like_floor(spark, tmp_path):
+@pytest.mark.parametrize(("column", "group", "shift"), [
+    ("window_start", "window_start, sym", 0),
+    ("window_end", "sym, window_end", 60_000),  # window_end alone (RisingWave's habit): the same windows
+])
+def test_a_tumble_window_groups_like_floor_by_window_start_or_window_end_alone(spark, tmp_path, column, group, shift):
     write_jsonl(tmp_path / "trades" / "t.json", TRADES)
-    sql = AGG_DDL.format(dir=tmp_path) + """SELECT STREAM window_start, sym, SUM(qty) AS qty
-FROM TUMBLE(trades, t, INTERVAL '1' MINUTE) GROUP BY window_start, sym;"""
+    sql = AGG_DDL.format(dir=tmp_path) + f"""SELECT STREAM {column}, sym, SUM(qty) AS qty
+FROM TUMBLE(trades, t, INTERVAL '1' MINUTE) GROUP BY {group};"""
     rows, _ = run_until_idle(spark, sql, tmp_path)
-    assert sorted((r["window_start"], r["sym"], r["qty"]) for r in rows) == [
-        (ts(0), "A", 4), (ts(0), "B", 2), (ts(60_000), "A", 4), (ts(120_000), "B", 5),
-    ]
-
-
-def test_tumble_window_end_alone_groups_by_its_window(spark, tmp_path):
-    write_jsonl(tmp_path / "trades" / "t.json", TRADES)
-    sql = AGG_DDL.format(dir=tmp_path) + """SELECT STREAM window_end, sym, SUM(qty) AS qty
-FROM TUMBLE(trades, t, INTERVAL '1' MINUTE) GROUP BY sym, window_end;"""
-    rows, _ = run_until_idle(spark, sql, tmp_path)
-    assert sorted((r["window_end"], r["sym"], r["qty"]) for r in rows) == [
-        (ts(60_000), "A", 4), (ts(60_000), "B", 2), (ts(120_000), "A", 4), (ts(180_000), "B", 5),
+    assert sorted((r[column], r["sym"], r["qty"]) for r in rows) == [
+        (ts(shift), "A", 4), (ts(shift), "B", 2), (ts(60_000 + shift), "A", 4), (ts(120_000 + shift), "B", 5),
     ]
 
 

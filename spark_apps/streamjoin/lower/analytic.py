@@ -242,7 +242,7 @@ def vectorized(spec: _Spec, times, argument, defaults, first: int) -> list | Non
             picks = rows - spec.offset + 1 if spec.from_last else starts + spec.offset - 1
         held = (picks >= starts) & (picks <= rows)
         fallback = [defaults.iloc[i] if defaults is not None else None for i in rows] if f == "LAG" else [None] * len(rows)
-        return [_plain(data[j]) if ok else _plain(d) for j, ok, d in zip(picks, held, fallback, strict=True)]
+        return [plain(data[j]) if ok else plain(d) for j, ok, d in zip(picks, held, fallback, strict=True)]
     if f == "COUNT":
         if spec.star:
             return (rows - starts + 1).tolist()
@@ -286,9 +286,9 @@ def _value(spec: _Spec, data, present, start: int, end: int, i: int, default):
     if f == "LAG":
         if spec.ignore_nulls:
             earlier = [j for j in range(end - 1 if end == i else end, start - 1, -1) if present[j]]
-            return _plain(data[earlier[spec.offset - 1]]) if len(earlier) >= spec.offset else _plain(default)
+            return plain(data[earlier[spec.offset - 1]]) if len(earlier) >= spec.offset else plain(default)
         j = i - spec.offset
-        return _plain(data[j]) if start <= j <= end else _plain(default)
+        return plain(data[j]) if start <= j <= end else plain(default)
     if end < start:
         return 0 if f == "COUNT" else None
     window = range(start, end + 1)
@@ -302,7 +302,7 @@ def _value(spec: _Spec, data, present, start: int, end: int, i: int, default):
             pick = len(chosen) - 1
         else:
             pick = len(chosen) - spec.offset if spec.from_last else spec.offset - 1
-        return _plain(data[chosen[pick]]) if 0 <= pick < len(chosen) else None
+        return plain(data[chosen[pick]]) if 0 <= pick < len(chosen) else None
     xs = [data[j] for j in chosen]
     if not xs:
         return None
@@ -312,7 +312,7 @@ def _value(spec: _Spec, data, present, start: int, end: int, i: int, default):
 _POSITIONAL = ("FIRST_VALUE", "LAST_VALUE", "NTH_VALUE")
 
 
-def _plain(value):
+def plain(value):
     """A pandas scalar as a plain value (NaN / NaT as None)."""
     if value is None:
         return None
@@ -324,11 +324,12 @@ def _plain(value):
     return value.item() if hasattr(value, "item") and not hasattr(value, "to_pydatetime") else value
 
 
-def _sum(xs):
-    total = xs[0]
-    for x in xs[1:]:
-        total = total + x
-    return _plain(total)
+def total(values, start=None):
+    """`start` plus every value (None: nothing yet), in Python's own arithmetic (exact for
+    integers and DECIMALs)."""
+    for v in values:
+        start = v if start is None else start + v
+    return start
 
 
 def _variance(xs, ddof: int):
@@ -344,10 +345,10 @@ def _root(value):
 
 
 _AGGREGATES = {
-    "SUM": _sum,
+    "SUM": lambda xs: plain(total(xs)),
     "AVG": lambda xs: math.fsum(float(x) for x in xs) / len(xs),
-    "MIN": lambda xs: _plain(min(xs)),
-    "MAX": lambda xs: _plain(max(xs)),
+    "MIN": lambda xs: plain(min(xs)),
+    "MAX": lambda xs: plain(max(xs)),
     "VAR_SAMP": lambda xs: _variance(xs, 1),
     "VAR_POP": lambda xs: _variance(xs, 0),
     "STDDEV_SAMP": lambda xs: _root(_variance(xs, 1)),

@@ -16,19 +16,16 @@ DISTINCT). Append-only input only: a changing table's retractions are refused (l
 from __future__ import annotations
 
 import pickle
-import warnings
 from dataclasses import dataclass
 
 from sqlglot import exp
 
 from streamjoin.lower.aggregate import grouped_columns
+from streamjoin.lower.analytic import plain, total  # (and its filter of pandas' warning in Spark's worker)
 from streamjoin.lower.columns import ET_COLUMN, ROWTIME_COLUMN, engine_time
 from streamjoin.lower.expressions import spark_sql
 from streamjoin.lower.lowered import OP
 from streamjoin.plan.model import Emit, Query, Script
-
-# pandas warns, in Spark's Python worker, when it joins the batches of a column of NULLs
-warnings.filterwarnings("ignore", "The behavior of DataFrame concatenation", FutureWarning)
 
 TIME, CHANGE = "__rn_t", "__rn_op"
 FUNCTIONS = {exp.Count: "COUNT", exp.Sum: "SUM", exp.Min: "MIN", exp.Max: "MAX", exp.Avg: "AVG"}
@@ -162,7 +159,7 @@ def _start(m: _Measure):
 
 
 def _add(m: _Measure, accumulator, column):
-    values = [_plain(v, m.integral) for v in column.tolist() if not _missing(v)]
+    values = [int(v) if m.integral else v for v in map(plain, column.tolist()) if v is not None]
     f = m.function
     if f == "COUNT_STAR":
         return accumulator + len(column)
@@ -173,10 +170,10 @@ def _add(m: _Measure, accumulator, column):
     if not values:
         return accumulator
     if f == "SUM":
-        return _total(values, accumulator)
+        return total(values, accumulator)
     if f == "AVG":
-        total, count = accumulator
-        return _total(values, total), count + len(values)
+        so_far, count = accumulator
+        return total(values, so_far), count + len(values)
     extreme = (min if f == "MIN" else max)(values)
     if accumulator is None:
         return extreme
@@ -187,28 +184,6 @@ def _value(m: _Measure, accumulator):
     if m.function == "COUNT_DISTINCT":
         return len(accumulator)
     if m.function == "AVG":
-        total, count = accumulator
-        return None if not count else float(total) / count
+        so_far, count = accumulator
+        return None if not count else float(so_far) / count
     return accumulator
-
-
-def _total(values, start):
-    total = start
-    for v in values:
-        total = v if total is None else total + v
-    return total
-
-
-def _missing(value) -> bool:
-    if value is None:
-        return True
-    try:
-        return bool(value != value)  # NaN, NaT
-    except (TypeError, ValueError):
-        return False
-
-
-def _plain(value, integral: bool):
-    if hasattr(value, "item") and not hasattr(value, "to_pydatetime"):
-        value = value.item()
-    return int(value) if integral else value
