@@ -128,10 +128,7 @@ def generate(relation: Relation, folder: Path, rng: random.Random, rows: int = 1
 
 
 # programs `check` accepts and `run` refuses before reading data, and why (docs/semantics-decisions.md)
-RUN_REFUSES = {
-    # ORDER BY rowtime, then other columns (within a rowtime); past it, a ROWS CURRENT ROW join inside a view
-    "sqlstream/03_handover_usage_rows_current_row_join": 'ORDER BY "S".ROWTIME, "usage_id", "slot_start_time"',
-}
+RUN_REFUSES: dict[str, str] = {}
 
 
 def test_every_program_run_refuses_is_in_the_corpus_and_runnable_here():

@@ -69,6 +69,19 @@ def test_a_values_list_in_from_is_a_table_the_stream_joins(spark, tmp_path: Path
     assert sorted((r["amount"], r["city"]) for r in rows) == [(5, "Oslo"), (6, None)], (rows, status)
 
 
+def test_s_server_splitter_views_of_values_are_tables_a_stream_joins_using_a_dummy_column(spark, tmp_path: Path):
+    # NigelThomas/ucp's sectorsplitter: a view of VALUES, read by a view naming its columns, joined USING ("dummy")
+    write_jsonl(tmp_path / "orders" / "rows.json", [{"rowtime": T + "01", "amount": 5}, {"rowtime": T + "02", "amount": 6}])
+    sql = f"""
+    CREATE STREAM orders (amount INT) WITH (connector = 'files', format = 'json', path = '{tmp_path}/orders');
+    CREATE OR REPLACE VIEW splitter ("dummy", "rowno") AS SELECT 1, * FROM (VALUES (0), (1), (2));
+    CREATE OR REPLACE VIEW wide AS SELECT STREAM o.amount, 1 AS "dummy" FROM orders AS o;
+    SELECT STREAM w.amount, s."rowno" FROM wide AS w JOIN splitter AS s USING ("dummy") WHERE s."rowno" < 2;
+    """
+    rows, status = run_until_idle(spark, sql, tmp_path / "run")
+    assert sorted((r["amount"], r["rowno"]) for r in rows) == [(5, 0), (5, 1), (6, 0), (6, 1)], (rows, status)
+
+
 def test_lenses_window_by_tumble_sums_each_key_per_window(spark, tmp_path: Path):
     write_jsonl(tmp_path / "payments" / "rows.json", [
         {"rowtime": T + "01", "region": "EMEA", "amount": 1.0},
@@ -167,3 +180,19 @@ def test_an_aggregate_over_a_view_that_promotes_a_new_rowtime_buckets_by_it(spar
     rows, status = run_until_idle(spark, sql, tmp_path / "run")
     assert [(r["m"][11:16], r["total"], r["n"]) for r in rows] == [("10:00", 118, 6)], (rows, status)
     assert status["late_rows"] == 0, status
+
+
+@pytest.mark.parametrize(("a", "b", "c", "d", "expected"), [
+    (1, 3, 3, 5, True),  # touching periods overlap (closed, as Calcite's OVERLAPS)
+    (1, 2, 3, 4, False),
+    (3, 1, 2, 5, True),  # a period's ends in either order
+    (5, 6, 1, 4, False),
+    (1, None, 0, 9, None),  # an unknown end: unknown
+])
+def test_s_server_period_overlaps_compares_closed_periods_with_sorted_ends(spark, a, b, c, d, expected):
+    import sqlglot
+    from streamjoin.lower.expressions import spark_sql
+
+    condition = spark_sql(sqlglot.parse_one("PERIOD(t.a, t.b) OVERLAPS PERIOD(t.c, t.d)"))
+    frame = spark.createDataFrame([(a, b, c, d)], "t__a INT, t__b INT, t__c INT, t__d INT")
+    assert frame.selectExpr(f"{condition} AS o").first()["o"] is expected

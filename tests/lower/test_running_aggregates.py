@@ -9,8 +9,10 @@ import re
 from collections import Counter
 
 import pytest
-from runtime_helpers import read_output, run_to_end, start, ts, write_jsonl
+from runtime_helpers import ms, read_output, run_to_end, start, ts, write_jsonl
 from streamjoin.errors import Unsupported
+from streamjoin.lower.explain import explain_text
+from streamjoin.plan import compile_sql
 from streamjoin.runtime.pipeline import Pipeline
 
 SQL = """
@@ -86,13 +88,44 @@ def test_a_select_table_group_by_over_a_stream_is_a_running_aggregate_into_an_up
     assert sorted((r["op"], r["k"], r["hi"]) for r in changes) == [("+I", "a", 1), ("+I", "b", 1)]
 
 
+@pytest.mark.parametrize(("window", "size", "slide"), [("TUMBLE(s, at, INTERVAL '10' SECOND)", 10, 10),
+                                                     ("HOP(s, at, INTERVAL '5' SECOND, INTERVAL '15' SECOND)", 15, 5)])
+def test_windows_on_a_column_that_is_not_the_rowtime_group_by_that_column_as_a_running_aggregate(spark, tmp_path, window, size, slide):
+    # RisingWave's TUMBLE(src, ts, ...) over a source without a watermark: `at` is not the rowtime
+    # (`ts`), so the windows never close; before 2026-11-28 they were the rowtime's buckets, silently
+    rng = random.Random(window)
+    rows = [{"k": rng.choice("ab"), "at": ts(rng.randint(0, 120_000)), "ts": ts(n * 100)} for n in range(80)]
+    rows.append({"k": "a", "at": None, "ts": ts(8000)})  # in no window
+    write_jsonl(tmp_path / "in" / "1.json", rows)
+    sql = (f"CREATE STREAM s (k VARCHAR, at TIMESTAMP, ts TIMESTAMP) WITH (connector = 'files', path = '{tmp_path / 'in'}', "
+           f"format = 'json', rowtime = 'ts');\nSELECT STREAM k, window_start, window_end, COUNT(*) AS n FROM {window} "
+           "GROUP BY k, window_start, window_end;")
+    status = run_to_end(start(spark, sql, tmp_path / "run"))
+    assert status["state"] == "finished", status
+    table = {}
+    for row in read_output(tmp_path / "run" / "out"):  # folded by (k, window)
+        group = (row["k"], row["window_start"], row["window_end"])
+        table.pop(group) if row["op"] == "-D" else table.setdefault(group, row["n"])
+    expected = Counter()
+    for r in rows[:-1]:
+        at = ms(r["at"])
+        for start_ms in range(at - at % (slide * 1000) - (size - slide) * 1000, at + 1, slide * 1000):
+            if start_ms + size * 1000 > at:
+                expected[(r["k"], ts(start_ms), ts(start_ms + size * 1000))] += 1
+    assert table == dict(expected)
+    explained = explain_text(compile_sql(sql, "test.sql"))
+    assert "windows at, not its rowtime (ts): they never close on its clock" in explained
+
+
 @pytest.mark.parametrize(("query", "message"), [
+    ("CREATE VIEW g AS SELECT k, window_start, COUNT(*) AS n FROM TUMBLE(s, v_at, INTERVAL '1' MINUTE) "
+     "GROUP BY k, window_start;\nSELECT STREAM g.k FROM g", "v_at is not the rowtime of 's' (ts)"),
     ("SELECT s.k, COUNT(*) AS n FROM s GROUP BY s.k HAVING COUNT(*) > 1", "with HAVING"),
     ("SELECT s.k, SUM(DISTINCT s.v) AS n FROM s GROUP BY s.k", "a running aggregate keeps COUNT(DISTINCT x)"),
     ("CREATE VIEW g AS SELECT s.k, COUNT(*) AS n FROM s GROUP BY s.k;\nSELECT STREAM g.k FROM g", "in a view another query reads"),
 ])
 def test_what_a_running_aggregate_cannot_do_yet_is_refused_naming_it(tmp_path, query, message):
-    sql = (f"CREATE STREAM s (k VARCHAR, v INT, ts TIMESTAMP) WITH (connector = 'files', path = '{tmp_path}', "
+    sql = (f"CREATE STREAM s (k VARCHAR, v INT, v_at TIMESTAMP, ts TIMESTAMP) WITH (connector = 'files', path = '{tmp_path}', "
            f"format = 'json', rowtime = 'ts');\n{query};")
     with pytest.raises(Unsupported, match=re.escape(message)):
         Pipeline.from_sql(sql, "test.sql")

@@ -51,7 +51,8 @@ def lower(spark, script: Script, query: Query, specs: list[InputSpec], checkpoin
             frame = frame.where(F.col("__meta") | (F.col(OP) == "+I"))
         elif query.emit == Emit.CHANGES:
             columns.insert(0, OP)
-        return Lowered(frame, inputs, columns, 0, sink=sink_spec(script, query), custom=True, emit=query.emit, upstream=parts)
+        return Lowered(frame, inputs, columns, 0, sink=sink_spec(script, query), custom=True, emit=query.emit, upstream=parts,
+                       order=query.order_within)
     from streamjoin.lower.native import NativeLowering, order_delay
 
     lowering = NativeLowering(spark, script, {s.alias: s for s in specs}, checkpoint, staged)
@@ -74,7 +75,7 @@ def lower(spark, script: Script, query: Query, specs: list[InputSpec], checkpoin
         frame = frame.select(F.lit("+I").alias(OP), "*")
         columns.insert(0, OP)
     return Lowered(frame, inputs, columns, order_delay(query), lowering.snapshots, bucketed, sink_spec(script, query),
-                   upstream=parts, prompt=in_order(query))
+                   upstream=parts, prompt=in_order(query), order=query.order_within)
 
 
 def forced_append(script: Script, query: Query) -> bool:

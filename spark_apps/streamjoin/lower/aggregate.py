@@ -114,7 +114,10 @@ def _measure(node: exp.Expression) -> str:
 
 
 def _windowed(query: Query, alias: str) -> bool:
-    return any(i.alias == alias and i.time_window is not None for i in query.inputs)
+    """Whether `alias` is the TUMBLE / HOP input whose windows are the aggregation's buckets (a
+    running aggregate's windows, on a column that is not the rowtime, are columns of their own:
+    lower.running.window_columns)."""
+    return query.aggregation.bucket is not None and any(i.alias == alias and i.time_window is not None for i in query.inputs)
 
 
 def _window_end(query: Query, key: exp.Expression) -> bool:

@@ -21,6 +21,23 @@ def clauses_not_run(ctx) -> str | None:
     if q.union_of:
         return (f"the UNION ALL of {', '.join(q.union_of)} is not run yet: run each branch as a query of its own "
                 "(CREATE SINK ... AS each), into one sink")
+    if q.order_within and ctx.top:
+        return _ordered_output(ctx)
+    return None
+
+
+def _ordered_output(ctx) -> str | None:
+    """ORDER BY ROWTIME, c, ... in the final query: its rows of one rowtime are sorted when they are
+    released, in JSON Lines (files, stdout, a topic) of EMIT FINAL rows; a view with it runs alone."""
+    from streamjoin.lower.strategy import running_aggregate
+
+    q = ctx.query
+    what = f"ORDER BY ROWTIME, {', '.join(c for c, _ in q.order_within)}"
+    sink = next((r for r in ctx.script.sinks if r.name == q.sink), None) if q.sink else None
+    if sink is not None and (sink.option("connector") or "").lower() != "kafka":  # an S3 / Delta sink (lower.support.sink_spec)
+        return f"{what}: the rows of an S3 sink are not ordered within a rowtime by `run` yet; order them in a view it reads"
+    if q.emit != "FINAL" or running_aggregate(q) or any(j.kind == JoinKind.BUCKETED for j in q.joins):
+        return f"{what}: rows that leave as they are decided (EMIT {q.emit}, a changelog, a bucketed join) are not ordered by `run` yet"
     return None
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from streamjoin.lower.strategy import LoweringOptions, describe, in_order, staged_views
+from streamjoin.lower.strategy import LoweringOptions, describe, in_order, staged_views, uses_custom
 from streamjoin.plan.model import Emit, Input, Join, Kind, Query, Script, sql
 from streamjoin.plan.windows import format_ms
 
@@ -81,25 +81,8 @@ def _query(script: Script, q: Query, options: LoweringOptions) -> str:
     staged = {sv.alias: sv.view for sv in staged_views(script, q, options)}
     for i in q.inputs:
         lines.append(f"    {i.alias}: {i.kind} {i.relation}{_input_detail(i, script.relation(i.relation))}")
-        if i.alias in staged and staged[i.alias].disorder_ms is not None:
-            view = staged[i.alias]
-            lines.append("      a view that promotes a new rowtime: it runs as a query of its own; its rows, in the order they "
-                         "come, are this input, ordered by the new rowtime"
-                         + (f" within {view.disorder_ms} ms (its ORDER BY ... WITHIN): rows further out of order are late"
-                            if view.disorder_ms else ": rows out of that order are late (sort them with ORDER BY ... WITHIN)"))
-        elif i.alias in staged and staged[i.alias].aggregation is not None:
-            lines.append("      an aggregating view joined with a stream: it runs as a query of its own; its rows, released in "
-                         "rowtime order once their bucket closes, are this input")
-        elif i.alias in staged and staged[i.alias].analytics:
-            lines.append("      a view with windowed aggregates (OVER windows of rows): it runs as a query of its own; its "
-                         "rows, released in rowtime order with its rowtime bounds, are this input")
-        elif i.alias in staged and in_order(q):
-            lines.append("      read in its order by the " + ("windowed aggregates" if q.analytics else "running aggregate")
-                         + " of this query: it runs as a query of its own; its rows, released in rowtime order with its "
-                         "rowtime bounds, are this input")
-        elif i.alias in staged:
-            lines.append("      a view read by streamjoin's operator: it runs as a query of its own; its rows, released in "
-                         "rowtime order with its rowtime bounds, are this input")
+        if i.alias in staged:
+            lines.append("      " + _staged(staged[i.alias], q))
         for f in i.pushed_filters:
             lines.append(f"      filter before loading: {sql(f)}")
     for n, j in enumerate(q.joins, 1):
@@ -111,6 +94,33 @@ def _query(script: Script, q: Query, options: LoweringOptions) -> str:
     lines.extend(_analytics(q))
     lines.append("  output: " + ", ".join(_output(c.name, sql(c.expression)) for c in q.output))
     return "\n".join(lines)
+
+
+def _staged(view: Query, q: Query) -> str:
+    """Why an input of `q` (the stream view `view`) runs as a part of its own, and how `q` reads it."""
+    if view.disorder_ms is not None:
+        return ("a view that promotes a new rowtime: it runs as a query of its own; its rows, in the order they "
+                "come, are this input, ordered by the new rowtime"
+                + (f" within {view.disorder_ms} ms (its ORDER BY ... WITHIN): rows further out of order are late"
+                   if view.disorder_ms else ": rows out of that order are late (sort them with ORDER BY ... WITHIN)"))
+    if view.aggregation is not None:
+        return ("an aggregating view joined with a stream: it runs as a query of its own; its rows, released in "
+                "rowtime order once their bucket closes, are this input")
+    if view.analytics:
+        return ("a view with windowed aggregates (OVER windows of rows): it runs as a query of its own; its "
+                "rows, released in rowtime order with its rowtime bounds, are this input")
+    if uses_custom(view):
+        return ("a view whose join runs on streamjoin's operator: it runs as a query of its own; its rows, "
+                "released in rowtime order once final, with its rowtime bounds, are this input")
+    if view.order_within:
+        return ("a view that orders the rows of one rowtime (ORDER BY ROWTIME, ...): it runs as a query of its "
+                "own; its rows, each release sorted so, with its rowtime bounds, are this input")
+    if in_order(q):
+        return ("read in its order by the " + ("windowed aggregates" if q.analytics else "running aggregate")
+                + " of this query: it runs as a query of its own; its rows, released in rowtime order with its "
+                "rowtime bounds, are this input")
+    return ("a view read by streamjoin's operator: it runs as a query of its own; its rows, released in "
+            "rowtime order with its rowtime bounds, are this input")
 
 
 def _analytics(q: Query) -> list[str]:
@@ -136,8 +146,15 @@ def _shaping(q: Query) -> list[str]:
         lines.append(f"  group by: {', '.join(sql(k) for k in a.keys) or '(all rows)'}; {bucket}")
         if a.bucket is not None:
             lines.append("    a group's row is emitted when the clock passes the bucket end; rowtime = bucket start")
+        for i in q.inputs:
+            if a.bucket is None and i.time_window is not None:
+                lines.append(f"    {i.alias}'s {i.time_window.function} windows {i.time_window.column}, not its rowtime "
+                             f"({i.rowtime}): they never close on its clock; each window's groups change as rows come")
         if q.having is not None:
             lines.append(f"    having: {sql(q.having)} (a group's row is written only where it holds)")
+    if q.order_within:
+        lines.append("  order: by rowtime, then rows of one rowtime by " + ", ".join(
+            f"{c}{' DESC' if d else ''}" for c, d in q.order_within) + " (each release sorted so)")
     if q.union_of:
         lines.append(f"  union all of: {', '.join(q.union_of)} (every row of each branch, columns by position)")
     if q.distinct is not None:

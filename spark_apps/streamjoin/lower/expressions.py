@@ -25,28 +25,40 @@ def spark_sql(expression: exp.Expression) -> str:
             continue
         tree = replacement if col is tree else tree
         col.replace(replacement)
-    for floor in list(tree.find_all(exp.Floor)):
-        if floor.args.get("to"):  # FLOOR(ts TO HOUR): Spark spells it date_trunc('HOUR', ts)
-            trunc = exp.Anonymous(this="date_trunc", expressions=[exp.Literal.string(floor.text("to").upper()), floor.this])
-            tree = trunc if floor is tree else tree
-            floor.replace(trunc)
-    for call in list(tree.find_all(exp.Anonymous)):  # s-Server's and KDA's scalar functions Spark lacks
-        template = SCALARS.get(call.name.upper())
-        if template is None or len(call.expressions) != template.count("__a"):
-            continue
-        spelt = exp.maybe_parse(template, dialect="spark")
-        for column in list(spelt.find_all(exp.Column)):
-            if column.name.startswith("__a"):
-                column.replace(call.expressions[int(column.name[3:])].copy())
-        tree = spelt if call is tree else tree
-        call.replace(spelt)
-    for step in list(tree.find_all(StepBy)):  # STEP(ts BY INTERVAL '20' MINUTE): whole steps since the epoch
-        span = step_ms(step)
-        stepped = exp.maybe_parse(f"timestamp_millis(floor(unix_millis(__ts) / {span}) * {span})", dialect="spark")
-        stepped.find(exp.Column).replace(step.this)
-        tree = stepped if step is tree else tree
-        step.replace(stepped)
+    for kind, spell in ((exp.Floor, _floor), (exp.Anonymous, _scalar), (exp.Overlaps, _overlaps), (StepBy, _step)):
+        for node in list(tree.find_all(kind)):
+            spelt = spell(node)
+            if spelt is not None:
+                tree = spelt if node is tree else tree
+                node.replace(spelt)
     return tree.sql(dialect="spark")
+
+
+def _floor(floor: exp.Floor) -> exp.Expression | None:
+    """FLOOR(ts TO HOUR): Spark spells it date_trunc('HOUR', ts)."""
+    if not floor.args.get("to"):
+        return None
+    return exp.Anonymous(this="date_trunc", expressions=[exp.Literal.string(floor.text("to").upper()), floor.this])
+
+
+def _scalar(call: exp.Anonymous) -> exp.Expression | None:
+    """s-Server's and KDA's scalar functions Spark lacks (SCALARS), with their arguments."""
+    template = SCALARS.get(call.name.upper())
+    if template is None or len(call.expressions) != template.count("__a"):
+        return None
+    spelt = exp.maybe_parse(template, dialect="spark")
+    for column in list(spelt.find_all(exp.Column)):
+        if column.name.startswith("__a"):
+            column.replace(call.expressions[int(column.name[3:])].copy())
+    return spelt
+
+
+def _step(step: StepBy) -> exp.Expression:
+    """STEP(ts BY INTERVAL '20' MINUTE): whole steps since the epoch."""
+    span = step_ms(step)
+    stepped = exp.maybe_parse(f"timestamp_millis(floor(unix_millis(__ts) / {span}) * {span})", dialect="spark")
+    stepped.find(exp.Column).replace(step.this)
+    return stepped
 
 
 # s-Server's and KDA's scalar functions as Spark SQL, `__aN` their N-th argument (formats are Java's
@@ -57,6 +69,22 @@ SCALARS = {
     "CHAR_TO_TIMESTAMP": "to_timestamp(__a1, __a0)",
     "TIMESTAMP_TO_CHAR": "date_format(__a1, __a0)",
 }
+
+
+def _overlaps(node: exp.Overlaps) -> exp.Expression | None:
+    """s-Server's (Calcite's) `PERIOD(a, b) OVERLAPS PERIOD(c, d)`: each period's ends sorted, then
+    `e0 >= s1 AND s0 <= e1` (closed periods: touching ones overlap); None: not two PERIODs."""
+    periods = [node.this, node.expression]
+    if not all(isinstance(p, exp.Anonymous) and p.name.upper() == "PERIOD" and len(p.expressions) == 2 for p in periods):
+        return None
+    (a, b), (c, d) = (p.expressions for p in periods)
+
+    def first(x, y, op):  # the earlier (op <=) or later (op >=) end; NULL when an end is (Spark's LEAST skips NULLs)
+        return exp.Case(ifs=[exp.If(this=op(this=x.copy(), expression=y.copy()), true=x.copy()),
+                             exp.If(this=op(this=y.copy(), expression=x.copy()), true=y.copy())])
+
+    s0, e0, s1, e1 = first(a, b, exp.LTE), first(a, b, exp.GTE), first(c, d, exp.LTE), first(c, d, exp.GTE)
+    return exp.Paren(this=exp.and_(exp.GTE(this=e0, expression=s1), exp.LTE(this=s0, expression=e1)))
 
 
 def step_ms(step: StepBy) -> int:

@@ -34,3 +34,4 @@ class Lowered:
     # running aggregates): idle, the inputs' clock releases rows, as for a stateless query
     # (Runner.settle); Spark would move its watermark only with the next row
     prompt: bool = False
+    order: tuple = ()  # Query.order_within: the output columns rows of one rowtime are sorted by

@@ -210,7 +210,13 @@ class NativeLowering:
         item = view.inputs[0]
         source = self.script.relation(item.relation)
         fmt = (source.option("format") or ("json" if source.kind == Kind.STREAM else "csv")).lower()
-        if (source.option("connector") or "").lower() == "kafka":  # the topic as it is now
+        if source.view:  # a table view of a table view (s-Server's VALUES splitter views): its rows first
+            rows = self.table_view_rows(source)
+        elif (source.option("connector") or "").lower() == "values":  # rows the program wrote (VALUES, INSERT)
+            from streamjoin.io.tables import read_table
+
+            rows = read_table(source.name, dict(source.options), arrow_schema(source.columns)).rows
+        elif (source.option("connector") or "").lower() == "kafka":  # the topic as it is now
             from streamjoin.io.kafka import read_all
             from streamjoin.lower.inputs import kafka_options
 

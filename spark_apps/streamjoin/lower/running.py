@@ -22,7 +22,7 @@ from sqlglot import exp
 
 from streamjoin.lower.aggregate import grouped_columns
 from streamjoin.lower.analytic import plain, total  # (and its filter of pandas' warning in Spark's worker)
-from streamjoin.lower.columns import ET_COLUMN, ROWTIME_COLUMN, engine_time
+from streamjoin.lower.columns import ET_COLUMN, ROWTIME_COLUMN, engine_time, flat
 from streamjoin.lower.expressions import spark_sql
 from streamjoin.lower.lowered import OP
 from streamjoin.plan.model import Emit, Query, Script
@@ -51,6 +51,14 @@ def running_problem(script: Script, query: Query, top: bool) -> str | None:
     one append-only stream, joined with tables at most, in the query `run` runs)."""
     where = "GROUP BY without a time bucket (a running aggregate, written as a changelog)"
     if not top:
+        off_clock = next((i for i in query.inputs if i.time_window is not None), None)
+        if off_clock is not None:  # TUMBLE / HOP on a column that is not the rowtime (plan.analyzer.buckets.clock_window)
+            w = off_clock.time_window
+            return (f"{w.function}({off_clock.relation}, {w.column}, ...) in a view another query reads: {w.column} is not "
+                    f"the rowtime of '{off_clock.relation}' ({off_clock.rowtime}), so its windows never close and their "
+                    "counts change as rows come (a running aggregate), which `run` does not carry into another query yet; "
+                    f"declare the time (RisingWave: WATERMARK FOR {w.column} AS {w.column} - INTERVAL '5' SECOND; "
+                    f"else rowtime = '{w.column}') and each window is final when the clock passes its end")
         return (f"{where} in a view another query reads is not supported by `run` yet (its rows change); "
                 "run it as the final query, or group by a time bucket: FLOOR(ROWTIME TO MINUTE) or TUMBLE's window_start")
     if len(query.streams()) != 1 or any(not j.kind.with_table for j in query.joins):
@@ -74,6 +82,7 @@ def running_frame(joined, query: Query, time_column: str):
     from pyspark.sql.types import BinaryType, DecimalType, DoubleType, IntegralType, LongType, StringType, StructField, StructType
 
     keys, aggregates, outputs, _ = grouped_columns(query)
+    joined = window_columns(joined, query)
     frame = joined.select(
         *[F.expr(spark_sql(k)).alias(name) for k, name in keys.values()],
         *[F.expr(spark_sql(_argument(node))).alias(f"{name}_in") for node, name in aggregates.values()],
@@ -109,6 +118,30 @@ def running_frame(joined, query: Query, time_column: str):
         rowtime.alias(ROWTIME_COLUMN),
         engine_time(rowtime).alias(ET_COLUMN),
     )
+
+
+def window_columns(joined, query: Query):
+    """Each TUMBLE / HOP input's window_start and window_end, computed from its window's column
+    (not the rowtime: plan.analyzer.buckets.clock_window), a HOP row once per window it is in;
+    a row whose column is NULL is in no window (RisingWave's HOP drops it; TUMBLE does the same here)."""
+    from pyspark.sql import functions as F
+
+    for item in query.inputs:
+        w = item.time_window
+        if w is None:
+            continue
+        t = F.unix_micros(F.col(flat(item.alias, w.column)))
+        size, slide, offset = w.size_ms * 1000, w.slide_ms * 1000, w.offset_ms * 1000
+        last = t - F.pmod(t - F.lit(offset), F.lit(slide))  # the latest window start at or before t
+        start = flat(item.alias, "window_start")
+        if size == slide:
+            joined = joined.withColumn(start, last).where(F.col(start).isNotNull())
+        else:
+            starts = F.sequence(last - F.lit((-(-size // slide) - 1) * slide), last, F.lit(slide))  # the windows reaching back
+            joined = joined.withColumn(start, F.explode(starts)).where(F.col(start) + F.lit(size) > t)
+        joined = (joined.withColumn(flat(item.alias, "window_end"), F.timestamp_micros(F.col(start) + F.lit(size)))
+                  .withColumn(start, F.timestamp_micros(F.col(start))))
+    return joined
 
 
 def _function(node: exp.Expression) -> str:

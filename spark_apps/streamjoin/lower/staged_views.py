@@ -19,7 +19,7 @@ from streamjoin.io.staging import InputSpec
 from streamjoin.lower.aggregate import bucket_ms
 from streamjoin.lower.columns import ET_COLUMN, ROWTIME_COLUMN, folder
 from streamjoin.lower.lowered import Lowered
-from streamjoin.lower.strategy import LoweringOptions, promotes, promoting_views, staged_views
+from streamjoin.lower.strategy import LoweringOptions, promotes, promoting_views, staged_views, uses_custom
 from streamjoin.plan.model import Kind, Query, Script
 
 
@@ -70,7 +70,14 @@ def _part(spark, script: Script, view: Query, prefix: str, key: str, mine: list[
     from streamjoin.lower.native import NativeLowering, order_delay
 
     lowering = NativeLowering(spark, script, {s.alias: s for s in mine}, checkpoint, dict(staged))
-    frame, _ = lowering.query_frame(view, prefix)
+    custom = uses_custom(view)
+    if custom:  # one join on streamjoin's operator (lower.custom): its inputs are declared streams or staged views
+        from streamjoin.lower.custom import lower_custom
+
+        specs = {**{s.alias: s for s in mine}, **staged}
+        frame = lower_custom(spark, view, {i.alias: specs[prefix + i.alias] for i in view.inputs}, LoweringOptions())
+    else:
+        frame, _ = lowering.query_frame(view, prefix)
     columns = [c.name for c in view.output]
     rowtime = script.relation(view.name).rowtime
     if rowtime not in columns:  # the view's implicit rowtime: the bucket start, or its rows' output rowtime
@@ -94,7 +101,7 @@ def _part(spark, script: Script, view: Query, prefix: str, key: str, mine: list[
     )
     # a row is final once the clock passes its bucket's end, or (no aggregation) the view's
     # own order delay: 0 for a projection, a filter or inner joins
-    delay = bucket_ms(view.aggregation) if view.aggregation is not None else order_delay(view)
+    delay = 0 if custom else bucket_ms(view.aggregation) if view.aggregation is not None else order_delay(view)
     parts.append(Lowered(rows, mine + inner, columns, delay, lowering.snapshots, stage_output=spec.path, stage_spec=spec, prompt=bool(view.analytics),
-                         stage_promotes=promotes(view)))
+                         stage_promotes=promotes(view), custom=custom, emit=view.emit, order=view.order_within))
     return spec

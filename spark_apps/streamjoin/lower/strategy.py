@@ -87,6 +87,8 @@ def batch_reason(script: Script, query: Query, options: LoweringOptions = Loweri
     keyed probe finds its pairs (`lower.keyed_probe.keyed_query`)."""
     if options.join_operator not in ("auto", "batch"):
         return f"STREAMJOIN_JOIN_OPERATOR={options.join_operator}"
+    if query.order_within:
+        return "it writes rows in rowtime order only, not ordered within a rowtime (ORDER BY ROWTIME, ...)"
     if len(query.joins) > 1:
         return chain_reason(script, query, options)
     if len(query.inputs) != 2 or len(query.joins) != 1 or len(query.streams()) != 2:
@@ -341,9 +343,11 @@ def in_order(query: Query) -> bool:
 
 def alone(view: Query) -> bool:
     """A stream view that runs as a part of its own wherever it is read: one that promotes a new
-    rowtime, or computes aggregates OVER windows of rows (lower.analytic: a stateful step that
-    only a projection may follow in its query)."""
-    return promotes(view) or bool(view.analytics)
+    rowtime, computes aggregates OVER windows of rows (lower.analytic: a stateful step that only a
+    projection may follow in its query), joins on streamjoin's operator (its rows, held until
+    final, are written in rowtime order with the operator's holds as bounds), or orders the rows
+    of one rowtime (ORDER BY ROWTIME, c, ...: its part sorts each release so)."""
+    return promotes(view) or bool(view.analytics) or uses_custom(view) or bool(view.order_within)
 
 
 def promoting_views(script: Script, query: Query) -> list[StagedView]:

@@ -242,6 +242,10 @@ def _table_view(script: Script, view: Query) -> str | None:
     relation = script.relation(view.inputs[0].relation)
     if (relation.option("connector") or "").lower() == "kafka" and relation.kind == Kind.STREAM:
         return None  # the topic's records as they are when the query starts
+    if relation.view and script.view(relation.name).kind == Kind.TABLE:
+        return _table_view(script, script.view(relation.name))  # a table view of a table view: its rows first
+    if not relation.view and relation.option("connector") == "values":
+        return None  # rows the program wrote (VALUES, INSERT INTO ... VALUES)
     if relation.view or relation.option("connector", "files") != "files" or not relation.option("path"):
         return f"table view '{view.name}': its source must be a declared files stream or table with a path, or a Kafka topic"
     return None
@@ -333,8 +337,9 @@ NATIVE_RULES: tuple[Rule, ...] = (
 
 def _custom_shape(ctx: Context) -> str | None:
     q = ctx.query
-    if not ctx.top:
-        return "a view whose join needs streamjoin's own operator is not supported by `run` yet"
+    if not ctx.top and q.emit != Emit.FINAL:  # a view's rows are the next query's input, in rowtime order
+        return (f"a view whose join emits EMIT {q.emit} rows (they change or come out of rowtime order) is not "
+                "supported by `run` yet: a view's join on streamjoin's operator runs as a part of its own under EMIT FINAL")
     if len(q.joins) != 1 or len(q.inputs) != 2:
         return ("a join that needs streamjoin's own operator (ROWS windows, EMIT EAGER/CHANGES, ASOF, TUMBLE/HOP) "
                 "must be the query's only join in `run` yet: join further inputs in a view over it")

@@ -274,6 +274,9 @@ class Query:
     # written: run refuses the query naming them rather than write rows they would have removed
     unrun: tuple[str, ...] = ()
     analytics: tuple[Analytic, ...] = ()  # the output's aggregates OVER windows of rows, in output order
+    # ORDER BY ROWTIME, c1 [DESC], ...: rows of one rowtime leave ordered by these output columns
+    # (name, descending); (): in the order they come (lower.staged_views runs such a view alone)
+    order_within: tuple[tuple[str, bool], ...] = ()
 
     def input(self, alias: str) -> Input:
         return next(i for i in self.inputs if i.alias == alias)

@@ -51,8 +51,10 @@ class OrderedSink:
     """
 
     def __init__(self, checkpoint: Path, writer: RowWriter, columns: list[str], order_delay_ms: int,
-                 bucketed=None, input_top_us=None, custom: bool = False, emit: str = "FINAL"):
+                 bucketed=None, input_top_us=None, custom: bool = False, emit: str = "FINAL", order: tuple = ()):
         self.writer, self.columns, self.order_delay_ms = writer, columns, order_delay_ms
+        # ORDER BY ROWTIME, c, ... (plan Query.order_within): each release sorted by rowtime, then these
+        self.sort_keys = [(ROWTIME_COLUMN, "ascending"), *[(c, "descending" if d else "ascending") for c, d in order]]
         # streamjoin's operator: its meta rows carry each group's hold (the lowest rowtime it may
         # still emit); FINAL output is released up to the clock and below every hold. EAGER and
         # CHANGES are not ordered (SEMANTICS §6): their rows leave with the batch that made them.
@@ -164,7 +166,7 @@ class OrderedSink:
         """Write the released rows `done` (all rows up to `threshold_us`); False: nothing to do."""
         if done is None or not done.num_rows:
             return False
-        rows = done.sort_by([(ROWTIME_COLUMN, "ascending")]).select(self.columns)
+        rows = done.sort_by(self.sort_keys).select(self.columns)
         self.writer.write_table(f"part-{state.releases:08d}", rows)  # names sort in emission order
         state.releases += 1
         state.rows_emitted += rows.num_rows

@@ -56,7 +56,7 @@ class Runner:
         self._stopping = threading.Event()
         if lowered.stage_output is not None:
             self.sink = StageSink(checkpoint, lowered.stage_spec, lowered.columns, lowered.order_delay_ms,
-                                  bounds=not lowered.stage_promotes)
+                                  bounds=not lowered.stage_promotes, custom=lowered.custom, order=lowered.order)
         elif lowered.batch is not None:
             from streamjoin.runtime.batch_sink import BatchJoinSink
 
@@ -66,7 +66,7 @@ class Runner:
         else:
             self.sink = OrderedSink(
                 checkpoint, row_writer(output, suffix, checkpoint), lowered.columns, lowered.order_delay_ms, lowered.bucketed, self.input_top_us,
-                lowered.custom, lowered.emit,
+                lowered.custom, lowered.emit, lowered.order,
             )
         # staged inputs that are not the user's (a promoting view's are: its rows out of order are late)
         parts = {part.stage_spec.alias for part in lowered.upstream if not part.stage_promotes}

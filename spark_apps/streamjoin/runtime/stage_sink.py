@@ -8,7 +8,6 @@ from pathlib import Path
 import pyarrow as pa
 
 from streamjoin.io.instants import END_US
-from streamjoin.lower.columns import ROWTIME_COLUMN
 from streamjoin.runtime.ordered_sink import OrderedSink, SinkState
 
 
@@ -20,8 +19,10 @@ class StageSink(OrderedSink):
     threshold: no later row of this part can be older, so the next part's clock advances with
     this part's, rows or not."""
 
-    def __init__(self, checkpoint: Path, spec, columns: list[str], order_delay_ms: int, bounds: bool = True):
-        super().__init__(checkpoint, None, columns, order_delay_ms)
+    def __init__(self, checkpoint: Path, spec, columns: list[str], order_delay_ms: int, bounds: bool = True,
+                 custom: bool = False, order: tuple = ()):
+        # custom: a view joined on streamjoin's operator (EMIT FINAL): released below its groups' holds
+        super().__init__(checkpoint, None, columns, order_delay_ms, custom=custom, order=order)
         self.spec = spec
         # False: a view that promotes a new rowtime; its release threshold is its inputs' clock, not
         # a bound on the new rowtime, so it writes no bounds (the end of input still ends its reader)
@@ -43,7 +44,7 @@ class StageSink(OrderedSink):
 
         from streamjoin.io.staging import BOUND, bound_row, staged_schema
 
-        rows = done.sort_by([(ROWTIME_COLUMN, "ascending")]).select(self.columns) if done is not None else None
+        rows = done.sort_by(self.sort_keys).select(self.columns) if done is not None else None
         rows = rows if rows is not None and rows.num_rows else None
         bound = threshold_us if self.bounds and threshold_us is not None and (
             state.bound_us is None or threshold_us > state.bound_us) else None

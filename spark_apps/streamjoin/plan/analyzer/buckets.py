@@ -48,3 +48,11 @@ def window_end_bucket(keys, windows: dict) -> tuple[exp.Expression | None, objec
     if end is None:
         return None, None
     return exp.column("window_start", table=end.table), windows[end.table]
+
+
+def clock_window(item) -> bool:
+    """A TUMBLE / HOP on the input's rowtime: its windows close on the stream's clock, so a GROUP BY
+    its window is a time bucket. One on another column (RisingWave's TUMBLE(src, ts, ...) over a
+    source without a watermark, read in arrival order) never closes: grouped by it, the windows
+    are keys of a running aggregate, a changelog (lower.running)."""
+    return item.time_window is not None and item.time_window.column == item.relation.rowtime

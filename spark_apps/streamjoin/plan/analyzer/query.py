@@ -14,8 +14,9 @@ import streamjoin.plan.analyzer.joins as joins
 from streamjoin.dialect import SelectKind, Within
 from streamjoin.dialect.profiles import REGULAR, Profile
 from streamjoin.plan.analyzer.analytics import analytics_of
-from streamjoin.plan.analyzer.buckets import stepped, window_end_bucket
+from streamjoin.plan.analyzer.buckets import clock_window, stepped, window_end_bucket
 from streamjoin.plan.analyzer.names import Item, Scope, is_rowtime
+from streamjoin.plan.analyzer.ordering import order_within
 from streamjoin.plan.analyzer.window_specs import WindowSpecs
 from streamjoin.plan.conditions import split
 from streamjoin.plan.model import (
@@ -89,7 +90,8 @@ class QueryAnalysis:
             sink=sink,
             disorder_ms=self.disorder(output, has_stream and select_kind != "TABLE"),
             distinct=self.distinct(),
-            unrun=self.unrun(),
+            unrun=self.unrun(order := order_within(self.select, self.scope, output)),
+            order_within=order or (),
             having=self.having(),
             analytics=analytics_of(output, self.windows.named, lambda n: self.scope.qualify(n, output_rowtime=True),
                                    self.where),
@@ -103,18 +105,16 @@ class QueryAnalysis:
             self.where.fail("HAVING needs GROUP BY", node, "group the rows: GROUP BY FLOOR(ROWTIME TO MINUTE), k")
         return self.scope.qualify(node.this, output_rowtime=True)
 
-    def unrun(self) -> tuple[str, ...]:
-        """ORDER BY (but a t-sort, or the rowtime ascending: the order rows leave in), LIMIT, OFFSET,
-        FETCH and QUALIFY, as written."""
+    def unrun(self, ordered: tuple | None) -> tuple[str, ...]:
+        """ORDER BY (but a t-sort, or the rowtime ascending and then output columns: `ordered`, the
+        order rows leave in), LIMIT, OFFSET, FETCH and QUALIFY, as written."""
         out = []
         for key in ("limit", "offset", "fetch", "qualify"):
             node = self.select.args.get(key)
             if node is not None:
                 out.append(node.sql(dialect="postgres"))
         order = self.select.args.get("order")
-        if order is not None and order.args.get("within") is None and not (
-                len(order.expressions) == 1 and not order.expressions[0].args.get("desc")
-                and is_rowtime(self.scope.qualify(order.expressions[0].this, output_rowtime=True))):
+        if order is not None and order.args.get("within") is None and ordered is None:
             out.append(order.sql(dialect="postgres"))
         return tuple(out)
 
@@ -432,12 +432,12 @@ class QueryAnalysis:
                 window = TimeWindowFunction(WindowFunction.TUMBLE, column, size, size)
                 bucket, unit = k, f"STEP {size} ms"
             elif isinstance(k, exp.Column) and k.name == "window_start":
-                item = next((i for i in self.items if i.alias == k.table and i.time_window), None)
+                item = next((i for i in self.items if i.alias == k.table and clock_window(i)), None)
                 if item is not None:
                     window = item.time_window
                     bucket, unit = k, f"{window.function} {window.size_ms} ms"
         if bucket is None:  # GROUP BY window_end alone (RisingWave's habit): its window_start is the bucket
-            bucket, window = window_end_bucket(keys, {i.alias: i.time_window for i in self.items if i.time_window})
+            bucket, window = window_end_bucket(keys, {i.alias: i.time_window for i in self.items if clock_window(i)})
             unit = f"{window.function} {window.size_ms} ms" if window is not None else None
         return Aggregation(bucket=bucket, bucket_unit=unit, keys=tuple(keys), window=window)
 

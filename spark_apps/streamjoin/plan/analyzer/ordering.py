@@ -1,0 +1,35 @@
+"""s-Server's streaming `ORDER BY ROWTIME, c1 [DESC], ...`: rows leave in rowtime order, and rows of
+one rowtime in the order of the later keys (a view's rows are sorted so when it is staged,
+lower.staged_views; the final query's by its sink). `run` carries out no other ORDER BY."""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from streamjoin.errors import SqlError
+from streamjoin.plan.analyzer.names import is_rowtime
+from streamjoin.plan.model import OutputColumn, sql
+from streamjoin.plan.scope import ident_name
+
+
+def order_within(select: exp.Select, scope, output: tuple[OutputColumn, ...]) -> tuple[tuple[str, bool], ...] | None:
+    """() for ORDER BY the rowtime alone; the later keys as output columns (name, descending);
+    None: no ORDER BY, a t-sort (WITHIN), or an ORDER BY `run` does not carry out."""
+    order = select.args.get("order")
+    if order is None or order.args.get("within") is not None or order.expressions[0].args.get("desc") \
+            or not is_rowtime(scope.qualify(order.expressions[0].this, output_rowtime=True)):
+        return None
+    keys = []
+    for key in order.expressions[1:]:
+        node = key.this
+        name = ident_name(node.this) if isinstance(node, exp.Column) and not node.table else None
+        if name not in {o.name for o in output}:
+            try:
+                qualified = sql(scope.qualify(node.copy(), output_rowtime=True))
+            except SqlError:  # not a column of the inputs (an output alias's expression): not carried out
+                return None
+            name = next((o.name for o in output if sql(o.expression) == qualified), None)
+        if name is None:
+            return None
+        keys.append((name, bool(key.args.get("desc"))))
+    return tuple(keys)
