@@ -73,3 +73,13 @@ def test_json_lines_read_by_arrow_conform_as_the_line_reader_reads_them(tmp_path
 def test_decimal_text_is_an_integer_when_whole():
     table = pa.table({"m": pa.array([decimal.Decimal("2.00")], pa.decimal128(5, 2))})
     assert _text(table) == '{"m": 2}\n'
+
+
+def test_an_interval_column_is_written_as_postgresql_and_risingwave_print_intervals():
+    # corpus risingwave/09 selects a timestamp difference; a timedelta is no JSON value
+    values = [dt.timedelta(minutes=5), dt.timedelta(days=1, hours=2, milliseconds=500), dt.timedelta(seconds=-3),
+              dt.timedelta(days=-2), None]
+    table = pa.table({"lateness": pa.array(values, pa.duration("us"))})
+    assert [json.loads(line)["lateness"] for line in _text(table).splitlines()] == [
+        "00:05:00", "1 day 02:00:00.5", "-00:00:03", "-2 days", None]
+    assert _text(table) == "".join(format_rows(table.to_pylist()))

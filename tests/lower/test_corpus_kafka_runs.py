@@ -34,7 +34,6 @@ RUN_REFUSES = {
     "risingwave/01_ad_ctr_window_join": "viewed_at is not the rowtime of 'banner_view'",
     # AVG(...) OVER (ORDER BY ts RANGE ...) over a source without a watermark: its rowtime is its arrival
     "risingwave/05_market_enrichment_interval_joins": "in an OVER window: `run` computes windows in rowtime order",
-    "risingwave/09_courier_eta_schema_cte_joins": "not the view 'with_eta' yet",  # a query over tables and a view
     "risingwave/07_vitals_alerts_left_join_jdbc_sink": r"SELECT DISTINCT ON \(...\) over a stream",  # a top-1 per key
     "risingwave/14_nexmark_q5_hop_join_sink": "date_time is not the rowtime of 'offer'",  # HOP over a source without a watermark
 }

@@ -9,7 +9,8 @@ import os
 from pathlib import Path
 
 import pytest
-from runtime_helpers import run_until_idle, write_jsonl
+from runtime_helpers import read_output, run_until_idle, write_jsonl
+from streamjoin.runtime.pipeline import Pipeline
 from streamjoin.settings import Settings
 
 T = "2026-11-27 10:00:"
@@ -196,3 +197,38 @@ def test_s_server_period_overlaps_compares_closed_periods_with_sorted_ends(spark
     condition = spark_sql(sqlglot.parse_one("PERIOD(t.a, t.b) OVERLAPS PERIOD(t.c, t.d)"))
     frame = spark.createDataFrame([(a, b, c, d)], "t__a INT, t__b INT, t__c INT, t__d INT")
     assert frame.selectExpr(f"{condition} AS o").first()["o"] is expected
+
+
+def test_a_query_over_views_of_tables_runs_as_one_batch_of_their_latest_rows_and_joins(spark, tmp_path: Path):
+    # corpus risingwave/09: latest-row views (row_number() OVER (... ORDER BY ... DESC) ... WHERE rn = 1)
+    # over tables, joined in a CTE chain that computes on the joined rows
+    write_jsonl(tmp_path / "updates" / "rows.json", [
+        {"delivery_id": "d1", "van_id": "v1", "state": "new", "changed_at": "2026-01-01 10:00:00"},
+        {"delivery_id": "d1", "van_id": "v1", "state": "out", "changed_at": "2026-01-01 10:05:00"},
+        {"delivery_id": "d2", "van_id": "v2", "state": "new", "changed_at": "2026-01-01 10:01:00"},
+        {"delivery_id": "d3", "van_id": "v9", "state": "new", "changed_at": "2026-01-01 10:02:00"},
+    ])
+    write_jsonl(tmp_path / "positions" / "rows.json", [
+        {"van_id": "v1", "kmh": 30.0, "seen_at": "2026-01-01 10:00:00"},
+        {"van_id": "v1", "kmh": 50.0, "seen_at": "2026-01-01 10:06:00"},
+        {"van_id": "v2", "kmh": 20.0, "seen_at": "2026-01-01 10:03:00"},
+    ])
+    sql = f"""
+    CREATE TABLE updates (delivery_id VARCHAR, van_id VARCHAR, state VARCHAR, changed_at TIMESTAMP)
+      WITH (connector = 'files', format = 'json', path = '{tmp_path}/updates');
+    CREATE TABLE positions (van_id VARCHAR, kmh DOUBLE, seen_at TIMESTAMP)
+      WITH (connector = 'files', format = 'json', path = '{tmp_path}/positions');
+    CREATE VIEW deliveries AS SELECT delivery_id, van_id, state FROM (
+      SELECT *, row_number() OVER (PARTITION BY delivery_id ORDER BY changed_at DESC) AS rn FROM updates) t WHERE rn = 1;
+    CREATE VIEW vans AS SELECT van_id, kmh FROM (
+      SELECT *, row_number() OVER (PARTITION BY van_id ORDER BY seen_at DESC) AS rn FROM positions) t WHERE rn = 1;
+    CREATE VIEW eta AS WITH joined AS (
+      SELECT d.delivery_id, d.state, v.kmh FROM deliveries d LEFT JOIN vans v ON d.van_id = v.van_id
+    ), scored AS (SELECT *, coalesce(kmh, 0) * 2 AS score FROM joined)
+    SELECT delivery_id, state, score FROM scored;
+    """
+    status = Pipeline.from_sql(sql, "eta.sql").run(spark, tmp_path / "checkpoint", str(tmp_path / "out"), until_idle=True)
+    assert status["query"]["state"] == "finished", status
+    rows = read_output(tmp_path / "out")
+    assert sorted((r["delivery_id"], r["state"], r["score"]) for r in rows) == [
+        ("d1", "out", 100.0), ("d2", "new", 40.0), ("d3", "new", 0.0)]

@@ -20,6 +20,8 @@ def format_value(value):
         return f"{value.year:04d}-{value.month:02d}-{value.day:02d} {value.hour:02d}:{value.minute:02d}:{value.second:02d}.{value.microsecond // 1000:03d}"
     if isinstance(value, dt.date):
         return value.isoformat()
+    if isinstance(value, dt.timedelta):
+        return format_interval(value)
     if isinstance(value, decimal.Decimal):
         return int(value) if value == value.to_integral_value() else float(value)
     if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
@@ -30,6 +32,20 @@ def format_value(value):
         except UnicodeDecodeError:
             return "\\x" + bytes(value).hex()
     return value
+
+
+def format_interval(value: dt.timedelta) -> str:
+    """An INTERVAL as PostgreSQL and RisingWave print one: `00:05:00`, `1 day 02:00:00.5`,
+    `-00:00:03`, `-2 days`; microseconds only where there are some."""
+    us = round(value / dt.timedelta(microseconds=1))
+    sign, us = ("-" if us < 0 else ""), abs(us)
+    days, us = divmod(us, 86_400_000_000)
+    seconds, micros = divmod(us, 1_000_000)
+    clock = f"{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}" + (f".{micros:06d}".rstrip("0") if micros else "")
+    if not days:
+        return sign + clock
+    text = f"{sign}{days} day{'s' if days != 1 else ''}"
+    return text if not seconds and not micros else f"{text} {sign}{clock}"
 
 
 def format_rows(rows: list[dict]) -> list[str]:

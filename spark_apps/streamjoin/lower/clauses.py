@@ -1,10 +1,12 @@
 """What `run` refuses that `check` reads (lower.support's first rules): clauses it does not carry
-out yet (DISTINCT over a stream, UNION ALL, ORDER BY, LIMIT, QUALIFY), and changing tables read
-other than by a regular join. `ctx`: lower.support.Context."""
+out yet (DISTINCT over a stream, UNION ALL, ORDER BY, LIMIT, QUALIFY), changing tables read
+other than by a regular join, and what a query over tables only (one batch) cannot hold.
+`ctx`: lower.support.Context."""
 
 from __future__ import annotations
 
-from streamjoin.plan.model import JoinKind
+from streamjoin.errors import Unsupported
+from streamjoin.plan.model import JoinKind, Kind, Query, Script
 
 
 def clauses_not_run(ctx) -> str | None:
@@ -53,3 +55,37 @@ def changing_outside_regular(ctx) -> str | None:
                     f"a changing table through regular joins only yet, not {how} (a running aggregate or window over "
                     "a changelog is issue 40's next step): join it without a window or time bound")
     return None
+
+
+def check_table_query(script: Script, query: Query) -> None:
+    """A query over tables only runs once, as a batch over their snapshots (`NativeLowering.table_frame`):
+    joins of tables (ASOF joins too: lower.asof_table), filters, window functions and views of
+    tables; not aggregates or sinks yet."""
+    if any(i.kind == Kind.STREAM for i in query.inputs):  # Lenses' SELECT TABLE over streams
+        raise Unsupported("`run` runs streaming queries (SELECT STREAM over streams); a SELECT TABLE over streams (a "
+                          "table that changes as the streams do) is not run yet")
+    reason = _table_query_reason(script, query)
+    if reason:
+        raise Unsupported(f"`run` runs a query over tables only as one batch of joins and filters, not {reason} "
+                          "yet: read a stream (SELECT STREAM)")
+
+
+def _table_query_reason(script: Script, query: Query) -> str | None:
+    reasons = []
+    if query.unrun:
+        reasons.append(query.unrun[0])
+    if query.union_of:
+        reasons.append("a UNION ALL")
+    if query.select_kind == "TABLE" or query.aggregation is not None:
+        reasons.append("an aggregate or a SELECT TABLE over tables")
+    if query.sink:
+        reasons.append("INSERT INTO a sink")
+    for i in query.inputs:
+        relation = script.relation(i.relation)
+        if relation.view and script.view(i.relation).kind == Kind.STREAM:
+            reasons.append(f"the stream view '{i.relation}'")
+        elif relation.view and (inner := _table_query_reason(script, script.view(i.relation))):
+            reasons.append(f"{inner} (in the view '{i.relation}')")
+    if any(j.kind not in (JoinKind.TABLE_TABLE, JoinKind.ASOF_TABLE) for j in query.joins):
+        reasons.append(f"a {next(j.kind for j in query.joins if j.kind not in (JoinKind.TABLE_TABLE, JoinKind.ASOF_TABLE))} of tables")
+    return reasons[0] if reasons else None

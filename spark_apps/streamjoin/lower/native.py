@@ -91,7 +91,7 @@ class NativeLowering:
         DataFrame of its output columns, from the tables' snapshots."""
         from pyspark.sql import functions as F
 
-        frames = {i.alias: self.input_frame(query, i, "") for i in query.inputs}
+        frames = {i.alias: self.table_input(query, i) for i in query.inputs}
         joined, _ = self.join_chain(query, frames, frames[query.inputs[0].alias], query.joins)
         if query.where is not None:
             joined = joined.where(F.expr(spark_sql(query.where)))
@@ -103,6 +103,17 @@ class NativeLowering:
             keyed = joined.select(*selected, *[F.expr(spark_sql(e)).alias(k) for e, k in zip(query.distinct, on, strict=True)])
             return keyed.dropDuplicates(on).drop(*on)
         return joined.select(*selected)
+
+    def table_input(self, query: Query, item: Input):
+        """An input of a query over tables: a table's snapshot, or a view of tables as one batch of
+        its own (its joins, filters and window functions: RisingWave's views of views of tables)."""
+        from pyspark.sql import functions as F
+
+        relation = self.script.relation(item.relation)
+        if not relation.view:
+            return self.input_frame(query, item, "")
+        view = self.script.view(relation.name)
+        return self.table_frame(view).select(*[F.col(q(c.name)).alias(flat(item.alias, c.name)) for c in view.output])
 
     def finish(self, query: Query, frames: dict, joined, bucketed_join, bounds: bool = False):
         from pyspark.sql import functions as F

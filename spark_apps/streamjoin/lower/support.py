@@ -16,7 +16,7 @@ from sqlglot import exp
 
 from streamjoin.env import expand
 from streamjoin.errors import Unsupported
-from streamjoin.lower.clauses import changing_outside_regular, clauses_not_run
+from streamjoin.lower.clauses import changing_outside_regular, check_table_query, clauses_not_run
 from streamjoin.lower.columns import lag
 from streamjoin.lower.inputs import LOGS, STREAM_CONNECTORS, cdc_options, check_stream_path, kafka_options, kinesis_options
 from streamjoin.lower.lowered import OP
@@ -42,34 +42,9 @@ Rule = tuple[str, Callable[[Context], str | None]]
 def check_runnable(script: Script, query: Query, options: LoweringOptions = LoweringOptions()) -> None:
     """Raise Unsupported for what this runtime does not run yet, naming it."""
     if query.kind != Kind.STREAM and not running_aggregate(query):  # a SELECT TABLE ... GROUP BY over streams: a changelog
-        return _check_table_query(script, query)
+        return check_table_query(script, query)
     check_query(Context(script, query, True, options))
     sink_spec(script, query)
-
-
-def _check_table_query(script: Script, query: Query) -> None:
-    """A query over tables only runs once, as a batch over their snapshots (`lower.table_query`):
-    joins of tables (ASOF joins too: lower.asof_table) and filters; not aggregates, sinks or views yet."""
-    if any(i.kind == Kind.STREAM for i in query.inputs):  # Lenses' SELECT TABLE over streams
-        raise Unsupported("`run` runs streaming queries (SELECT STREAM over streams); a SELECT TABLE over streams (a "
-                          "table that changes as the streams do) is not run yet")
-    reasons = []
-    if query.unrun:
-        reasons.append(query.unrun[0])
-    if query.union_of:
-        reasons.append("a UNION ALL")
-    if query.select_kind == "TABLE" or query.aggregation is not None:
-        reasons.append("an aggregate or a SELECT TABLE over tables")
-    if query.sink:
-        reasons.append("INSERT INTO a sink")
-    for i in query.inputs:
-        if script.relation(i.relation).view:
-            reasons.append(f"the view '{i.relation}'")
-    if any(j.kind not in (JoinKind.TABLE_TABLE, JoinKind.ASOF_TABLE) for j in query.joins):
-        reasons.append(f"a {next(j.kind for j in query.joins if j.kind not in (JoinKind.TABLE_TABLE, JoinKind.ASOF_TABLE))} of tables")
-    if reasons:
-        raise Unsupported(f"`run` runs a query over tables only as one batch of joins and filters, not {reasons[0]} "
-                          "yet: read a stream (SELECT STREAM)")
 
 
 def check_query(ctx: Context) -> None:
