@@ -51,7 +51,8 @@ def lower_staged_views(spark, script: Script, query: Query, specs: list[InputSpe
             inner = stage(view, inner_path)
             mine = [s for s in rest if s.alias.startswith(inner_path)]
             rest = [s for s in rest if not s.alias.startswith(inner_path)]
-            spec = _part(spark, script, view, inner_path, path + item.alias, mine, inner, staged, checkpoint, late_root, parts)
+            spec = _part(spark, script, view, inner_path, path + item.alias, mine, inner, staged, checkpoint, late_root, parts,
+                         options)
             staged[path + item.alias] = spec
             read.append(spec)
         return read
@@ -61,7 +62,8 @@ def lower_staged_views(spark, script: Script, query: Query, specs: list[InputSpe
 
 
 def _part(spark, script: Script, view: Query, prefix: str, key: str, mine: list[InputSpec], inner: list[InputSpec],
-          staged: dict[str, InputSpec], checkpoint: Path, late_root: Path, parts: list[Lowered]) -> InputSpec:
+          staged: dict[str, InputSpec], checkpoint: Path, late_root: Path, parts: list[Lowered],
+          options: LoweringOptions = LoweringOptions()) -> InputSpec:
     """A view as a part of its own (appended to `parts`), and how its reader reads its rows; `key`:
     where the reader finds it (the reader's prefix and its alias), which names its staged input."""
     from pyspark.sql import functions as F
@@ -75,7 +77,7 @@ def _part(spark, script: Script, view: Query, prefix: str, key: str, mine: list[
         from streamjoin.lower.custom import lower_custom
 
         specs = {**{s.alias: s for s in mine}, **staged}
-        frame = lower_custom(spark, view, {i.alias: specs[prefix + i.alias] for i in view.inputs}, LoweringOptions())
+        frame = lower_custom(spark, view, {i.alias: specs[prefix + i.alias] for i in view.inputs}, options)
     else:
         frame, _ = lowering.query_frame(view, prefix)
     columns = [c.name for c in view.output]
