@@ -137,7 +137,10 @@ def test_every_program_run_refuses_is_in_the_corpus_and_runnable_here():
 
 # programs whose run takes long (a 13-step StreamLab app: five parts of its own, a minute; a running
 # aggregate over a staged join, as seed 004's grouping in test_run_accepted_fixtures): make test-long
-LONG_RUNS = {"sqlstream/04_streamlab_device_lookup_inner_left_table_join", "lenses/05_nested_field_to_key_two_inserts"}
+LONG_RUNS = {"sqlstream/04_streamlab_device_lookup_inner_left_table_join", "lenses/05_nested_field_to_key_two_inserts",
+             # nine parts of its own, 47 s (its constructs each run in make test: test_operator_views,
+             # test_order_within, test_run_script_constructs)
+             "sqlstream/03_handover_usage_rows_current_row_join"}
 
 
 @pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.long) if f"{p.parent.name}/{p.stem}" in LONG_RUNS else p

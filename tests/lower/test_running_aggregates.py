@@ -89,7 +89,8 @@ def test_a_select_table_group_by_over_a_stream_is_a_running_aggregate_into_an_up
 
 
 @pytest.mark.parametrize(("window", "size", "slide"), [("TUMBLE(s, at, INTERVAL '10' SECOND)", 10, 10),
-                                                     ("HOP(s, at, INTERVAL '5' SECOND, INTERVAL '15' SECOND)", 15, 5)])
+                                                     pytest.param("HOP(s, at, INTERVAL '5' SECOND, INTERVAL '15' SECOND)", 15, 5,
+                                                                  marks=pytest.mark.long)])
 def test_windows_on_a_column_that_is_not_the_rowtime_group_by_that_column_as_a_running_aggregate(spark, tmp_path, window, size, slide):
     # RisingWave's TUMBLE(src, ts, ...) over a source without a watermark: `at` is not the rowtime
     # (`ts`), so the windows never close; before 2026-11-28 they were the rowtime's buckets, silently
