@@ -86,6 +86,7 @@ def _table_query_reason(script: Script, query: Query) -> str | None:
             reasons.append(f"the stream view '{i.relation}'")
         elif relation.view and (inner := _table_query_reason(script, script.view(i.relation))):
             reasons.append(f"{inner} (in the view '{i.relation}')")
-    if any(j.kind not in (JoinKind.TABLE_TABLE, JoinKind.ASOF_TABLE) for j in query.joins):
-        reasons.append(f"a {next(j.kind for j in query.joins if j.kind not in (JoinKind.TABLE_TABLE, JoinKind.ASOF_TABLE))} of tables")
+    streamed = next((j.kind for j in query.joins if j.kind not in (JoinKind.TABLE_TABLE, JoinKind.ASOF_TABLE)), None)
+    if streamed is not None:
+        reasons.append(f"a {streamed} of tables")
     return reasons[0] if reasons else None

@@ -51,7 +51,7 @@ def running_problem(script: Script, query: Query, top: bool) -> str | None:
     one append-only stream, joined with tables at most, in the query `run` runs)."""
     where = "GROUP BY without a time bucket (a running aggregate, written as a changelog)"
     if not top:
-        off_clock = next((i for i in query.inputs if i.time_window is not None), None)
+        off_clock = next((i for i in query.inputs if i.time_window is not None and i.time_window.column != i.rowtime), None)
         if off_clock is not None:  # TUMBLE / HOP on a column that is not the rowtime (plan.analyzer.buckets.clock_window)
             w = off_clock.time_window
             return (f"{w.function}({off_clock.relation}, {w.column}, ...) in a view another query reads: {w.column} is not "
