@@ -1,10 +1,12 @@
-"""The engines of streamjoin's join operator, by the join kind they run (`new_group`)."""
+"""The engines of streamjoin's join operator, by the join kind they run (`new_group`); a chain of
+regular joins runs on `regular_chain`."""
 
 from __future__ import annotations
 
 from streamjoin.operator.asof_join import AsofJoin
 from streamjoin.operator.changelog_join import ChangelogJoin
-from streamjoin.operator.group import GroupJoin, Spec
+from streamjoin.operator.group import Condition, GroupJoin, Spec
+from streamjoin.operator.regular_chain import ChainCondition, ChainSpec, RegularChain
 from streamjoin.operator.regular_join import RegularJoin
 from streamjoin.operator.tvf_join import WindowFunctionJoin
 from streamjoin.operator.window_join import WindowJoin
@@ -20,5 +22,12 @@ ENGINES: dict[JoinKind, type[GroupJoin]] = {
 }
 
 
-def new_group(spec: Spec) -> GroupJoin:
+def new_group(spec: Spec | ChainSpec) -> GroupJoin:
+    if isinstance(spec, ChainSpec):
+        return RegularChain(spec)
     return ENGINES[spec.kind](spec)
+
+
+def new_condition(spec: Spec | ChainSpec) -> Condition | ChainCondition:
+    """The join condition compiled to Python (a chain: each of its joins')."""
+    return ChainCondition(spec) if isinstance(spec, ChainSpec) else Condition(spec)

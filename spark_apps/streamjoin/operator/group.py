@@ -141,6 +141,7 @@ class Output:
     rowtime_us: int
     left: dict | None
     right: dict | None
+    sides: tuple | None = None  # a chain of joins (operator.regular_chain): each input's columns, None: NULL
 
 
 @dataclass

@@ -28,8 +28,9 @@ from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 from streamjoin.io.instants import SHIFT_MS
 from streamjoin.operator.asof_columns import AsofColumns
 from streamjoin.operator.columns import BLOB, ColumnGroup, unpack
-from streamjoin.operator.engine import new_group
-from streamjoin.operator.group import INF, Condition, Spec
+from streamjoin.operator.engine import new_condition, new_group
+from streamjoin.operator.group import INF, Spec
+from streamjoin.operator.regular_chain import ChainSpec
 from streamjoin.operator.rows_columns import RowsColumns
 from streamjoin.plan.model import JoinKind
 
@@ -40,8 +41,9 @@ _EPOCH = dt.datetime(1970, 1, 1)
 
 
 class JoinProcessor(StatefulProcessor):
-    def __init__(self, spec: Spec, columns: list[tuple[int, str, str, str]], end_ms: int):
-        """columns: (side, flat name, column name, Spark type name) of each input column."""
+    def __init__(self, spec: Spec | ChainSpec, columns: list[tuple[int, str, str, str]], end_ms: int):
+        """columns: (side, flat name, column name, Spark type name) of each input column; a side is
+        an input's position (two, or a chain's inputs: `operator.regular_chain`)."""
         self.spec, self.columns, self.end_ms = spec, columns, end_ms
 
     def init(self, handle) -> None:
@@ -49,8 +51,8 @@ class JoinProcessor(StatefulProcessor):
 
         self.handle = handle
         self.state = handle.getValueState("group", StructType([StructField("blob", BinaryType())]))
-        self.cond = Condition(self.spec)
-        self.by_side = [[c for c in self.columns if c[0] == side] for side in (0, 1)]
+        self.cond = new_condition(self.spec)
+        self.by_side = [[c for c in self.columns if c[0] == side] for side in range(1 + max(c[0] for c in self.columns))]
         self.timestamps = {c[1] for c in self.columns if c[3].startswith("timestamp")}
         self.integral = {c[1] for c in self.columns if c[3] in ("bigint", "int", "smallint", "tinyint")}
 
@@ -63,7 +65,7 @@ class JoinProcessor(StatefulProcessor):
             sides = pdf["sj_side"].tolist()
             times = pdf["sj_t"].tolist()  # us
             seqs = pdf["sj_seq"].tolist()
-            records = {side: pdf[[c[1] for c in self.by_side[side]]].to_dict("records") for side in (0, 1)}
+            records = {side: pdf[[c[1] for c in columns]].to_dict("records") for side, columns in enumerate(self.by_side)}
             for n, side in enumerate(sides):
                 row = records[side][n]
                 values = {c[2]: _clean(row[c[1]], c[1] in self.timestamps, c[1] in self.integral) for c in self.by_side[side]}
@@ -124,7 +126,7 @@ class JoinProcessor(StatefulProcessor):
         data = {c[1]: [] for c in self.columns}
         rowtimes, ops, meta = [], [], []
         for o in out or ():
-            for side, values in ((0, o.left), (1, o.right)):
+            for side, values in enumerate((o.left, o.right) if o.sides is None else o.sides):
                 for c in self.by_side[side]:
                     data[c[1]].append(None if values is None else values.get(c[2]))
             rowtimes.append(o.rowtime_us)
