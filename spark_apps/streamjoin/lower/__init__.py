@@ -41,6 +41,8 @@ def lower(spark, script: Script, query: Query, specs: list[InputSpec], checkpoin
         from streamjoin.lower.batch_join import lower_batch
 
         return lower_batch(spark, query, specs, options)
+    if uses_custom(query, options) and running_aggregate(query):  # the groups of a regular join's changelog
+        return _running_over_custom(spark, script, query, {**{s.alias: s for s in specs}, **staged}, options, inputs, parts)
     if uses_custom(query, options):
         from streamjoin.lower.custom import lower_custom
 
@@ -85,12 +87,35 @@ def forced_append(script: Script, query: Query) -> bool:
     return sink is not None and (sink.option("force_append_only") or "").lower() == "true"
 
 
+def _running_over_custom(spark, script: Script, query: Query, specs: dict, options: LoweringOptions, inputs: list,
+                         parts: list) -> Lowered:
+    """A GROUP BY without a time bucket over regular joins (`lower.running` after `lower.custom`):
+    each joined row added (+I) or withdrawn (-D) moves its group, in one streaming query (the
+    operator, then the groups' state)."""
+    from pyspark.sql import functions as F
+
+    from streamjoin.lower.columns import ROWTIME_COLUMN
+    from streamjoin.lower.custom import custom_joined
+    from streamjoin.lower.running import running_frame
+
+    joined = custom_joined(spark, query, specs, options, changing_keys(script, query))
+    rows = joined.where(~F.col("__meta")).withColumn("__sign", F.when(F.col("__op") == "-D", -1).otherwise(1))
+    frame = running_frame(rows, query, ROWTIME_COLUMN, sign="__sign").drop(ET_COLUMN)
+    columns = [c.name for c in query.output]
+    if forced_append(script, query):
+        frame = frame.where(F.col(OP) == "+I").drop(OP)
+    else:
+        columns.insert(0, OP)
+    return Lowered(frame, inputs, columns, 0, sink=sink_spec(script, query), upstream=parts, prompt=True)
+
+
 def changing_keys(script: Script, query: Query) -> tuple:
-    """Each side's primary key of a regular join when it is a table fed by its changes, else ()."""
+    """Each input's primary key in regular joins (two inputs, or a chain's) when it is a table fed
+    by its changes, else ()."""
     if not query.joins or query.joins[0].kind != JoinKind.REGULAR:
         return ((), ())
-    join = query.joins[0]
-    relations = [script.relation(query.input(a).relation) for a in (join.left_inputs[0], join.right)]
+    aliases = (query.joins[0].left_inputs[0], *(j.right for j in query.joins))
+    relations = [script.relation(query.input(a).relation) for a in aliases]
     return tuple(r.primary_key if r.changing else () for r in relations)
 
 

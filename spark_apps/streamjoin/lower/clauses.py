@@ -59,8 +59,8 @@ def changing_outside_regular(ctx) -> str | None:
 
 def check_table_query(script: Script, query: Query) -> None:
     """A query over tables only runs once, as a batch over their snapshots (`NativeLowering.table_frame`):
-    joins of tables (ASOF joins too: lower.asof_table), filters, window functions and views of
-    tables; not aggregates or sinks yet."""
+    joins of tables (ASOF joins too: lower.asof_table), filters, window functions, GROUP BY (not
+    of time windows) and views of tables; not sinks yet."""
     if any(i.kind == Kind.STREAM for i in query.inputs):  # Lenses' SELECT TABLE over streams
         raise Unsupported("`run` runs streaming queries (SELECT STREAM over streams); a SELECT TABLE over streams (a "
                           "table that changes as the streams do) is not run yet")
@@ -76,8 +76,8 @@ def _table_query_reason(script: Script, query: Query) -> str | None:
         reasons.append(query.unrun[0])
     if query.union_of:
         reasons.append("a UNION ALL")
-    if query.select_kind == "TABLE" or query.aggregation is not None:
-        reasons.append("an aggregate or a SELECT TABLE over tables")
+    if query.aggregation is not None and (query.aggregation.bucket is not None or any(i.time_window for i in query.inputs)):
+        reasons.append("a GROUP BY of time windows over tables")
     if query.sink:
         reasons.append("INSERT INTO a sink")
     for i in query.inputs:

@@ -21,6 +21,7 @@ from streamjoin.lower.expressions import local_sql, python_code, spark_sql
 from streamjoin.lower.lowered import OP
 from streamjoin.lower.strategy import LoweringOptions, by_column, group_keys, key_column
 from streamjoin.operator.group import Side, Spec
+from streamjoin.operator.regular_chain import ChainSpec
 from streamjoin.plan.conditions import one_sided
 from streamjoin.plan.model import Emit, Join, JoinKind, Query
 from streamjoin.plan.windows import RangeWindow, RowsWindow
@@ -65,11 +66,18 @@ def asof_filters(join: Join) -> tuple[exp.Expression | None, exp.Expression | No
     return (conjunction(lefts) if lefts else None), (conjunction(rights) if rights else None)
 
 
-def spec_for(query: Query, changing: tuple = ((), ())) -> Spec:
-    """`changing`: each side's primary key when it is a table fed by its changes (a regular join)."""
-    join = query.joins[0]
+def spec_for(query: Query, changing: tuple = ((), ())) -> Spec | ChainSpec:
+    """`changing`: each input's primary key when it is a table fed by its changes (a regular join).
+    A chain of regular joins: a `ChainSpec` of one Spec per join."""
+    if len(query.joins) > 1:
+        return ChainSpec((query.joins[0].left_inputs[0], *(j.right for j in query.joins)), tuple(_join_spec(query, j) for j in query.joins),
+                         query.emit, changing)
+    return _join_spec(query, query.joins[0], changing)
+
+
+def _join_spec(query: Query, join: Join, changing: tuple = ((), ())) -> Spec:
     keys, residual, filters = compile_condition(join)
-    left, right = join.left_inputs[0], join.right
+    left, right = join.left_inputs[-1], join.right
     return Spec(
         kind=join.kind,
         join_type=join.join_type,
@@ -100,6 +108,19 @@ def lower_custom(spark, query: Query, specs: dict[str, InputSpec], options: Lowe
                  changing: tuple = ((), ())):
     """The streaming frame: output columns, __rowtime, __op and the operator's meta columns."""
     from pyspark.sql import functions as F
+
+    joined = custom_joined(spark, query, specs, options, changing)
+    selected = [F.expr(spark_sql(c.expression)).alias(c.name) for c in query.output]
+    if query.emit == Emit.CHANGES:
+        selected.insert(0, F.col("__op").alias(OP))
+    return joined.select(*selected, "__rowtime", "__meta", "__group", "__state")
+
+
+def custom_joined(spark, query: Query, specs: dict[str, InputSpec], options: LoweringOptions,
+                  changing: tuple = ((), ())):
+    """The operator's rows after WHERE: every input column (flat names), __rowtime (a timestamp),
+    __op (+I, -D) and the meta columns (__meta rows: a group's hold and state)."""
+    from pyspark.sql import functions as F
     from pyspark.sql.types import (
         BinaryType,
         BooleanType,
@@ -115,10 +136,10 @@ def lower_custom(spark, query: Query, specs: dict[str, InputSpec], options: Lowe
     from streamjoin.operator.processor import ColumnarProcessor, JoinProcessor
 
     join = query.joins[0]
-    aliases = [join.left_inputs[0], join.right]
-    keys = group_keys(query, join)
+    aliases = [join.left_inputs[0], *(j.right for j in query.joins)]
+    keys = group_keys(query, join) if len(query.joins) == 1 else ()  # a chain: one group (operator.regular_chain)
     join_columns = [{key_column(pair[n]) for pair in keys} for n in (0, 1)]
-    if any(pk and not set(pk) <= join_columns[n] for n, pk in enumerate(changing)):
+    if keys and any(pk and not set(pk) <= join_columns[n] for n, pk in enumerate(changing)):
         keys = ()  # a table row may change its join key: its old version must be in the same group
     frames, fields = _side_frames(spark, query, [specs[a] for a in aliases], aliases)
     # through the operator the columns travel as sj_c0, sj_c1, ...: Spark parses some names it is
@@ -130,7 +151,7 @@ def lower_custom(spark, query: Query, specs: dict[str, InputSpec], options: Lowe
     end_ms = END_US // 1000 - max(spec.lateness_ms for _, spec, _ in frames) - 1
     columns = [(side, name, column, dtype.simpleString()) for side, name, column, dtype in fields]
     spec = spec_for(query, changing)
-    columnar = same_types and by_column(query, join, options) is not None and plain_columns(columns)
+    columnar = len(aliases) == 2 and same_types and by_column(query, join, options) is not None and plain_columns(columns)
     carried = fields
     if columnar:  # the column engine needs only the columns the query reads after the join
         used = _used_after_join(query)
@@ -161,13 +182,9 @@ def lower_custom(spark, query: Query, specs: dict[str, InputSpec], options: Lowe
         for f, dtype, name in zip(out_fields, [d for *_, d in fields] + [None] * 5, [*flat_names, *(f.name for f in out_fields[-5:])],
                                   strict=True)
     ])
-    meta = F.col("__meta")
     if query.where is not None:
-        joined = joined.where(meta | F.expr(spark_sql(query.where)))
-    selected = [F.expr(spark_sql(c.expression)).alias(c.name) for c in query.output]
-    if query.emit == Emit.CHANGES:
-        selected.insert(0, F.col("__op").alias(OP))
-    return joined.select(*selected, "__rowtime", "__meta", "__group", "__state")
+        joined = joined.where(F.col("__meta") | F.expr(spark_sql(query.where)))
+    return joined
 
 
 def _side_frames(spark, query: Query, specs: list[InputSpec], aliases: list[str]):

@@ -142,7 +142,9 @@ def _shaping(q: Query) -> list[str]:
     lines = []
     if q.aggregation:
         a = q.aggregation
-        bucket = f"bucket {sql(a.bucket)}" if a.bucket is not None else "no time bucket: a running aggregate (a changelog)"
+        bucket = (f"bucket {sql(a.bucket)}" if a.bucket is not None else
+                  "over tables only: one batch of their rows as they stand" if all(i.kind != Kind.STREAM for i in q.inputs) else
+                  "no time bucket: a running aggregate (a changelog)")
         lines.append(f"  group by: {', '.join(sql(k) for k in a.keys) or '(all rows)'}; {bucket}")
         if a.bucket is not None:
             lines.append("    a group's row is emitted when the clock passes the bucket end; rowtime = bucket start")

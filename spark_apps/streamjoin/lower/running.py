@@ -27,7 +27,7 @@ from streamjoin.lower.expressions import spark_sql
 from streamjoin.lower.lowered import OP
 from streamjoin.plan.model import Emit, Query, Script
 
-TIME, CHANGE = "__rn_t", "__rn_op"
+TIME, CHANGE, SIGN = "__rn_t", "__rn_op", "__rn_sign"
 FUNCTIONS = {exp.Count: "COUNT", exp.Sum: "SUM", exp.Min: "MIN", exp.Max: "MAX", exp.Avg: "AVG"}
 
 
@@ -74,9 +74,24 @@ def running_problem(script: Script, query: Query, top: bool) -> str | None:
     return next((p for node, _ in grouped_columns(query)[1].values() if (p := measure_problem(node))), None)
 
 
-def running_frame(joined, query: Query, time_column: str):
+def changes_problem(query: Query, top: bool) -> str | None:
+    """Why `run` cannot keep the groups of a regular join's changelog; None: it can."""
+    where = "GROUP BY without a time bucket over a regular join (a running aggregate of its changelog)"
+    if not top:
+        return (f"{where} in a view another query reads is not supported by `run` yet (its rows change); "
+                "run it as the final query")
+    if query.having is not None:
+        return f"{where} with HAVING is not supported by `run` yet"
+    if query.distinct is not None or query.analytics:
+        return f"{where} with {'DISTINCT' if query.distinct is not None else 'OVER windows'} is not supported by `run` yet"
+    return next((p for node, _ in grouped_columns(query)[1].values() if (p := measure_problem(node))), None)
+
+
+def running_frame(joined, query: Query, time_column: str, sign: str | None = None):
     """`joined` (one stream's rows after WHERE, bound rows gone, `time_column` their rowtime) as
-    the changelog of the query's groups: OP, the output columns, ROWTIME_COLUMN and ET_COLUMN."""
+    the changelog of the query's groups: OP, the output columns, ROWTIME_COLUMN and ET_COLUMN.
+    `sign`: a column of `joined` that is -1 for a row withdrawn (a regular join's changelog,
+    `lower.custom.custom_joined`), 1 for a row added; the groups then follow both."""
     from pyspark.sql import functions as F
     from pyspark.sql.streaming.state import GroupStateTimeout
     from pyspark.sql.types import BinaryType, DecimalType, DoubleType, IntegralType, LongType, StringType, StructField, StructType
@@ -87,6 +102,7 @@ def running_frame(joined, query: Query, time_column: str):
         *[F.expr(spark_sql(k)).alias(name) for k, name in keys.values()],
         *[F.expr(spark_sql(_argument(node))).alias(f"{name}_in") for node, name in aggregates.values()],
         F.unix_micros(F.col(time_column)).alias(TIME),
+        *([F.col(sign).alias(SIGN)] if sign else []),
     )
     types = {f.name: f.dataType for f in frame.schema.fields}
     measures, fields = [], []
@@ -109,7 +125,8 @@ def running_frame(joined, query: Query, time_column: str):
     state = StructType([StructField("acc", BinaryType())])
     group = [name for _, name in keys.values()] or [F.lit(0).alias("__rn_all")]
     changes = frame.groupBy(*group).applyInPandasWithState(
-        Running(tuple(measures), tuple(name for _, name in keys.values()), tuple(name for _, name in aggregates.values())),
+        Running(tuple(measures), tuple(name for _, name in keys.values()), tuple(name for _, name in aggregates.values()),
+                signed=sign is not None),
         out, state, "append", GroupStateTimeout.NoTimeout)
     rowtime = F.timestamp_micros(F.col(TIME))
     return changes.select(
@@ -163,14 +180,17 @@ def _argument(node: exp.Expression) -> exp.Expression:
 class Running:
     """The function `applyInPandasWithState` calls with a group's new rows."""
 
-    def __init__(self, measures: tuple[_Measure, ...], keys: tuple[str, ...], names: tuple[str, ...]):
-        self.measures, self.keys, self.names = measures, keys, names
+    def __init__(self, measures: tuple[_Measure, ...], keys: tuple[str, ...], names: tuple[str, ...], signed: bool = False):
+        self.measures, self.keys, self.names, self.signed = measures, keys, names, signed
 
     def __call__(self, key, frames, state):
         import pandas as pd
 
         new = pd.concat(list(frames), ignore_index=True)
         if new.empty:
+            return
+        if self.signed:
+            yield from self._changes(key, new, state)
             return
         accumulators = pickle.loads(state.get[0]) if state.exists else None
         before = None if accumulators is None else [_value(m, a) for m, a in zip(self.measures, accumulators, strict=True)]
@@ -185,6 +205,77 @@ class Running:
         keys = list(key) if self.keys else []
         rows = ([("-D", *keys, *before, t)] if before is not None else []) + [("+I", *keys, *after, t)]
         yield pd.DataFrame(rows, columns=[CHANGE, *self.keys, *self.names, TIME])
+
+
+    def _changes(self, key, new, state):
+        """A changelog's rows (SIGN -1: withdrawn): each accumulator keeps what a withdrawal
+        needs (counts of values for MIN, MAX and COUNT DISTINCT; a sum with its count), and the
+        group's row count: a group left without rows is deleted."""
+        import pandas as pd
+
+        existed = state.exists
+        rows, accumulators = pickle.loads(state.get[0]) if existed else (0, [_signed_start(m) for m in self.measures])
+        before = [_signed_value(m, a) for m, a in zip(self.measures, accumulators, strict=True)] if existed and (rows or not self.keys) else None
+        signs = [int(s) for s in new[SIGN].tolist()]
+        rows += sum(signs)
+        accumulators = [_signed_add(m, a, new[f"{name}_in"].tolist(), signs)
+                        for m, a, name in zip(self.measures, accumulators, self.names, strict=True)]
+        after = [_signed_value(m, a) for m, a in zip(self.measures, accumulators, strict=True)] if rows or not self.keys else None
+        if rows or not self.keys:
+            state.update((pickle.dumps((rows, accumulators), protocol=pickle.HIGHEST_PROTOCOL),))
+        else:
+            state.remove()
+        if before == after:
+            return
+        t = int(new[TIME].max())
+        keys = list(key) if self.keys else []
+        out = ([("-D", *keys, *before, t)] if before is not None else []) + ([("+I", *keys, *after, t)] if after is not None else [])
+        yield pd.DataFrame(out, columns=[CHANGE, *self.keys, *self.names, TIME])
+
+
+def _signed_start(m: _Measure):
+    from collections import Counter
+
+    return Counter() if m.function in ("MIN", "MAX", "COUNT_DISTINCT") else (None, 0) if m.function in ("SUM", "AVG") else 0
+
+
+def _signed_add(m: _Measure, accumulator, values: list, signs: list[int]):
+    f = m.function
+    if f == "COUNT_STAR":
+        return accumulator + sum(signs)
+    pairs = [(int(v) if m.integral else v, s) for v, s in zip(map(plain, values), signs, strict=True) if v is not None]
+    if f == "COUNT":
+        return accumulator + sum(s for _, s in pairs)
+    if f in ("MIN", "MAX", "COUNT_DISTINCT"):
+        counts = accumulator.copy()
+        for v, s in pairs:
+            counts[v] += s
+            if counts[v] <= 0:
+                del counts[v]
+        return counts
+    so_far, count = accumulator
+    added = total([v for v, s in pairs if s > 0])
+    taken = total([v for v, s in pairs if s < 0])
+    if added is not None:
+        so_far = added if so_far is None else so_far + added
+    if taken is not None:
+        so_far = -taken if so_far is None else so_far - taken
+    count += sum(s for _, s in pairs)
+    return (so_far, count) if count else (None, 0)
+
+
+def _signed_value(m: _Measure, accumulator):
+    f = m.function
+    if f in ("COUNT_STAR", "COUNT"):
+        return accumulator
+    if f == "COUNT_DISTINCT":
+        return len(accumulator)
+    if f in ("MIN", "MAX"):
+        return (min if f == "MIN" else max)(accumulator) if accumulator else None
+    so_far, count = accumulator
+    if not count:
+        return None
+    return float(so_far) / count if f == "AVG" else so_far
 
 
 def _start(m: _Measure):

@@ -241,8 +241,11 @@ def describe(script: Script, query: Query, join: Join, options: LoweringOptions 
             lines.append("    then: the chain is cut here; this join's rows, released in rowtime order, are the "
                          "input of the next Spark query (an outer join followed by another join)")
         return lines
-    keys = group_keys(query, join)
-    if keys:
+    keys = group_keys(query, join) if len(query.joins) == 1 else ()
+    if len(query.joins) > 1:
+        groups = ("groups: ONE group: a chain of regular joins runs its joins one after another on one task, each "
+                  "join's changes the next one's left input")
+    elif keys:
         groups = "groups: by the join keys " + ", ".join(f"{sql(a)} = {sql(b)}" for a, b in keys) + " (parallel)"
     elif join.kind == JoinKind.CHANGELOG:
         groups = "groups: ONE group: a table row keyed by _key may change its join key, so it runs on one task"

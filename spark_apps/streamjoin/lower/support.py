@@ -312,12 +312,19 @@ NATIVE_RULES: tuple[Rule, ...] = (
 
 def _custom_shape(ctx: Context) -> str | None:
     q = ctx.query
-    if not ctx.top and q.emit != Emit.FINAL:  # a view's rows are the next query's input, in rowtime order
+    regular = all(j.kind == JoinKind.REGULAR for j in q.joins)
+    if q.aggregation is not None and regular and running_aggregate(q):  # lower._running_over_custom
+        from streamjoin.lower.running import changes_problem
+
+        if problem := changes_problem(q, ctx.top):
+            return problem
+    elif not ctx.top and q.emit != Emit.FINAL:  # a view's rows are the next query's input, in rowtime order
         return (f"a view whose join emits EMIT {q.emit} rows (they change or come out of rowtime order) is not "
                 "supported by `run` yet: a view's join on streamjoin's operator runs as a part of its own under EMIT FINAL")
-    if len(q.joins) != 1 or len(q.inputs) != 2:
-        return ("a join that needs streamjoin's own operator (ROWS windows, EMIT EAGER/CHANGES, ASOF, TUMBLE/HOP) "
-                "must be the query's only join in `run` yet: join further inputs in a view over it")
+    elif q.aggregation is not None:
+        return "an aggregation over a join that needs streamjoin's operator is not supported by `run` yet"
+    if problem := _custom_chain(q, regular):
+        return problem
     join = q.joins[0]
     staged = {sv.alias for sv in staged_views(ctx.script, q, ctx.options)}
     for i in q.inputs:
@@ -329,13 +336,26 @@ def _custom_shape(ctx: Context) -> str | None:
             continue
         if i.time_window and i.time_window.column != relation.rowtime:
             return f"input '{i.alias}': {i.time_window.function} must window the stream's rowtime ({relation.rowtime})"
-    if q.aggregation is not None:
-        return "an aggregation over a join that needs streamjoin's operator is not supported by `run` yet"
     for i in q.inputs:
         if isinstance(i.window, BucketWindow):
             return (f"input '{i.alias}': a bucket window (ORDER BY FLOOR(ROWTIME TO ...)) joined with another stream "
                     "runs on Spark's join under EMIT FINAL only; use TUMBLE(...) window joins")
     return None
+
+
+def _custom_chain(q: Query, regular: bool) -> str | None:
+    """One join of two streams, or a chain of regular joins (operator.regular_chain)."""
+    if len(q.joins) == 1 and len(q.inputs) == 2:
+        return None
+    if regular:
+        return ("a chain of regular joins writes its rows as they change (EMIT CHANGES), not EMIT FINAL"
+                if q.emit == Emit.FINAL and q.aggregation is None else None)
+    other = next((j for j in q.joins if j.kind != JoinKind.REGULAR), None)
+    if any(j.kind == JoinKind.REGULAR for j in q.joins) and other is not None:
+        return (f"a regular join chained with a {other.kind} ({other.right}) is not supported by `run` yet: "
+                "a chain of joins on streamjoin's operator is regular joins only (streams and changing tables)")
+    return ("a join that needs streamjoin's own operator (ROWS windows, EMIT EAGER/CHANGES, ASOF, TUMBLE/HOP) "
+            "must be the query's only join in `run` yet: join further inputs in a view over it")
 
 
 _FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
@@ -345,6 +365,13 @@ def _custom_condition(ctx: Context) -> str | None:
     from streamjoin.lower.custom import compile_condition
 
     q = ctx.query
+    if q.emit == Emit.CHANGES and any(o.name == OP for o in q.output):
+        return f"EMIT CHANGES adds a column '{OP}': rename the output column '{OP}'"
+    for join in q.joins[1:]:  # a chain of regular joins
+        try:
+            compile_condition(join)
+        except Unsupported as error:
+            return str(error)
     join = q.joins[0]
     if join.kind == JoinKind.ASOF:
         asof = join.condition.asof
@@ -356,8 +383,6 @@ def _custom_condition(ctx: Context) -> str | None:
             return _asof_both_sides(join)
         if q.emit == Emit.EAGER:
             return "EMIT EAGER is not defined for ASOF joins (SEMANTICS §6 covers window joins): use FINAL or CHANGES"
-    if q.emit == Emit.CHANGES and any(o.name == OP for o in q.output):
-        return f"EMIT CHANGES adds a column '{OP}': rename the output column '{OP}'"
     try:
         compile_condition(join)  # fails here, before any data is read, if Python cannot evaluate it
     except Unsupported as error:

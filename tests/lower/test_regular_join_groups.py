@@ -1,0 +1,136 @@
+"""A GROUP BY without a time bucket over regular joins (issue 40): RisingWave's materialized view of
+counts and sums per group of a join whose rows change. Each joined row added (+I) or withdrawn
+(-D) moves its group; the groups' changelog, folded by the group key, is the SQL aggregate of the
+join of the inputs as they stand, across micro-batches and a restart."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter, defaultdict
+
+import pytest
+from test_regular_joins import TABLES, _run_in_three_parts, debezium_events, joined
+
+
+def sql_groups(rows: list[tuple], key, amount, kind) -> dict:
+    """group -> (COUNT(*), SUM, MAX of `amount`, COUNT(DISTINCT `kind`)) of the joined rows."""
+    groups = defaultdict(list)
+    for row in rows:
+        groups[key(row)].append(row)
+    out = {}
+    for k, members in groups.items():
+        present = [amount(r) for r in members if amount(r) is not None]
+        kinds = {kind(r) for r in members if kind(r) is not None}
+        out[k] = (len(members), sum(present) if present else None, max(present) if present else None, len(kinds))
+    return out
+
+
+def fold_groups(rows: list[dict]) -> dict:
+    content: Counter = Counter()
+    for r in rows:
+        row = (r["region"], r["n"], r["total"], r["biggest"], r["kinds"])
+        if r["op"] == "+I":
+            content[row] += 1
+        else:
+            assert content[row] > 0, f"-D of {row}, which is not in the view: {rows}"
+            content[row] -= 1
+    folded = {}
+    for (region, *values), count in (+content).items():
+        assert count == 1 and region not in folded, f"group {region} twice: {content}"
+        folded[region] = tuple(values)
+    return folded
+
+
+@pytest.mark.parametrize("join_type", ["LEFT", pytest.param("INNER", marks=pytest.mark.long)])
+def test_groups_of_a_regular_join_with_a_table_that_changes_follow_every_change(spark, tmp_path, join_type):
+    rng = random.Random(f"groups-{join_type}")
+    customers: dict = {}
+    batches, orders = [], []
+    for n in range(3):
+        new_orders = [{"oid": 10 * n + i, "cust": rng.choice([1, 2, 3, 4, None])} for i in range(5)]
+        orders += new_orders
+        batches.append({"orders": new_orders,
+                        "customers": debezium_events(rng, [1, 2, 3], {"name": ["ann", "bob"], "region": [1, 2]}, 5, customers)})
+    sql = TABLES.format(d=tmp_path) + f"""
+    CREATE MATERIALIZED VIEW per_region AS
+      SELECT c.region, COUNT(*) AS n, SUM(o.oid) AS total, MAX(o.oid) AS biggest, COUNT(DISTINCT o.cust) AS kinds
+      FROM orders AS o {join_type} JOIN customers AS c ON o.cust = c.id
+      GROUP BY c.region;
+    """
+    rows, status = _run_in_three_parts(spark, tmp_path, sql, batches, "risingwave")
+    pairs = joined([(o,) for o in orders], list(customers.values()), lambda row, c: row[0]["cust"] == c["id"], join_type, 1)
+    want = sql_groups(pairs, lambda row: row[1] and row[1]["region"], lambda row: row[0]["oid"], lambda row: row[0]["cust"])
+    assert status["rejected_rows"] == 0, status
+    assert fold_groups(rows) == want, rows
+
+
+def test_groups_of_a_chain_of_regular_joins_are_refused_in_a_view_another_query_reads():
+    from streamjoin.errors import Unsupported
+    from streamjoin.runtime.pipeline import Pipeline
+
+    sql = TABLES.format(d="/tmp/x") + """
+    CREATE MATERIALIZED VIEW per_region AS
+      SELECT r.label, COUNT(*) AS n FROM orders AS o JOIN customers AS c ON o.cust = c.id
+      JOIN regions AS r ON c.region = r.id GROUP BY r.label;
+    CREATE MATERIALIZED VIEW busy AS SELECT p.label FROM per_region AS p JOIN regions AS r ON p.label = r.label;
+    """
+    with pytest.raises(Unsupported, match="in a view another query reads"):
+        Pipeline.from_sql(sql, "rw.sql", dialect="risingwave")
+
+
+class _State:
+    """What applyInPandasWithState hands the function (GroupState), in memory."""
+
+    def __init__(self):
+        self.value = None
+
+    @property
+    def exists(self):
+        return self.value is not None
+
+    @property
+    def get(self):
+        return self.value
+
+    def update(self, value):
+        self.value = value
+
+    def remove(self):
+        self.value = None
+
+
+def test_a_groups_accumulators_take_back_what_a_withdrawn_row_gave_and_a_group_left_empty_is_deleted():
+    import pandas as pd
+    from streamjoin.lower.running import SIGN, TIME, Running, _Measure
+
+    measures = (_Measure("COUNT_STAR", True), _Measure("SUM", True), _Measure("MIN", True), _Measure("MAX", True),
+                _Measure("COUNT_DISTINCT", True), _Measure("AVG", True))
+    names = ("n", "s", "lo", "hi", "d", "mean")
+    running, state = Running(measures, ("g",), names, signed=True), _State()
+    rng = random.Random("signed")
+    live: Counter = Counter()
+    content: Counter = Counter()
+    for step in range(40):
+        batch = []
+        for _ in range(rng.randint(1, 4)):
+            if +live and rng.random() < 0.45:
+                v = rng.choice(sorted((+live).elements(), key=repr))
+                live[v] -= 1
+                batch.append((v, -1))
+            else:
+                v = rng.choice([1, 2, 5, None])
+                live[v] += 1
+                batch.append((v, 1))
+        frame = pd.DataFrame({**{f"{name}_in": [v for v, _ in batch] for name in names}, SIGN: [s for _, s in batch],
+                              TIME: [step] * len(batch)})
+        for out in running(("k",), [frame], state):
+            for op, *row in out.drop(columns=[TIME]).itertuples(index=False):
+                row = [None if v != v else v for v in row]  # pandas' NaN: Spark's NULL
+                content[tuple(row)] += 1 if op == "+I" else -1
+                assert content[tuple(row)] >= 0
+        values = [v for v in (+live).elements() if v is not None]
+        rows = sum((+live).values())
+        want = {("k", rows, sum(values) if values else None, min(values, default=None), max(values, default=None),
+                 len(set(values)), sum(values) / len(values) if values else None)} if rows else set()
+        assert set((+content).keys()) == want, (step, content, live)
+        assert state.exists == bool(rows)
