@@ -33,8 +33,12 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
 
+# on TEST_WORKERS processes (pytest-xdist), a file's tests on one worker, each worker with its own
+# SparkSession, S3 server, broker and PostgreSQL cluster: the tests wait on Spark's micro-batches
+# more than they compute, so two workers on two cores take about half the time; TEST_WORKERS=0: one process
+TEST_WORKERS ?= 2
 test: $(STAMP) check-java lint
-	$(VENV)/bin/pytest -m "not long and not ui" --durations=25
+	$(VENV)/bin/pytest -m "not long and not ui" --durations=25 -n $(TEST_WORKERS) --dist loadfile
 
 # the pure-Python tests alone (dialect, plan, operator engine, reference, CLI check/explain, docs):
 # no Spark, Airflow, S3 or PostgreSQL; about half a minute (markers in pyproject.toml, tests/conftest.py)
@@ -43,7 +47,7 @@ test-quick: $(STAMP)
 
 # the long variants (tests marked `long`: wide differential sweeps, slow end-to-end runs)
 test-long: $(STAMP) check-java lint
-	$(VENV)/bin/pytest -m long --durations=25
+	$(VENV)/bin/pytest -m long --durations=25 -n $(TEST_WORKERS) --dist loadfile
 
 # the operator's first hour in a real browser (tests/ui/): `make airflow`, log in, trigger the report, open it.
 # Playwright (pinned in requirements.txt) drives Debian's chromium, installed here when missing (browser
