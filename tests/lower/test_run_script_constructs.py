@@ -232,3 +232,23 @@ def test_a_query_over_views_of_tables_runs_as_one_batch_of_their_latest_rows_and
     rows = read_output(tmp_path / "out")
     assert sorted((r["delivery_id"], r["state"], r["score"]) for r in rows) == [
         ("d1", "out", 100.0), ("d2", "new", 40.0), ("d3", "new", 0.0)]
+
+
+def test_risingwave_file_sources_read_the_files_their_match_pattern_names(spark, tmp_path):
+    """`connector = 'posix_fs', posix_fs.root = ..., match_pattern = 'in/*.csv'` (RisingWave's
+    local file source) reads the CSV files of that folder whose names match, not the others."""
+    (tmp_path / "a" / "in").mkdir(parents=True)
+    (tmp_path / "a" / "in" / "one.csv").write_text("k,n\n1,x\n2,y\n")
+    (tmp_path / "a" / "in" / "skip.txt").write_text("k,n\n1,never\n")
+    write_jsonl(tmp_path / "b" / "b.json", [{"k": 1, "m": "p"}, {"k": 2, "m": "q"}])
+    sql = f"""
+    CREATE SOURCE a (k INT, n VARCHAR) WITH (connector = 'posix_fs', posix_fs.root = '{tmp_path}/a',
+      match_pattern = 'in/*.csv') FORMAT PLAIN ENCODE CSV (without_header = 'false', delimiter = ',');
+    CREATE SOURCE b (k INT, m VARCHAR) WITH (connector = 'posix_fs', posix_fs.root = '{tmp_path}/b') FORMAT PLAIN ENCODE JSON;
+    CREATE MATERIALIZED VIEW ab AS SELECT a.n, b.m FROM a JOIN b ON a.k = b.k;
+    """
+    pipeline = Pipeline.from_sql(sql, "files.sql", dialect="risingwave")
+    pipeline.run(spark, tmp_path / "checkpoint", str(tmp_path / "out"), until_idle=True)
+    assert sorted((r["n"], r["m"]) for r in read_output(tmp_path / "out")) == [("x", "p"), ("y", "q")]
+    with pytest.raises(Exception, match="without_header"):
+        Pipeline.from_sql(sql.replace("without_header = 'false'", "without_header = 'true'"), "files.sql", dialect="risingwave")

@@ -188,11 +188,20 @@ def _stream(relation: Relation, alias: str) -> str | None:
         return None
     if not relation.option("path"):
         return f"stream '{relation.name}' needs WITH (path = '...') to be read"
+    if problem := _csv(relation):
+        return problem
     if "${" not in relation.option("path"):  # else checked once expanded (inputs.input_specs)
         try:
             check_stream_path(relation, connector, relation.option("path"))
         except Unsupported as error:
             return str(error)
+    return None
+
+
+def _csv(relation: Relation) -> str | None:
+    if (relation.option("without_header") or "").lower() == "true" or (relation.option("delimiter") or ",") != ",":
+        return (f"stream '{relation.name}': CSV files are read with a header row naming the columns, split at ',' "
+                "(ENCODE CSV (without_header = 'true') or another delimiter is not supported yet)")
     return None
 
 
@@ -402,6 +411,8 @@ def _custom_inputs(ctx: Context) -> str | None:
             return f"input '{i.alias}': connector '{connector}' is not supported for streams yet (use 'files', 's3', 'kinesis', 'kafka' or, for a table, 'postgres-cdc')"
         if not relation.option("path") and connector not in LOGS:
             return f"stream '{relation.name}' needs WITH (path = '...') to be read"
+        if problem := _csv(relation):
+            return problem
     sink = sink_spec(ctx.script, ctx.query)
     if sink is None:
         return None

@@ -197,6 +197,27 @@ def create_options(create: exp.Create) -> dict[str, str]:
     if "encode" in options:  # RisingWave's FORMAT PLAIN | UPSERT | DEBEZIUM ENCODE JSON | CSV | ...
         options["changelog"] = options.pop("format", "plain").lower()  # how rows change (plain: appended)
         options["format"] = options.pop("encode").lower()  # how each row is written
+    return _file_source(options)
+
+
+def _file_source(options: dict[str, str]) -> dict[str, str]:
+    """RisingWave's file sources as streamjoin's: `connector = 'posix_fs', posix_fs.root = 'dir'`
+    and `connector = 's3', s3.bucket_name = 'b'` read the files of a folder (`path`), and
+    `match_pattern = 'sub/*.csv'` (a glob) those of its folder whose name matches (`pattern`)."""
+    import fnmatch
+    import posixpath
+
+    connector = (options.get("connector") or "").lower()
+    if connector == "posix_fs" and "posix_fs.root" in options:
+        options["connector"], root = "files", options.pop("posix_fs.root").rstrip("/") or "/"
+    elif connector == "s3" and "s3.bucket_name" in options and "path" not in options:
+        root = f"s3://{options.pop('s3.bucket_name')}"
+    else:
+        return options
+    folder, glob = posixpath.split(options.pop("match_pattern", "*"))
+    options["path"] = f"{root}/{folder}" if folder else root
+    if glob not in ("", "*"):
+        options["pattern"] = fnmatch.translate(glob)
     return options
 
 
