@@ -5,8 +5,16 @@ front-end and engine tests alone, in seconds."""
 
 import contextlib
 import os
+import sys
 
 import pytest
+
+# a pytest-xdist worker's __main__ (execnet's bootstrap) has neither a spec nor a file, which
+# pyspark.sql.connect takes for a doctest run without its dependencies: it calls sys.exit(0) on
+# import (Great Expectations imports it), ending the worker. Give that module a file name.
+_main = sys.modules.get("__main__")
+if _main is not None and getattr(_main, "__spec__", None) is None and not hasattr(_main, "__file__"):
+    _main.__file__ = "<pytest-xdist worker>"
 
 # a fixture a test uses -> the markers it gets
 FIXTURE_MARKS = {"spark": ("spark",), "s3_server": ("s3",), "s3_prefix": ("s3",), "app_env": ("s3", "spark"),
