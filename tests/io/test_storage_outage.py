@@ -135,6 +135,9 @@ def sink_outage(run: Run, root: Path, outage_s: float) -> Run:
     time.sleep(outage_s / 2)
     write_orders(root, 2)
     time.sleep(outage_s / 2)
+    deadline = time.time() + 90  # (a busy machine reads and joins batch 1 later: its commit meets the outage then)
+    while "storage unreachable, retrying" not in run.text() and time.time() < deadline:
+        time.sleep(0.5)
     assert run.proc.poll() is None, run.text()[-3000:]  # still running: retrying, not failed
     run.server.start()
     run.wait_for("the batches held up by the outage", emitted(150))

@@ -15,7 +15,7 @@ import os
 import subprocess
 import time
 
-from streamjoin.io.kafka import bootstrap
+from streamjoin.io.kafka import CLIENT_LOG, bootstrap
 from streamjoin.io.ports import free_port, listening
 
 DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 9092
@@ -115,7 +115,7 @@ def create_topic(servers: str, topic: str, partitions: int) -> None:
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
-    admin = AdminClient({"bootstrap.servers": servers})
+    admin = AdminClient({"bootstrap.servers": servers, "logger": CLIENT_LOG})
     metadata = admin.list_topics(timeout=10)
     if topic in metadata.topics and not metadata.topics[topic].error:
         have = len(metadata.topics[topic].partitions)
@@ -165,7 +165,8 @@ def put(topic: str, lines: list[bytes], key: str | None = None, partitions: int 
     servers = servers or bootstrap(None)  # named here (`kafka put --bootstrap`): those, whatever the variable says
     if partitions is not None:
         create_topic(servers, topic, partitions)
-    producer = Producer({"bootstrap.servers": servers, "enable.idempotence": True, "linger.ms": 5})
+    # librdkafka's own lines (a purged background event at close, say) go to the debug log, not stderr
+    producer = Producer({"bootstrap.servers": servers, "enable.idempotence": True, "linger.ms": 5, "logger": CLIENT_LOG})
     count = len(producer.list_topics(topic, timeout=10).topics[topic].partitions) or 1
     failures: list = []
 
