@@ -158,3 +158,21 @@ def test_in_every_profile_unbounded_windows_on_both_streams_spell_out_a_regular_
         assert (query.joins[0].kind.name, query.emit.name) == ("REGULAR", "CHANGES"), dialect
     with pytest.raises(SqlError, match="an UNBOUNDED window makes a regular join of two streams: both need it"):
         compile_sql(sql.replace(" OVER (ROWS UNBOUNDED PRECEDING)", ""), "q.sql")
+
+
+def test_risingwave_spellings_of_real_programs_are_read_as_risingwave_reads_them():
+    """CREATE SOURCE IF NOT EXISTS, the old `ROW FORMAT JSON`, and a CTE's or subquery's column
+    list (`WITH c (a, b) AS (...)`, `(SELECT ...) AS c (a, b)`), which names its columns."""
+    script = compile_sql("""
+    CREATE SOURCE IF NOT EXISTS s (id INT, v VARCHAR) WITH (connector = 'files', path = '/in/s') ROW FORMAT JSON;
+    CREATE TABLE IF NOT EXISTS t (id INT PRIMARY KEY, w INT) WITH (connector = 'files', path = '/in/t') ROW FORMAT DEBEZIUM_JSON;
+    CREATE MATERIALIZED VIEW m AS
+      WITH c (a, b) AS (SELECT id, v FROM s)
+      SELECT c.a, c.b, d.y FROM c JOIN (SELECT id, w FROM t) AS d (x, y) ON c.a = d.x;
+    """, "rw.sql", dialect="risingwave")
+    s, t = script.relation("s"), script.relation("t")
+    assert (s.option("format"), s.option("changelog"), t.option("format"), t.option("changelog")) == ("json", "plain", "json", "debezium")
+    assert [c.name for c in script.final.output] == ["a", "b", "y"]
+    with pytest.raises(SqlError, match="lists 3 columns, its query selects 2"):
+        compile_sql("CREATE TABLE t (id INT, v INT);\nCREATE MATERIALIZED VIEW m AS WITH c (a, b, z) AS (SELECT id, v FROM t) "
+                    "SELECT c.a FROM c;", "rw.sql", dialect="risingwave")

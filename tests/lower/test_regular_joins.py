@@ -409,3 +409,32 @@ def test_only_a_bounded_inner_regular_join_of_append_only_streams_runs_on_the_ba
     assert reason("INNER", operator="custom") is not None
     text = explain_text(compile_sql(program(tmp_path, "INNER"), "rw.sql", dialect="risingwave"))
     assert "with --until-idle: streamjoin's batch interval join instead" in text
+
+
+WINDOWED_TABLE = """
+create table e (k int, v int, ts timestamp);
+insert into e values (1, 10, '2024-01-01 00:00:01'), (1, 5, '2024-01-01 00:00:07'), (2, 1, '2024-01-01 00:00:12'), (2, 3, NULL);
+"""
+
+
+@pytest.mark.parametrize("view,want", [
+    ("select k, window_start, window_end, sum(v) as s from tumble(e, ts, interval '5' second) group by k, window_start, window_end",
+     [(1, "00:00:00", "00:00:05", 10), (1, "00:00:05", "00:00:10", 5), (2, "00:00:10", "00:00:15", 1)]),
+    ("select k, window_start, count(*) as n from hop(e, ts, interval '5' second, interval '10' second) group by k, window_start",
+     [(1, "-00:00:05", 1), (1, "00:00:00", 2), (1, "00:00:05", 1), (2, "00:00:05", 1), (2, "00:00:10", 1)]),
+])
+def test_tumble_and_hop_over_a_table_group_its_rows_by_their_windows_in_one_batch(spark, tmp_path, view, want):
+    """RisingWave windows a table's rows too (its e2e tests and workshops do): each row in the
+    windows its column falls in, a NULL in none; grouped, one batch of the table as it stands."""
+    import datetime as dt
+
+    pipeline = Pipeline.from_sql(WINDOWED_TABLE + f"create materialized view w as {view};", "w.sql", dialect="risingwave")
+    pipeline.run(spark, tmp_path / "checkpoint", str(tmp_path / "out"), until_idle=True)
+    midnight = dt.datetime(2024, 1, 1)
+
+    def clock(text: str) -> str:  # a window bound as its offset from midnight
+        delta = dt.datetime.fromisoformat(text.replace("Z", "")) - midnight
+        return ("-" if delta < dt.timedelta(0) else "") + str(abs(delta)).zfill(8)
+
+    got = sorted(tuple(clock(v) if isinstance(v, str) else v for v in r.values()) for r in read_output(tmp_path / "out"))
+    assert got == sorted(want), got

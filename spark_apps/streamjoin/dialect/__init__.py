@@ -37,7 +37,14 @@ from streamjoin.dialect.clauses import SystemClauses
 from streamjoin.dialect.expressions import EMIT_MODES, SelectKind, SpanOf, StepBy, Within
 from streamjoin.dialect.statements import NOT_SYNTAX, ScriptStatements
 from streamjoin.dialect.syntax_errors import misspelt_keyword, plain_message, token_error_position, written_wrong
-from streamjoin.dialect.text import DIRECTIVE, directives, quiet_fallback, slash_comments_as_dashes, statement_starts
+from streamjoin.dialect.text import (
+    DIRECTIVE,
+    directives,
+    quiet_fallback,
+    row_format_as_encode,
+    slash_comments_as_dashes,
+    statement_starts,
+)
 from streamjoin.dialect.text import token_text as text_of_tokens
 from streamjoin.errors import SqlError, position_of
 
@@ -334,6 +341,7 @@ def parse_script(sql: str, filename: str = "<sql>", slash_comments: bool = False
     if slash_comments:
         sql = slash_comments_as_dashes(sql)
     sql = DIRECTIVE.sub(lambda m: " " * len(m.group(0)), sql)  # sqlline's !set, StreamLab's !step=: not SQL
+    sql = row_format_as_encode(sql)
     try:
         wrong = written_wrong(sql, _DIALECT.tokenize(sql))
     except TokenError:

@@ -105,6 +105,8 @@ _EVIDENCE = (
     ("kda", 3, r"\bSOURCE_SQL_STREAM_001\b", "SOURCE_SQL_STREAM_001, KDA's input stream"),
     ("kda", 2, r"(^|\n)\s*//", "// comments (KDA and s-Server)"),
     ("risingwave", 3, r"\bFORMAT (PLAIN|UPSERT|DEBEZIUM|CANAL|MAXWELL) ENCODE\b", "FORMAT ... ENCODE"),
+    ("risingwave", 3, r"\bROW FORMAT (JSON|CSV|AVRO|PROTOBUF|DEBEZIUM_JSON|UPSERT_JSON|MAXWELL|CANAL_JSON)\b",
+     "ROW FORMAT JSON (RisingWave before 1.0)"),
     ("risingwave", 3, r"\bAPPEND ONLY\b", "APPEND ONLY"),
     ("risingwave", 3, r"\bCREATE SECRET\b", "CREATE SECRET"),
     ("risingwave", 3, r"\bINCLUDE (KEY|PARTITION|OFFSET|TIMESTAMP|HEADER|HEADERS|PAYLOAD)\b", "INCLUDE key/partition/offset"),

@@ -79,7 +79,8 @@ class ScriptStatements:
         index = self._index
         replace = bool(self._match_pair(TokenType.OR, TokenType.REPLACE))
         if self._match_text_seq("STREAM") or self._match(TokenType.SOURCE):
-            return self._declaration("STREAM", self._parse_table(schema=True), replace)
+            exists = self._match_text_seq("IF", "NOT", "EXISTS") or None  # RisingWave: CREATE SOURCE IF NOT EXISTS
+            return self._declaration("STREAM", self._parse_table(schema=True), replace, exists=exists)
         if self._match(TokenType.SINK):
             return self._parse_sink(replace)
         if self._match_text_seq("PUMP"):  # Kinesis Analytics / s-Server: a pump fills a stream

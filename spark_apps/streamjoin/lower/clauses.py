@@ -76,8 +76,8 @@ def _table_query_reason(script: Script, query: Query) -> str | None:
         reasons.append(query.unrun[0])
     if query.union_of:
         reasons.append("a UNION ALL")
-    if query.aggregation is not None and (query.aggregation.bucket is not None or any(i.time_window for i in query.inputs)):
-        reasons.append("a GROUP BY of time windows over tables")
+    if query.aggregation is not None and query.aggregation.bucket is not None:
+        reasons.append("a GROUP BY of time buckets over tables")
     if query.sink:
         reasons.append("INSERT INTO a sink")
     for i in query.inputs:

@@ -91,7 +91,12 @@ class NativeLowering:
         DataFrame of its output columns, from the tables' snapshots."""
         from pyspark.sql import functions as F
 
+        from streamjoin.lower.running import input_windows
+
         frames = {i.alias: self.table_input(query, i) for i in query.inputs}
+        for i in query.inputs:  # TUMBLE / HOP over a table (RisingWave): each row's windows, as columns
+            if i.time_window is not None:
+                frames[i.alias] = input_windows(frames[i.alias], i)
         joined, _ = self.join_chain(query, frames, frames[query.inputs[0].alias], query.joins)
         if query.where is not None:
             joined = joined.where(F.expr(spark_sql(query.where)))

@@ -141,23 +141,28 @@ def window_columns(joined, query: Query):
     """Each TUMBLE / HOP input's window_start and window_end, computed from its window's column
     (not the rowtime: plan.analyzer.buckets.clock_window), a HOP row once per window it is in;
     a row whose column is NULL is in no window (RisingWave's HOP drops it; TUMBLE does the same here)."""
+    for item in query.inputs:
+        if item.time_window is not None:
+            joined = input_windows(joined, item)
+    return joined
+
+
+def input_windows(joined, item):
+    """`window_columns` of one TUMBLE / HOP input (its columns in `joined` by flat name)."""
     from pyspark.sql import functions as F
 
-    for item in query.inputs:
-        w = item.time_window
-        if w is None:
-            continue
-        t = F.unix_micros(F.col(flat(item.alias, w.column)))
-        size, slide, offset = w.size_ms * 1000, w.slide_ms * 1000, w.offset_ms * 1000
-        last = t - F.pmod(t - F.lit(offset), F.lit(slide))  # the latest window start at or before t
-        start = flat(item.alias, "window_start")
-        if size == slide:
-            joined = joined.withColumn(start, last).where(F.col(start).isNotNull())
-        else:
-            starts = F.sequence(last - F.lit((-(-size // slide) - 1) * slide), last, F.lit(slide))  # the windows reaching back
-            joined = joined.withColumn(start, F.explode(starts)).where(F.col(start) + F.lit(size) > t)
-        joined = (joined.withColumn(flat(item.alias, "window_end"), F.timestamp_micros(F.col(start) + F.lit(size)))
-                  .withColumn(start, F.timestamp_micros(F.col(start))))
+    w = item.time_window
+    t = F.unix_micros(F.col(flat(item.alias, w.column)))
+    size, slide, offset = w.size_ms * 1000, w.slide_ms * 1000, w.offset_ms * 1000
+    last = t - F.pmod(t - F.lit(offset), F.lit(slide))  # the latest window start at or before t
+    start = flat(item.alias, "window_start")
+    if size == slide:
+        joined = joined.withColumn(start, last).where(F.col(start).isNotNull())
+    else:
+        starts = F.sequence(last - F.lit((-(-size // slide) - 1) * slide), last, F.lit(slide))  # the windows reaching back
+        joined = joined.withColumn(start, F.explode(starts)).where(F.col(start) + F.lit(size) > t)
+    joined = (joined.withColumn(flat(item.alias, "window_end"), F.timestamp_micros(F.col(start) + F.lit(size)))
+              .withColumn(start, F.timestamp_micros(F.col(start))))
     return joined
 
 

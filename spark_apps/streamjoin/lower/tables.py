@@ -106,6 +106,10 @@ def load_snapshot(spark, relation: Relation, alias: str, query: Query, item: Inp
             read = read_table(relation.name, dict(relation.options), arrow_schema(relation.columns), where)
             table, source, version = read.rows, read.source, read.version
 
+    present = set(table.column_names)
+    keep = [c for c in keep if c in present]  # (a TUMBLE / HOP input's window columns come after: lower.running.input_windows)
+    if item.time_window is not None and item.time_window.column not in keep:
+        keep.append(item.time_window.column)  # the column its windows are computed from
     table = table.rename_columns([flat(alias, c) for c in table.column_names])
     if filters:  # the table-only filters, in Spark's SQL
         frame = spark.createDataFrame(table)

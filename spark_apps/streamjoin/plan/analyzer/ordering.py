@@ -16,8 +16,13 @@ def order_within(select: exp.Select, scope, output: tuple[OutputColumn, ...]) ->
     """() for ORDER BY the rowtime alone; the later keys as output columns (name, descending);
     None: no ORDER BY, a t-sort (WITHIN), or an ORDER BY `run` does not carry out."""
     order = select.args.get("order")
-    if order is None or order.args.get("within") is not None or order.expressions[0].args.get("desc") \
-            or not is_rowtime(scope.qualify(order.expressions[0].this, output_rowtime=True)):
+    if order is None or order.args.get("within") is not None or order.expressions[0].args.get("desc"):
+        return None
+    first = order.expressions[0].this
+    if isinstance(first, exp.Column) and not first.table and ident_name(first.this) in {o.name for o in output} \
+            and not is_rowtime(first):
+        return None  # an output column by its alias (ORDER BY n, where n is COUNT(*)): not the rowtime
+    if not is_rowtime(scope.qualify(first, output_rowtime=True)):
         return None
     keys = []
     for key in order.expressions[1:]:

@@ -294,8 +294,8 @@ class Analyzer:
         if with_ is not None:
             if with_.args.get("recursive"):
                 self.where.fail("WITH RECURSIVE is not a streaming query", with_, "declare each part as a view")
-            for cte in select.args["with_"].expressions:
-                self.part_view(ident_name(cte.args["alias"]), cte.this, cte)
+            for cte in select.args["with_"].expressions:  # WITH c (a, b) AS (...): its columns named so
+                self.part_view(ident_name(cte.args["alias"]), self.listed(cte.this, cte.args["alias"]), cte)
             select.set("with_", None)
         for n, item in enumerate(i for i in (select.args.get("from_"), *(select.args.get("joins") or []))
                                  if i is not None and isinstance(i.this, exp.Subquery | exp.Values)):
@@ -309,7 +309,10 @@ class Analyzer:
                 continue
             alias = sub.args.get("alias")
             name = ident_name(alias) if alias is not None else f"subquery_{n + 1}"
-            name = self.part_view(name, sub.this, sub)
+            name = self.part_view(name, self.listed(sub.this, alias), sub)
+            if alias is not None and alias.args.get("columns"):  # (SELECT ...) AS t (a, b): the view has those names
+                alias = alias.copy()
+                alias.set("columns", None)
             table = exp.Table(this=exp.Identifier(this=name, quoted=True),
                               alias=alias.copy() if alias is not None else exp.TableAlias(this=exp.to_identifier(name, quoted=True)))
             for key in ("window", "within"):  # a window written after the subquery is the input's
@@ -317,6 +320,19 @@ class Analyzer:
                     table.set(key, sub.args[key])
             item.set("this", table)
         return select
+
+    def listed(self, query: exp.Expression, alias: exp.TableAlias | None) -> exp.Expression:
+        """A CTE's or subquery's query with its columns named as its alias lists them, if it does."""
+        if alias is None or not alias.args.get("columns"):
+            return query
+        name = ident_name(alias)
+
+        def expand(select: exp.Select) -> exp.Select:
+            part = self.part_view(f"{name}_columns", select, alias)
+            planned = next(q for q in self.queries if q.name == part)
+            return exp.select(*(exp.column(c.name, quoted=True) for c in planned.output)).from_(
+                exp.Table(this=exp.to_identifier(part, quoted=True)))
+        return renamed(query, exp.Schema(expressions=[c.copy() for c in alias.args["columns"]]), self.where, expand)
 
     def view_plan(self, name: str) -> Query:
         return next(q for q in reversed(self.queries) if q.name == name)
