@@ -302,65 +302,6 @@ def test_a_changelog_into_a_sink_that_appends_is_refused_with_what_to_declare():
         Pipeline.from_sql(sql, "rw.sql")
 
 
-# ---------------------------------------------------------------------------- RisingWave's DML tests
-
-DML_SCRIPT = """
-create table t1 (k int primary key, v int);
-create table t2 (k int primary key, w int);
-insert into t1 values (1, 10), (2, 20), (3, 30);
-insert into t2 values (1, 100), (3, 300), (4, 400);
-create materialized view mv as select t1.k as k1, t1.v, t2.k as k2, t2.w from t1 full join t2 on t1.k = t2.k;
-update t2 set w = w + 1 where k = 1;
-update t1 set v = 0 where v > 25;
-delete from t1 where k = 2;
-insert into t1 values (4, 40);
-delete from t2 where w is null or k = 3;
-"""
-
-
-def test_a_view_of_tables_changed_by_insert_update_and_delete_is_written_as_it_stands_at_the_end(spark, tmp_path):
-    """RisingWave's e2e tests (INSERT, UPDATE, DELETE, then the view's rows): `run` writes the
-    view's final rows once, a batch over the tables as they stand."""
-    pipeline = Pipeline.from_sql(DML_SCRIPT, "dml.sql", dialect="risingwave")
-    status = pipeline.run(spark, tmp_path / "checkpoint", str(tmp_path / "out"), until_idle=True)["query"]
-    got = sorted(tuple(r.values()) for r in read_output(tmp_path / "out"))
-    # t1: (1, 10), (3, 0), (4, 40); t2: (1, 101), (4, 400)
-    want = sorted([(1, 10, 1, 101), (3, 0, None, None), (4, 40, 4, 400)], key=repr)
-    assert sorted(got, key=repr) == want and status["rows_emitted"] == 3, (got, status)
-
-
-GROUPS_TABLES = """
-create table t1 (k int primary key, v int);
-create table t2 (k int primary key, w int, g varchar);
-insert into t1 values (1, 10), (2, 20), (3, 30), (5, 7);
-insert into t2 values (1, 100, 'a'), (3, 300, 'b'), (4, 400, 'a'), (5, 500, 'a');
-"""
-GROUPS_VIEW = """
-create materialized view groups as
-  select t2.g, count(*) as n, sum(t1.v) as s, count(distinct t1.k) as dk, max(t2.w) as mx, avg(t1.v) as mean
-  from t1 join t2 on t1.k = t2.k group by t2.g having count(*) > 0;
-"""
-GROUPS_CASES = {  # the final view's statements and rows; t1 is updated after it (v > 25 -> 0)
-    "groups": (GROUPS_VIEW, [("a", 2, 17, 2, 500, 8.5), ("b", 1, 0, 1, 300, 0.0)]),  # a: k 1 (10), 5 (7); b: k 3 (0)
-    "a view of the groups": (GROUPS_VIEW + "create materialized view rich as select g, n, s / n as per from groups where s > 5;",
-                             [("a", 2, 8)]),
-    "no GROUP BY, no rows": ("create materialized view none as select count(*) as n, sum(v) as s from t1 where v > 1000;",
-                             [(0, None)]),  # one row, as SQL gives
-}
-
-
-@pytest.mark.parametrize("case", GROUPS_CASES)
-def test_groups_of_tables_changed_by_insert_update_and_delete_are_one_batch_of_the_tables_as_they_stand(spark, tmp_path, case):
-    """RisingWave's e2e tests aggregate tables (COUNT, SUM, COUNT DISTINCT, MAX, AVG, HAVING, a
-    view of the groups read by another view): `run` writes the final view's rows as it stands."""
-    views, want = GROUPS_CASES[case]
-    script = GROUPS_TABLES + views + "\nupdate t1 set v = 0 where v > 25;\n"
-    pipeline = Pipeline.from_sql(script, "dml.sql", dialect="risingwave")
-    pipeline.run(spark, tmp_path / "checkpoint", str(tmp_path / "out"), until_idle=True)
-    got = sorted((tuple(r.values()) for r in read_output(tmp_path / "out")), key=repr)
-    assert got == sorted(want, key=repr), got
-
-
 @pytest.mark.parametrize("watermark", [pytest.param(False, marks=pytest.mark.long), True])
 def test_a_bounded_inner_regular_join_runs_on_the_batch_join_with_the_operators_rows(spark, tmp_path, watermark):
     """`--until-idle`: every row is read before the end, so the join of all of them is the answer;
@@ -409,32 +350,3 @@ def test_only_a_bounded_inner_regular_join_of_append_only_streams_runs_on_the_ba
     assert reason("INNER", operator="custom") is not None
     text = explain_text(compile_sql(program(tmp_path, "INNER"), "rw.sql", dialect="risingwave"))
     assert "with --until-idle: streamjoin's batch interval join instead" in text
-
-
-WINDOWED_TABLE = """
-create table e (k int, v int, ts timestamp);
-insert into e values (1, 10, '2024-01-01 00:00:01'), (1, 5, '2024-01-01 00:00:07'), (2, 1, '2024-01-01 00:00:12'), (2, 3, NULL);
-"""
-
-
-@pytest.mark.parametrize("view,want", [
-    ("select k, window_start, window_end, sum(v) as s from tumble(e, ts, interval '5' second) group by k, window_start, window_end",
-     [(1, "00:00:00", "00:00:05", 10), (1, "00:00:05", "00:00:10", 5), (2, "00:00:10", "00:00:15", 1)]),
-    ("select k, window_start, count(*) as n from hop(e, ts, interval '5' second, interval '10' second) group by k, window_start",
-     [(1, "-00:00:05", 1), (1, "00:00:00", 2), (1, "00:00:05", 1), (2, "00:00:05", 1), (2, "00:00:10", 1)]),
-])
-def test_tumble_and_hop_over_a_table_group_its_rows_by_their_windows_in_one_batch(spark, tmp_path, view, want):
-    """RisingWave windows a table's rows too (its e2e tests and workshops do): each row in the
-    windows its column falls in, a NULL in none; grouped, one batch of the table as it stands."""
-    import datetime as dt
-
-    pipeline = Pipeline.from_sql(WINDOWED_TABLE + f"create materialized view w as {view};", "w.sql", dialect="risingwave")
-    pipeline.run(spark, tmp_path / "checkpoint", str(tmp_path / "out"), until_idle=True)
-    midnight = dt.datetime(2024, 1, 1)
-
-    def clock(text: str) -> str:  # a window bound as its offset from midnight
-        delta = dt.datetime.fromisoformat(text.replace("Z", "")) - midnight
-        return ("-" if delta < dt.timedelta(0) else "") + str(abs(delta)).zfill(8)
-
-    got = sorted(tuple(clock(v) if isinstance(v, str) else v for v in r.values()) for r in read_output(tmp_path / "out"))
-    assert got == sorted(want), got

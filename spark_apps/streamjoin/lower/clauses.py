@@ -72,8 +72,9 @@ def check_table_query(script: Script, query: Query) -> None:
 
 def _table_query_reason(script: Script, query: Query) -> str | None:
     reasons = []
-    if query.unrun:
-        reasons.append(query.unrun[0])
+    unrun = query.table_unrun if query.table_order or query.table_limit is not None else query.unrun
+    if unrun:  # (ORDER BY output columns and LIMIT n: the batch carries them out)
+        reasons.append(unrun[0])
     if query.union_of:
         reasons.append("a UNION ALL")
     if query.aggregation is not None and query.aggregation.bucket is not None:

@@ -217,3 +217,11 @@ def check_stream_path(relation: Relation, connector: str, path: str) -> None:
         raise Unsupported(f"stream '{relation.name}': connector 's3' needs path = 's3://bucket/prefix/', not '{path}'")
     if connector == "files" and is_s3(path):
         raise Unsupported(f"stream '{relation.name}': path '{path}' is in S3: use connector = 's3'")
+
+
+def csv_problem(relation: Relation) -> str | None:
+    """CSV is read with a header row naming the columns, split at ','; anything else is refused."""
+    if (relation.option("without_header") or "").lower() == "true" or (relation.option("delimiter") or ",") != ",":
+        return (f"stream '{relation.name}': CSV files are read with a header row naming the columns, split at ',' "
+                "(ENCODE CSV (without_header = 'true') or another delimiter is not supported yet)")
+    return None

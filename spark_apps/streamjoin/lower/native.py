@@ -104,12 +104,18 @@ class NativeLowering:
         if query.aggregation is not None:  # the groups of the tables' rows as they stand (SQL's GROUP BY)
             joined, selected = _table_groups(query, joined)
         if query.distinct == ():  # SELECT DISTINCT: one row per distinct output row
-            return joined.select(*selected).distinct()
-        if query.distinct:  # DISTINCT ON (...): one row per value (which one: any, as SQL says)
+            out = joined.select(*selected).distinct()
+        elif query.distinct:  # DISTINCT ON (...): one row per value (which one: any, as SQL says)
             on = [f"__distinct_{n}" for n in range(len(query.distinct))]
             keyed = joined.select(*selected, *[F.expr(spark_sql(e)).alias(k) for e, k in zip(query.distinct, on, strict=True)])
-            return keyed.dropDuplicates(on).drop(*on)
-        return joined.select(*selected)
+            out = keyed.dropDuplicates(on).drop(*on)
+        else:
+            out = joined.select(*selected)
+        if query.table_order:  # ORDER BY output columns, NULLs as PostgreSQL places them
+            out = out.orderBy(*[(F.col(q(name)).desc_nulls_first() if nulls_first else F.col(q(name)).desc_nulls_last()) if desc
+                                else (F.col(q(name)).asc_nulls_first() if nulls_first else F.col(q(name)).asc_nulls_last())
+                                for name, desc, nulls_first in query.table_order])
+        return out.limit(query.table_limit) if query.table_limit is not None else out
 
     def table_input(self, query: Query, item: Input):
         """An input of a query over tables: a table's snapshot, or a view of tables as one batch of

@@ -185,6 +185,21 @@ def chain_reach(query: Query) -> tuple[tuple[int, ...], ...] | None:
     return tuple(tuple(row) for row in d)
 
 
+def chain_problem(q: Query, regular: bool) -> str | None:
+    """One join of two streams, or a chain of regular joins (operator.regular_chain)."""
+    if len(q.joins) == 1 and len(q.inputs) == 2:
+        return None
+    if regular:
+        return ("a chain of regular joins writes its rows as they change (EMIT CHANGES), not EMIT FINAL"
+                if q.emit == Emit.FINAL and q.aggregation is None else None)
+    other = next((j for j in q.joins if j.kind != JoinKind.REGULAR), None)
+    if any(j.kind == JoinKind.REGULAR for j in q.joins) and other is not None:
+        return (f"a regular join chained with a {other.kind} ({other.right}) is not supported by `run` yet: "
+                "a chain of joins on streamjoin's operator is regular joins only (streams and changing tables)")
+    return ("a join that needs streamjoin's own operator (ROWS windows, EMIT EAGER/CHANGES, ASOF, TUMBLE/HOP) "
+            "must be the query's only join in `run` yet: join further inputs in a view over it")
+
+
 def uses_custom(query: Query, options: LoweringOptions = LoweringOptions()) -> bool:
     return any(custom_reason(query, j, options) for j in query.joins)
 

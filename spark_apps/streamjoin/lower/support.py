@@ -18,9 +18,17 @@ from streamjoin.env import expand
 from streamjoin.errors import Unsupported
 from streamjoin.lower.clauses import changing_outside_regular, check_table_query, clauses_not_run
 from streamjoin.lower.columns import lag
-from streamjoin.lower.inputs import LOGS, STREAM_CONNECTORS, cdc_options, check_stream_path, kafka_options, kinesis_options
+from streamjoin.lower.inputs import (
+    LOGS,
+    STREAM_CONNECTORS,
+    cdc_options,
+    check_stream_path,
+    csv_problem,
+    kafka_options,
+    kinesis_options,
+)
 from streamjoin.lower.lowered import OP
-from streamjoin.lower.strategy import LoweringOptions, alone, cuts, running_aggregate, staged_views, uses_custom
+from streamjoin.lower.strategy import LoweringOptions, alone, chain_problem, cuts, running_aggregate, staged_views, uses_custom
 from streamjoin.plan.model import Emit, JoinKind, JoinType, Kind, Query, Relation, Script, sql
 from streamjoin.plan.windows import BucketWindow, RangeWindow
 
@@ -188,20 +196,13 @@ def _stream(relation: Relation, alias: str) -> str | None:
         return None
     if not relation.option("path"):
         return f"stream '{relation.name}' needs WITH (path = '...') to be read"
-    if problem := _csv(relation):
+    if problem := csv_problem(relation):
         return problem
     if "${" not in relation.option("path"):  # else checked once expanded (inputs.input_specs)
         try:
             check_stream_path(relation, connector, relation.option("path"))
         except Unsupported as error:
             return str(error)
-    return None
-
-
-def _csv(relation: Relation) -> str | None:
-    if (relation.option("without_header") or "").lower() == "true" or (relation.option("delimiter") or ",") != ",":
-        return (f"stream '{relation.name}': CSV files are read with a header row naming the columns, split at ',' "
-                "(ENCODE CSV (without_header = 'true') or another delimiter is not supported yet)")
     return None
 
 
@@ -332,7 +333,7 @@ def _custom_shape(ctx: Context) -> str | None:
                 "supported by `run` yet: a view's join on streamjoin's operator runs as a part of its own under EMIT FINAL")
     elif q.aggregation is not None:
         return "an aggregation over a join that needs streamjoin's operator is not supported by `run` yet"
-    if problem := _custom_chain(q, regular):
+    if problem := chain_problem(q, regular):
         return problem
     join = q.joins[0]
     staged = {sv.alias for sv in staged_views(ctx.script, q, ctx.options)}
@@ -350,21 +351,6 @@ def _custom_shape(ctx: Context) -> str | None:
             return (f"input '{i.alias}': a bucket window (ORDER BY FLOOR(ROWTIME TO ...)) joined with another stream "
                     "runs on Spark's join under EMIT FINAL only; use TUMBLE(...) window joins")
     return None
-
-
-def _custom_chain(q: Query, regular: bool) -> str | None:
-    """One join of two streams, or a chain of regular joins (operator.regular_chain)."""
-    if len(q.joins) == 1 and len(q.inputs) == 2:
-        return None
-    if regular:
-        return ("a chain of regular joins writes its rows as they change (EMIT CHANGES), not EMIT FINAL"
-                if q.emit == Emit.FINAL and q.aggregation is None else None)
-    other = next((j for j in q.joins if j.kind != JoinKind.REGULAR), None)
-    if any(j.kind == JoinKind.REGULAR for j in q.joins) and other is not None:
-        return (f"a regular join chained with a {other.kind} ({other.right}) is not supported by `run` yet: "
-                "a chain of joins on streamjoin's operator is regular joins only (streams and changing tables)")
-    return ("a join that needs streamjoin's own operator (ROWS windows, EMIT EAGER/CHANGES, ASOF, TUMBLE/HOP) "
-            "must be the query's only join in `run` yet: join further inputs in a view over it")
 
 
 _FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
@@ -411,7 +397,7 @@ def _custom_inputs(ctx: Context) -> str | None:
             return f"input '{i.alias}': connector '{connector}' is not supported for streams yet (use 'files', 's3', 'kinesis', 'kafka' or, for a table, 'postgres-cdc')"
         if not relation.option("path") and connector not in LOGS:
             return f"stream '{relation.name}' needs WITH (path = '...') to be read"
-        if problem := _csv(relation):
+        if problem := csv_problem(relation):
             return problem
     sink = sink_spec(ctx.script, ctx.query)
     if sink is None:

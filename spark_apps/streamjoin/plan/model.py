@@ -277,6 +277,11 @@ class Query:
     # ORDER BY ROWTIME, c1 [DESC], ...: rows of one rowtime leave ordered by these output columns
     # (name, descending); (): in the order they come (lower.staged_views runs such a view alone)
     order_within: tuple[tuple[str, bool], ...] = ()
+    # a query over tables only (one batch): ORDER BY output columns (name, descending, NULLs
+    # first) and LIMIT n, which the batch carries out; `unrun` less them is `table_unrun`
+    table_order: tuple[tuple[str, bool, bool], ...] = ()
+    table_limit: int | None = None
+    table_unrun: tuple[str, ...] = ()
 
     def input(self, alias: str) -> Input:
         return next(i for i in self.inputs if i.alias == alias)

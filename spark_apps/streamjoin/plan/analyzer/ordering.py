@@ -38,3 +38,35 @@ def order_within(select: exp.Select, scope, output: tuple[OutputColumn, ...]) ->
             return None
         keys.append((name, bool(key.args.get("desc"))))
     return tuple(keys)
+
+
+def table_sort(select: exp.Select, scope, output: tuple[OutputColumn, ...], unrun: tuple[str, ...]) -> dict:
+    """ORDER BY output columns (by name or as selected) and LIMIT n, which a query over tables
+    only carries out in its batch (PostgreSQL's NULL order: last ascending, first descending)."""
+    order, limit = select.args.get("order"), select.args.get("limit")
+    keys, done = [], []
+    if order is not None and order.args.get("within") is None:
+        selected = {sql(o.expression): o.name for o in output}
+        for key in order.expressions:
+            node, name = key.this, None
+            if isinstance(node, exp.Column) and not node.table and ident_name(node.this) in {o.name for o in output}:
+                name = ident_name(node.this)
+            else:
+                try:
+                    name = selected.get(sql(scope.qualify(node.copy(), output_rowtime=True)))
+                except SqlError:
+                    name = None
+            if name is None:
+                keys = []
+                break
+            desc = bool(key.args.get("desc"))
+            nulls_first = key.args.get("nulls_first")
+            keys.append((name, desc, desc if nulls_first is None else bool(nulls_first)))
+        if keys:
+            done.append(order.sql(dialect="postgres"))
+    count = None
+    expression = limit.args.get("expression") if limit is not None else None
+    if isinstance(expression, exp.Literal) and expression.is_int:
+        count = int(expression.name)
+        done.append(limit.sql(dialect="postgres"))
+    return {"table_order": tuple(keys), "table_limit": count, "table_unrun": tuple(u for u in unrun if u not in done)}

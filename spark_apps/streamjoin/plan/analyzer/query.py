@@ -16,7 +16,7 @@ from streamjoin.dialect.profiles import REGULAR, Profile
 from streamjoin.plan.analyzer.analytics import analytics_of
 from streamjoin.plan.analyzer.buckets import clock_window, stepped, window_end_bucket
 from streamjoin.plan.analyzer.names import Item, Scope, is_rowtime
-from streamjoin.plan.analyzer.ordering import order_within
+from streamjoin.plan.analyzer.ordering import order_within, table_sort
 from streamjoin.plan.analyzer.window_specs import WindowSpecs
 from streamjoin.plan.conditions import split
 from streamjoin.plan.model import (
@@ -90,8 +90,8 @@ class QueryAnalysis:
             sink=sink,
             disorder_ms=self.disorder(output, has_stream and select_kind != "TABLE"),
             distinct=self.distinct(),
-            unrun=self.unrun(order := order_within(self.select, self.scope, output)),
-            order_within=order or (),
+            unrun=(unrun := self.unrun(order := order_within(self.select, self.scope, output))), order_within=order or (),
+            **table_sort(self.select, self.scope, output, unrun),
             having=self.having(),
             analytics=analytics_of(output, self.windows.named, lambda n: self.scope.qualify(n, output_rowtime=True),
                                    self.where),
