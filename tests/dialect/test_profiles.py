@@ -176,3 +176,15 @@ def test_risingwave_spellings_of_real_programs_are_read_as_risingwave_reads_them
     with pytest.raises(SqlError, match="lists 3 columns, its query selects 2"):
         compile_sql("CREATE TABLE t (id INT, v INT);\nCREATE MATERIALIZED VIEW m AS WITH c (a, b, z) AS (SELECT id, v FROM t) "
                     "SELECT c.a FROM c;", "rw.sql", dialect="risingwave")
+
+
+def test_if_not_exists_twice_declares_once_and_row_format_in_a_string_stays_text():
+    script = compile_sql("""
+    CREATE SOURCE IF NOT EXISTS s (id INT, note VARCHAR) WITH (connector = 'files', path = '/in/s') ROW FORMAT JSON;
+    CREATE SOURCE IF NOT EXISTS s (id INT, other VARCHAR) WITH (connector = 'files', path = '/in/x') ROW FORMAT JSON;
+    CREATE MATERIALIZED VIEW m AS SELECT id FROM s WHERE note <> 'a row format json note';
+    """, "rw.sql", dialect="risingwave")
+    assert [c.name for c in script.relation("s").columns][:2] == ["id", "note"] and script.relation("s").option("path") == "/in/s"
+    assert "'a row format json note'" in script.final.where.sql()
+    with pytest.raises(SqlError, match="declared twice"):
+        compile_sql("CREATE TABLE t (k INT);\nCREATE TABLE t (k INT);", "rw.sql", dialect="risingwave")

@@ -61,3 +61,13 @@ def test_an_order_by_that_is_not_the_rowtime_then_output_columns_is_refused_nami
     sql = DDL.format(path=tmp_path) + f"SELECT STREAM k, v FROM s {order};"
     with pytest.raises(Unsupported, match=re.escape(message)):
         Pipeline.from_sql(sql, "o.sql")
+
+
+def test_order_by_the_rowtime_by_its_output_name_is_the_rowtime_order_and_an_alias_of_another_column_is_refused(tmp_path):
+    """`ORDER BY ts` where ts is the declared rowtime (selected as itself) orders by the rowtime,
+    which rows leave in anyway; `ORDER BY n` where n is another output column is refused naming it."""
+    streams = f"CREATE STREAM a (k INT, ts TIMESTAMP) WITH (path = '{tmp_path}/a', rowtime = 'ts');\n"
+    assert compile_sql(streams + "SELECT STREAM k, ts FROM a ORDER BY ts;", "o.sql").final.order_within == ()
+    Pipeline.from_sql(streams + "SELECT STREAM k, ts FROM a ORDER BY ts;", "o.sql")  # accepted by run
+    with pytest.raises(Unsupported, match="ORDER BY n"):
+        Pipeline.from_sql(streams + "SELECT STREAM k AS n, ts FROM a ORDER BY n;", "o.sql")

@@ -134,3 +134,21 @@ def test_a_groups_accumulators_take_back_what_a_withdrawn_row_gave_and_a_group_l
                  len(set(values)), sum(values) / len(values) if values else None)} if rows else set()
         assert set((+content).keys()) == want, (step, content, live)
         assert state.exists == bool(rows)
+
+
+@pytest.mark.parametrize("source", ["orders AS o JOIN customers AS c ON o.cust = c.id", "orders AS o"])
+def test_groups_into_a_sink_that_appends_are_refused_with_what_to_declare(source):
+    """A running aggregate's rows change (-D, +I), over a regular join or over one stream: written
+    into a sink that appends, its old rows would stay; declare the sink upsert, or force_append_only."""
+    from streamjoin.errors import Unsupported
+    from streamjoin.runtime.pipeline import Pipeline
+
+    group = "c.region" if "JOIN" in source else "o.cust"
+    sql = TABLES.format(d="/tmp/x") + f"""
+    CREATE SINK counts WITH (connector = 'files', path = '/tmp/x/out', format = 'delta');
+    INSERT INTO counts SELECT {group} AS g, COUNT(*) AS n FROM {source} GROUP BY {group};
+    """
+    with pytest.raises(Unsupported, match="declare it type = 'upsert'"):
+        Pipeline.from_sql(sql, "rw.sql", dialect="risingwave")
+    upsert = sql.replace("format = 'delta'", "format = 'delta', type = 'upsert', primary_key = 'g'")
+    Pipeline.from_sql(upsert, "rw.sql", dialect="risingwave")  # accepted

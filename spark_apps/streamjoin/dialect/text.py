@@ -85,10 +85,11 @@ _ROW_FORMATS = {"JSON": "PLAIN ENCODE JSON", "CSV": "PLAIN ENCODE CSV", "AVRO": 
                 "PROTOBUF": "PLAIN ENCODE PROTOBUF", "DEBEZIUM_JSON": "DEBEZIUM ENCODE JSON",
                 "DEBEZIUM_AVRO": "DEBEZIUM ENCODE AVRO", "UPSERT_JSON": "UPSERT ENCODE JSON",
                 "UPSERT_AVRO": "UPSERT ENCODE AVRO", "MAXWELL": "MAXWELL ENCODE JSON", "CANAL_JSON": "CANAL ENCODE JSON"}
-_ROW_FORMAT = re.compile(r"\bROW\s+FORMAT\s+(" + "|".join(_ROW_FORMATS) + r")\b", re.IGNORECASE)
+# after the `)` that closes a declaration's columns or WITH options (never inside a string or a WHERE)
+_ROW_FORMAT = re.compile(r"(?<=\))(\s*)ROW\s+FORMAT\s+(" + "|".join(_ROW_FORMATS) + r")\b", re.IGNORECASE)
 
 
 def row_format_as_encode(sql: str) -> str:
     """RisingWave's old `ROW FORMAT JSON` (DEBEZIUM_JSON, UPSERT_JSON, ...) as today's `FORMAT ...
     ENCODE ...` (lines hold; a later error on the same line may point a few columns off)."""
-    return _ROW_FORMAT.sub(lambda m: "FORMAT " + _ROW_FORMATS[m.group(1).upper()], sql)
+    return _ROW_FORMAT.sub(lambda m: m.group(1) + "FORMAT " + _ROW_FORMATS[m.group(2).upper()], sql)

@@ -251,13 +251,11 @@ def _signed_add(m: _Measure, accumulator, values: list, signs: list[int]):
     pairs = [(int(v) if m.integral else v, s) for v, s in zip(map(plain, values), signs, strict=True) if v is not None]
     if f == "COUNT":
         return accumulator + sum(s for _, s in pairs)
-    if f in ("MIN", "MAX", "COUNT_DISTINCT"):
+    if f in ("MIN", "MAX", "COUNT_DISTINCT"):  # the batch's signs per value first: its rows come in any order
         counts = accumulator.copy()
         for v, s in pairs:
             counts[v] += s
-            if counts[v] <= 0:
-                del counts[v]
-        return counts
+        return +counts
     so_far, count = accumulator
     added = total([v for v, s in pairs if s > 0])
     taken = total([v for v, s in pairs if s < 0])

@@ -304,7 +304,10 @@ def _aggregation(ctx: Context) -> str | None:
 def _running(ctx: Context) -> str | None:
     from streamjoin.lower.running import running_problem
 
-    return running_problem(ctx.script, ctx.query, ctx.top)
+    if problem := running_problem(ctx.script, ctx.query, ctx.top):
+        return problem
+    sink = sink_spec(ctx.script, ctx.query) if ctx.top and running_aggregate(ctx.query) else None
+    return _changelog_sink(ctx, sink, True) if sink is not None else None
 
 
 NATIVE_RULES: tuple[Rule, ...] = (
@@ -404,8 +407,12 @@ def _custom_inputs(ctx: Context) -> str | None:
         return None
     if ctx.query.joins[0].kind != JoinKind.REGULAR:
         return "a join on streamjoin's own operator writes to --output (JSON Lines) in `run` yet, not to an S3 sink"
+    return _changelog_sink(ctx, sink, ctx.query.emit == Emit.CHANGES or running_aggregate(ctx.query))
+
+
+def _changelog_sink(ctx: Context, sink, changes: bool) -> str | None:
     forced = (relation_option(ctx.script, sink.name, "force_append_only") or "").lower() == "true"
-    if ctx.query.emit == Emit.CHANGES and sink.type != "upsert" and not forced:
+    if changes and sink.type != "upsert" and not forced:
         return (f"the query writes a changelog (its results change as rows arrive) into sink '{sink.name}', which "
                 "appends: declare it type = 'upsert', primary_key = 'col, ...' (format 'delta'), as RisingWave's sinks, "
                 "or force_append_only = 'true' (its inserts only)")

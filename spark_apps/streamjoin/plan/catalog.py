@@ -23,6 +23,8 @@ def relation_from_create(create: exp.Create, where: Located, arrival: bool = Fal
     table = schema.this if isinstance(schema, exp.Schema) else schema
     name = relation_name(table)
     options = create_options(create)
+    if kind != "SINK":
+        options = _file_source(options)
     if "from_source" in options:
         options = _from_shared(name, options, shared or {}, where, create)
     if kind == "TABLE" and options.get("connector", "").lower() in CDC_CONNECTORS and "changelog" not in options:
@@ -197,7 +199,7 @@ def create_options(create: exp.Create) -> dict[str, str]:
     if "encode" in options:  # RisingWave's FORMAT PLAIN | UPSERT | DEBEZIUM ENCODE JSON | CSV | ...
         options["changelog"] = options.pop("format", "plain").lower()  # how rows change (plain: appended)
         options["format"] = options.pop("encode").lower()  # how each row is written
-    return _file_source(options)
+    return options
 
 
 def _file_source(options: dict[str, str]) -> dict[str, str]:

@@ -19,8 +19,9 @@ def order_within(select: exp.Select, scope, output: tuple[OutputColumn, ...]) ->
     if order is None or order.args.get("within") is not None or order.expressions[0].args.get("desc"):
         return None
     first = order.expressions[0].this
-    if isinstance(first, exp.Column) and not first.table and ident_name(first.this) in {o.name for o in output} \
-            and not is_rowtime(first):
+    by_name = {o.name: o for o in output}
+    if isinstance(first, exp.Column) and not first.table and ident_name(first.this) in by_name \
+            and not is_rowtime(first) and not is_rowtime(by_name[ident_name(first.this)].expression):
         return None  # an output column by its alias (ORDER BY n, where n is COUNT(*)): not the rowtime
     if not is_rowtime(scope.qualify(first, output_rowtime=True)):
         return None

@@ -140,23 +140,31 @@ class Analyzer:
             self.notes.append(f"line {self.where.position(st)[0]}: CREATE SOURCE {name}: a shared change-data-capture "
                               f"source: the tables declared FROM {name} TABLE '...' read its changes")
         elif kind in ("STREAM", "TABLE", "SINK") and st.expression is None:
-            relation = relation_from_create(st, self.where, self.profile.arrival_rowtime, self.cdc_sources)
-            if self.profile.name == "risingwave" and relation.kind == Kind.TABLE and kind == "TABLE" and not relation.options:
-                # RisingWave: a table without a connector holds the rows the file inserts, none until it does
-                relation = replace(relation, options=(("connector", "values"), ("rows", "[]")))
-            target = self.sinks if kind == "SINK" else self.relations
-            if relation.name in self.declared_by:
-                self.where.fail(f"'{relation.name}' is declared by the app's config ({self.declared_by[relation.name]}) "
-                                "and here", st.this, "declare it in one place: drop this statement or the config's section")
-            if relation.name in self.relations or relation.name in self.sinks:
-                self.where.fail(f"'{relation.name}' is declared twice", st.this, "give each stream, table and sink its own name")
-            target[relation.name] = relation
+            self.declare(st, kind)
         else:
             self.where.fail(
                 f"unsupported statement: CREATE {kind}" + (" ... AS query" if st.expression else ""),
                 st.this,
                 "use CREATE STREAM | TABLE | SOURCE | SINK name (...) WITH (...) or CREATE VIEW name AS query",
             )
+
+    def declare(self, st: exp.Create, kind: str) -> None:
+        """CREATE STREAM | SOURCE | TABLE | SINK name (...) WITH (...): a relation of the program."""
+        relation = relation_from_create(st, self.where, self.profile.arrival_rowtime, self.cdc_sources)
+        if self.profile.name == "risingwave" and relation.kind == Kind.TABLE and kind == "TABLE" and not relation.options:
+            # RisingWave: a table without a connector holds the rows the file inserts, none until it does
+            relation = replace(relation, options=(("connector", "values"), ("rows", "[]")))
+        target = self.sinks if kind == "SINK" else self.relations
+        if relation.name in self.declared_by:
+            self.where.fail(f"'{relation.name}' is declared by the app's config ({self.declared_by[relation.name]}) "
+                            "and here", st.this, "declare it in one place: drop this statement or the config's section")
+        if (relation.name in self.relations or relation.name in self.sinks) and st.args.get("exists"):
+            self.notes.append(f"line {self.where.position(st)[0]}: CREATE ... IF NOT EXISTS {relation.name}: "
+                              "declared before, so this one does nothing (as in RisingWave)")
+            return
+        if relation.name in self.relations or relation.name in self.sinks:
+            self.where.fail(f"'{relation.name}' is declared twice", st.this, "give each stream, table and sink its own name")
+        target[relation.name] = relation
 
     def seed_rows(self, st: exp.Insert | exp.Update | exp.Delete) -> None:
         """`INSERT INTO t VALUES`, `UPDATE`, `DELETE` on a table the file declares (plan.analyzer.dml)."""
