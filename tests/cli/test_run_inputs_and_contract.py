@@ -116,6 +116,11 @@ def test_a_run_with_checkpoint_keeps_it_to_resume_from(tmp_path):
     result = cli(query, "--until-idle", "--checkpoint", tmp_path / "ck")
     assert result.returncode == 0, result.stderr[-2000:]
     assert json.loads((tmp_path / "ck" / "status.json").read_text())["state"] == "finished"
+    assert "reached end of input" not in result.stderr
+    # that run ended its input for good: a later file is not read, and the next run says so
+    write_jsonl(tmp_path / "a" / "2.json", [{"rowtime": ts(1_000), "k": 2}])
+    again = cli(query, "--until-idle", "--checkpoint", tmp_path / "ck")
+    assert again.returncode == 0 and "warning: checkpoint" in again.stderr and "reached end of input" in again.stderr, again.stderr
 
 
 def test_a_query_without_a_join_writes_its_rows_and_never_the_end_of_input_bound(spark, tmp_path):

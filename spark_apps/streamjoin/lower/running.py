@@ -15,8 +15,10 @@ DISTINCT). Append-only input only: a changing table's retractions are refused (l
 
 from __future__ import annotations
 
+import math
 import pickle
 from dataclasses import dataclass
+from fractions import Fraction
 
 from sqlglot import exp
 
@@ -257,6 +259,8 @@ def _signed_add(m: _Measure, accumulator, values: list, signs: list[int]):
             counts[v] += s
         return +counts
     so_far, count = accumulator
+    # DOUBLEs summed as exact fractions: a row taken back leaves no rounding residue (0.1 + 0.2 - 0.1 is 0.2)
+    pairs = [(Fraction(v) if isinstance(v, float) and math.isfinite(v) else v, s) for v, s in pairs]
     added = total([v for v, s in pairs if s > 0])
     taken = total([v for v, s in pairs if s < 0])
     if added is not None:
@@ -278,7 +282,9 @@ def _signed_value(m: _Measure, accumulator):
     so_far, count = accumulator
     if not count:
         return None
-    return float(so_far) / count if f == "AVG" else so_far
+    if f == "AVG":
+        return float(so_far / count) if isinstance(so_far, Fraction) else float(so_far) / count
+    return float(so_far) if isinstance(so_far, Fraction) else so_far
 
 
 def _start(m: _Measure):
