@@ -134,3 +134,20 @@ def test_a_residual_on_a_null_extended_input_is_null_so_the_row_matches_nothing(
     group.add(2, 1, 0, {"id": 1, "v": "t", "__change": "+"})
     assert group.advance(1, cond) == []
     assert group.size() == 3  # a, its NULL-extended combination, the table row
+
+
+def test_a_changing_table_read_alone_keeps_its_latest_rows_and_an_update_withdraws_the_old_one():
+    """A chain of no joins (a changing table's groups, lower._running_over_custom): the group holds
+    each key's latest row (its size keeps the state alive between micro-batches), and an update in a
+    later batch withdraws the row it replaces, a delete withdraws it alone."""
+    spec = ChainSpec(("t",), (), Emit.CHANGES, (("id",),))
+    group, cond = new_group(spec), new_condition(spec)
+    group.add(0, 1, 0, {"id": 1, "v": "a", "__change": "+"})
+    assert [(o.op, o.sides[0]["v"]) for o in group.advance(1, cond)] == [("+I", "a")]
+    assert group.size() == 1
+    group = pickle.loads(pickle.dumps(group))
+    group.add(0, 2, 1, {"id": 1, "v": "b", "__change": "+"})
+    group.add(0, 2, 2, {"id": 2, "v": "c", "__change": "+"})
+    group.add(0, 2, 3, {"id": 2, "__change": "-"})
+    assert [(o.op, o.sides[0]["v"]) for o in group.advance(2, cond)] == [("-D", "a"), ("+I", "b"), ("+I", "c"), ("-D", "c")]
+    assert group.size() == 1

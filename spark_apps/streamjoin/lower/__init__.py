@@ -18,7 +18,15 @@ from streamjoin.io.staging import InputSpec
 from streamjoin.lower.columns import ET_COLUMN
 from streamjoin.lower.lowered import OP, Lowered
 from streamjoin.lower.staged_views import lower_staged_views
-from streamjoin.lower.strategy import LoweringOptions, batch_reason, cuts, in_order, running_aggregate, uses_custom
+from streamjoin.lower.strategy import (
+    LoweringOptions,
+    batch_reason,
+    changing_alone,
+    cuts,
+    in_order,
+    running_aggregate,
+    uses_custom,
+)
 from streamjoin.lower.support import check_runnable, sink_spec
 from streamjoin.plan.model import Emit, JoinKind, Query, Script
 
@@ -41,7 +49,7 @@ def lower(spark, script: Script, query: Query, specs: list[InputSpec], checkpoin
         from streamjoin.lower.batch_join import lower_batch
 
         return lower_batch(spark, query, specs, options)
-    if uses_custom(query, options) and running_aggregate(query):  # the groups of a regular join's changelog
+    if (uses_custom(query, options) or changing_alone(script, query)) and running_aggregate(query):  # a changelog's groups
         return _running_over_custom(spark, script, query, {**{s.alias: s for s in specs}, **staged}, options, inputs, parts)
     if uses_custom(query, options):
         from streamjoin.lower.custom import lower_custom
@@ -112,6 +120,8 @@ def _running_over_custom(spark, script: Script, query: Query, specs: dict, optio
 def changing_keys(script: Script, query: Query) -> tuple:
     """Each input's primary key in regular joins (two inputs, or a chain's) when it is a table fed
     by its changes, else ()."""
+    if not query.joins and changing_alone(script, query):  # a changing table's groups, read alone
+        return (script.relation(query.inputs[0].relation).primary_key,)
     if not query.joins or query.joins[0].kind != JoinKind.REGULAR:
         return ((), ())
     aliases = (query.joins[0].left_inputs[0], *(j.right for j in query.joins))

@@ -6,6 +6,7 @@ other than by a regular join, and what a query over tables only (one batch) cann
 from __future__ import annotations
 
 from streamjoin.errors import Unsupported
+from streamjoin.lower.strategy import changing_alone
 from streamjoin.plan.model import JoinKind, Kind, Query, Script
 
 
@@ -46,14 +47,17 @@ def _ordered_output(ctx) -> str | None:
 def changing_outside_regular(ctx) -> str | None:
     """A table that changes (FORMAT DEBEZIUM / UPSERT, postgres-cdc) is followed through regular joins."""
     q = ctx.query
+    if changing_alone(ctx.script, q):  # its groups follow its changes (lower._running_over_custom)
+        return None
     in_regular = {a for j in q.joins if j.kind == JoinKind.REGULAR for a in (*j.left_inputs, j.right)}
     for i in q.inputs:
         relation = ctx.script.relation(i.relation)
         if relation.changing and i.alias not in in_regular:
-            how = "aggregated" if q.aggregation is not None and not q.joins else "joined with a window or time bound"
+            how = ("grouped by a time bucket" if q.aggregation is not None and not q.joins else
+                   "read alone without GROUP BY" if not q.joins else "joined with a window or time bound")
             return (f"input '{i.alias}': '{relation.name}' changes by its changelog (rows updated and deleted), and `run` follows "
-                    f"a changing table through regular joins only yet, not {how} (a running aggregate or window over "
-                    "a changelog is issue 40's next step): join it without a window or time bound")
+                    f"a changing table through regular joins and GROUP BY without a time bucket only yet, not {how}: "
+                    "join it without a window or time bound, or group it")
     return None
 
 

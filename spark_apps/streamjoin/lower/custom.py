@@ -69,10 +69,17 @@ def asof_filters(join: Join) -> tuple[exp.Expression | None, exp.Expression | No
 def spec_for(query: Query, changing: tuple = ((), ())) -> Spec | ChainSpec:
     """`changing`: each input's primary key when it is a table fed by its changes (a regular join).
     A chain of regular joins: a `ChainSpec` of one Spec per join."""
-    if len(query.joins) > 1:
-        return ChainSpec((query.joins[0].left_inputs[0], *(j.right for j in query.joins)), tuple(_join_spec(query, j) for j in query.joins),
+    if len(query.joins) != 1:  # a chain (of none: a changing table read alone, its changes as they come)
+        return ChainSpec(chain_aliases(query), tuple(_join_spec(query, j) for j in query.joins),
                          query.emit, changing)
     return _join_spec(query, query.joins[0], changing)
+
+
+def chain_aliases(query: Query) -> tuple[str, ...]:
+    """The inputs in join order: the first join's left input, then each join's right one."""
+    if not query.joins:
+        return (query.inputs[0].alias,)
+    return (query.joins[0].left_inputs[0], *(j.right for j in query.joins))
 
 
 def _join_spec(query: Query, join: Join, changing: tuple = ((), ())) -> Spec:
@@ -135,8 +142,8 @@ def custom_joined(spark, query: Query, specs: dict[str, InputSpec], options: Low
     from streamjoin.operator.columns import BLOB, GROUP, pack
     from streamjoin.operator.processor import ColumnarProcessor, JoinProcessor
 
-    join = query.joins[0]
-    aliases = [join.left_inputs[0], *(j.right for j in query.joins)]
+    join = query.joins[0] if query.joins else None
+    aliases = list(chain_aliases(query))
     keys = group_keys(query, join) if len(query.joins) == 1 else ()  # a chain: one group (operator.regular_chain)
     join_columns = [{key_column(pair[n]) for pair in keys} for n in (0, 1)]
     if keys and any(pk and not set(pk) <= join_columns[n] for n, pk in enumerate(changing)):

@@ -65,13 +65,13 @@ def running_problem(script: Script, query: Query, top: bool) -> str | None:
                 "run it as the final query, or group by a time bucket: FLOOR(ROWTIME TO MINUTE) or TUMBLE's window_start")
     if len(query.streams()) != 1 or any(not j.kind.with_table for j in query.joins):
         return f"{where} over joined streams is not supported by `run` yet: join them in a view, and group in a query that reads it"
-    if any(script.relation(i.relation).changing for i in query.inputs):
+    if query.joins and any(script.relation(i.relation).changing for i in query.inputs):
         return f"{where} over a table that changes (its updates and deletes) is not supported by `run` yet"
     if query.having is not None:
         return f"{where} with HAVING is not supported by `run` yet"
     if query.distinct is not None or query.analytics:
         return f"{where} with {'DISTINCT' if query.distinct is not None else 'OVER windows'} is not supported by `run` yet"
-    if query.emit != Emit.FINAL:
+    if query.emit != Emit.FINAL and (query.joins or not any(script.relation(i.relation).changing for i in query.inputs)):
         return f"{where} writes its changes as they come: leave out EMIT {query.emit}"
     return next((p for node, _ in grouped_columns(query)[1].values() if (p := measure_problem(node))), None)
 

@@ -347,6 +347,14 @@ def promotes(view: Query) -> bool:
     return view.disorder_ms is not None
 
 
+def changing_alone(script: Script, query: Query) -> bool:
+    """A GROUP BY without a time bucket over one table that changes, read alone (a postgres-cdc or
+    Debezium table's counts): its changes become signed rows on the operator (`lower.custom`, a
+    chain of no joins) and the groups follow them (`lower.running`)."""
+    return (not query.joins and len(query.inputs) == 1 and running_aggregate(query)
+            and not script.relation(query.inputs[0].relation).view and script.relation(query.inputs[0].relation).changing)
+
+
 def running_aggregate(query: Query) -> bool:
     """A GROUP BY without a time bucket over a stream: a running aggregate (lower.running)."""
     return query.aggregation is not None and query.aggregation.bucket is None and bool(query.streams())

@@ -16,6 +16,7 @@ from sqlglot import exp
 
 from streamjoin.env import expand
 from streamjoin.errors import Unsupported
+from streamjoin.lower import strategy
 from streamjoin.lower.clauses import changing_outside_regular, check_table_query, clauses_not_run
 from streamjoin.lower.columns import lag
 from streamjoin.lower.inputs import (
@@ -139,6 +140,8 @@ def _analytic_window(ctx: Context) -> str | None:
 
 def _emit_mode(ctx: Context) -> str | None:
     q = ctx.query
+    if q.emit == Emit.CHANGES and ctx.top and strategy.changing_alone(ctx.script, q):  # its groups' changelog
+        return None
     if q.emit != Emit.FINAL and (not ctx.top or q.aggregation is not None or any(j.kind == JoinKind.BUCKETED for j in q.joins)):
         return f"EMIT {q.emit} of an aggregation, a bucketed join or a view is not supported by `run` yet; EMIT FINAL is"
     return None

@@ -215,4 +215,7 @@ class RegularChain(GroupJoin):
         return INF
 
     def size(self) -> int:
-        return len(self.buffer) + sum(len(rows) for stage in self.stages for rows in stage.rows)
+        """Rows held: every stage's; with no join (a changing table read alone) its latest rows, which
+        keep the state alive between micro-batches (the processor drops a group that holds none)."""
+        held = sum(len(rows) for stage in self.stages for rows in stage.rows)
+        return len(self.buffer) + (held if self.stages else sum(len(rows) for rows in self.by_pk.values()))
