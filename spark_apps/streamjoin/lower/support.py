@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
+import streamjoin.lower.strategy as strategy
 from streamjoin.env import expand
 from streamjoin.errors import Unsupported
-from streamjoin.lower import strategy
 from streamjoin.lower.clauses import changing_outside_regular, check_table_query, clauses_not_run
 from streamjoin.lower.columns import lag
 from streamjoin.lower.inputs import (
