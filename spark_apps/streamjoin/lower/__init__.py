@@ -51,7 +51,7 @@ def lower(spark, script: Script, query: Query, specs: list[InputSpec], checkpoin
         return lower_batch(spark, query, specs, options)
     if (uses_custom(query, options) or changing_alone(script, query)) and running_aggregate(query):  # a changelog's groups
         return _running_over_custom(spark, script, query, {**{s.alias: s for s in specs}, **staged}, options, inputs, parts)
-    if uses_custom(query, options):
+    if uses_custom(query, options) or changing_alone(script, query):  # (a changing table's rows: its changelog)
         from streamjoin.lower.custom import lower_custom
 
         frame = lower_custom(spark, query, {**{s.alias: s for s in specs}, **staged}, options, changing_keys(script, query))

@@ -348,10 +348,10 @@ def promotes(view: Query) -> bool:
 
 
 def changing_alone(script: Script, query: Query) -> bool:
-    """A GROUP BY without a time bucket over one table that changes, read alone (a postgres-cdc or
-    Debezium table's counts): its changes become signed rows on the operator (`lower.custom`, a
-    chain of no joins) and the groups follow them (`lower.running`)."""
-    return (not query.joins and len(query.inputs) == 1 and running_aggregate(query)
+    """One table that changes, read alone (a postgres-cdc or Debezium table's rows, or its counts by
+    a GROUP BY without a time bucket): its changes come off the operator (`lower.custom`, a chain
+    of no joins) as a changelog, which the groups follow (`lower.running`)."""
+    return (not query.joins and len(query.inputs) == 1 and (query.aggregation is None or running_aggregate(query))
             and not script.relation(query.inputs[0].relation).view and script.relation(query.inputs[0].relation).changing)
 
 
