@@ -209,5 +209,16 @@ class GroupJoin(ABC):
         out.append(Output(op, rowtime, left.values, right.values))
 
 
+def instants(ready):
+    """The complete events `ready` (sorted) as (instant, its events), one instant at a time, in §2's order."""
+    i = 0
+    while i < len(ready):
+        j = i
+        while j < len(ready) and ready[j][0] == ready[i][0]:
+            j += 1
+        yield ready[i][0], ready[i:j]
+        i = j
+
+
 def hashable(value):
     return tuple(value) if isinstance(value, list) else value

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from streamjoin.operator.group import DELETE, INF, INSERT, Condition, GroupJoin, Output, Spec, hashable
+from streamjoin.operator.group import DELETE, INF, INSERT, Condition, GroupJoin, Output, Spec, hashable, instants
 from streamjoin.operator.regular_join import CHANGE
 from streamjoin.plan.model import Emit, JoinKind, JoinType
 
@@ -175,13 +175,8 @@ class RegularChain(GroupJoin):
             self.stages = [Stage(k, s.join_type) for k, s in enumerate(self.spec.stages)]
 
     def run(self, ready, limit, cond: ChainCondition, out) -> None:
-        i = 0
-        while i < len(ready):
-            now, events = ready[i][0], []
-            while i < len(ready) and ready[i][0] == now:  # one instant, in §2's order
-                t, side, _, values = ready[i]
-                i += 1
-                events += self.events(side, t, values)
+        for _, instant in instants(ready):
+            events = [e for t, side, _, values in instant for e in self.events(side, t, values)]
             changes = [(op, 0, row) for op, n, row in events if n == 0]
             for k, stage in enumerate(self.stages):  # each join's changes are the next one's left input
                 done: list = []

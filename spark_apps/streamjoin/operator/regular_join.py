@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from streamjoin.operator.group import DELETE, Entry, GroupJoin, Output, hashable
+from streamjoin.operator.group import DELETE, Entry, GroupJoin, Output, hashable, instants
 
 CHANGE = "__change"  # io.changelog.CHANGE (the operator imports nothing from io)
 
@@ -25,12 +25,9 @@ class RegularJoin(GroupJoin):
     by_pk: list = field(default_factory=lambda: [{}, {}])  # side -> {primary key: Entry} (changing sides)
 
     def run(self, ready, limit, cond, out) -> None:
-        i = 0
-        while i < len(ready):
-            now, started = ready[i][0], []
-            while i < len(ready) and ready[i][0] == now:  # one instant, in §2's order
-                t, side, seq, values = ready[i]
-                i += 1
+        for now, events in instants(ready):
+            started = []
+            for t, side, seq, values in events:
                 e = self.change(side, t, seq, values, now, cond, out)
                 if e is not None:
                     started.append(e)
