@@ -340,7 +340,13 @@ class Analyzer:
             planned = next(q for q in self.queries if q.name == part)
             return exp.select(*(exp.column(c.name, quoted=True) for c in planned.output)).from_(
                 exp.Table(this=exp.to_identifier(part, quoted=True)))
-        return renamed(query, exp.Schema(expressions=[c.copy() for c in alias.args["columns"]]), self.where, expand)
+        names = [c.copy() for c in alias.args["columns"]]
+        select = query.unnest() if isinstance(query, exp.Subquery) else query
+        if isinstance(select, exp.Select) and len(names) < len(select.expressions):  # PostgreSQL: the first n renamed
+            rest = [e.alias_or_name for e in select.expressions[len(names):]]
+            if all(rest) and "*" not in rest:
+                names += [exp.to_identifier(n) for n in rest]
+        return renamed(query, exp.Schema(expressions=names), self.where, expand)
 
     def view_plan(self, name: str) -> Query:
         return next(q for q in reversed(self.queries) if q.name == name)
