@@ -350,3 +350,36 @@ def test_only_a_bounded_inner_regular_join_of_append_only_streams_runs_on_the_ba
     assert reason("INNER", operator="custom") is not None
     text = explain_text(compile_sql(program(tmp_path, "INNER"), "rw.sql", dialect="risingwave"))
     assert "with --until-idle: streamjoin's batch interval join instead" in text
+
+
+def test_a_chain_whose_joins_share_a_key_runs_in_groups_by_it_and_folds_to_the_sql_join(spark, tmp_path):
+    """`o LEFT JOIN c ON o.cust = c.id FULL JOIN p ON p.cust = o.cust`: every combination's rows
+    share one customer id, so the chain is grouped by it (explain says so) and still folds to the
+    SQL join of the inputs as they stand, with the customers' updates and deletes."""
+    from streamjoin.lower.explain import explain_text
+    from streamjoin.plan import compile_sql
+
+    rng = random.Random("chain-shared-key")
+    customers: dict = {}
+    batches, orders, pays = [], [], []
+    for n in range(3):
+        new_orders = [{"oid": 10 * n + i, "cust": rng.choice([1, 2, 3, 4, None])} for i in range(4)]
+        new_pays = [{"oid": 100 + 10 * n + i, "cust": rng.choice([1, 2, 5, None])} for i in range(3)]
+        orders += new_orders
+        pays += new_pays
+        batches.append({"orders": new_orders, "pays": new_pays,
+                        "customers": debezium_events(rng, [1, 2, 3], {"name": ["ann", "bob"], "region": [1]}, 4, customers)})
+    sql = TABLES.format(d=tmp_path) + f"""
+    CREATE SOURCE pays (oid INT, cust INT) WITH (connector = 'files', path = '{tmp_path}/pays') FORMAT PLAIN ENCODE JSON;
+    CREATE MATERIALIZED VIEW settled AS
+      SELECT o.oid, c.name, p.oid AS paid FROM orders AS o LEFT JOIN customers AS c ON o.cust = c.id
+      FULL JOIN pays AS p ON p.cust = o.cust;
+    """
+    assert "groups: by the key every join of the chain shares, o.cust = c.id = p.cust" in explain_text(
+        compile_sql(sql, "rw.sql", dialect="risingwave"))
+    rows, status = _run_in_three_parts(spark, tmp_path, sql, batches, "risingwave")
+    first = joined([(o,) for o in orders], list(customers.values()), lambda row, c: row[0]["cust"] == c["id"], "LEFT", 1)
+    chain = joined(first, pays, lambda row, p: row[0] is not None and row[0]["cust"] is not None and row[0]["cust"] == p["cust"],
+                   "FULL", 2)
+    want = Counter((o and o["oid"], c and c["name"], p and p["oid"]) for o, c, p in chain)
+    assert fold_by(rows, ("oid", "name", "paid")) == want, rows

@@ -21,6 +21,7 @@ from streamjoin.lower.staged_views import lower_staged_views
 from streamjoin.lower.strategy import (
     LoweringOptions,
     batch_reason,
+    chain_keys,
     changing_alone,
     cuts,
     in_order,
@@ -54,7 +55,8 @@ def lower(spark, script: Script, query: Query, specs: list[InputSpec], checkpoin
     if uses_custom(query, options) or changing_alone(script, query):  # (a changing table's rows: its changelog)
         from streamjoin.lower.custom import lower_custom
 
-        frame = lower_custom(spark, query, {**{s.alias: s for s in specs}, **staged}, options, changing_keys(script, query))
+        frame = lower_custom(spark, query, {**{s.alias: s for s in specs}, **staged}, options, changing_keys(script, query),
+                             chain_keys(script, query) if len(query.joins) > 1 else ())
         if query.emit == Emit.CHANGES and forced_append(script, query):  # the sink keeps the inserts only (RisingWave)
             from pyspark.sql import functions as F
 
@@ -106,7 +108,7 @@ def _running_over_custom(spark, script: Script, query: Query, specs: dict, optio
     from streamjoin.lower.custom import custom_joined
     from streamjoin.lower.running import running_frame
 
-    joined = custom_joined(spark, query, specs, options, changing_keys(script, query))
+    joined = custom_joined(spark, query, specs, options, changing_keys(script, query), chain_keys(script, query) if len(query.joins) > 1 else ())
     rows = joined.where(~F.col("__meta")).withColumn("__sign", F.when(F.col("__op") == "-D", -1).otherwise(1))
     frame = running_frame(rows, query, ROWTIME_COLUMN, sign="__sign").drop(ET_COLUMN)
     columns = [c.name for c in query.output]

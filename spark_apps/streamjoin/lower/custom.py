@@ -112,11 +112,11 @@ def _table_key(query: Query, join: Join) -> tuple[str, ...]:
 
 
 def lower_custom(spark, query: Query, specs: dict[str, InputSpec], options: LoweringOptions,
-                 changing: tuple = ((), ())):
+                 changing: tuple = ((), ()), chain_key: tuple = ()):
     """The streaming frame: output columns, __rowtime, __op and the operator's meta columns."""
     from pyspark.sql import functions as F
 
-    joined = custom_joined(spark, query, specs, options, changing)
+    joined = custom_joined(spark, query, specs, options, changing, chain_key)
     selected = [F.expr(spark_sql(c.expression)).alias(c.name) for c in query.output]
     if query.emit == Emit.CHANGES:
         selected.insert(0, F.col("__op").alias(OP))
@@ -124,9 +124,10 @@ def lower_custom(spark, query: Query, specs: dict[str, InputSpec], options: Lowe
 
 
 def custom_joined(spark, query: Query, specs: dict[str, InputSpec], options: LoweringOptions,
-                  changing: tuple = ((), ())):
+                  changing: tuple = ((), ()), chain_key: tuple = ()):
     """The operator's rows after WHERE: every input column (flat names), __rowtime (a timestamp),
-    __op (+I, -D) and the meta columns (__meta rows: a group's hold and state)."""
+    __op (+I, -D) and the meta columns (__meta rows: a group's hold and state). `chain_key`: a
+    chain's group key (strategy.chain_keys), one column per input; () for one group."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import (
         BinaryType,
@@ -144,8 +145,8 @@ def custom_joined(spark, query: Query, specs: dict[str, InputSpec], options: Low
 
     join = query.joins[0] if query.joins else None
     aliases = list(chain_aliases(query))
-    keys = group_keys(query, join) if len(query.joins) == 1 else ()  # a chain: one group (operator.regular_chain)
-    join_columns = [{key_column(pair[n]) for pair in keys} for n in (0, 1)]
+    keys = group_keys(query, join) if len(query.joins) == 1 else chain_key  # (a chain: operator.regular_chain)
+    join_columns = [{key_column(pair[n]) for pair in keys} for n in range(len(aliases))]
     if keys and any(pk and not set(pk) <= join_columns[n] for n, pk in enumerate(changing)):
         keys = ()  # a table row may change its join key: its old version must be in the same group
     frames, fields = _side_frames(spark, query, [specs[a] for a in aliases], aliases)
@@ -246,10 +247,10 @@ def _key_types(keys, frames, aliases) -> tuple[list[str], bool]:
     whether both sides' types were equal for every key."""
     types, same = [], True
     for pair in keys:
-        both = [frames[side][2].selectExpr(local_sql(pair[side], aliases[side])).schema[0].dataType for side in (0, 1)]
-        types.append(both[0].simpleString() if both[0] == both[1] else
-                     "double" if all(t.typeName() in _NUMBERS for t in both) else "string")
-        same = same and both[0] == both[1]
+        both = [frames[side][2].selectExpr(local_sql(pair[side], aliases[side])).schema[0].dataType for side in range(len(pair))]
+        equal = all(t == both[0] for t in both)
+        types.append(both[0].simpleString() if equal else "double" if all(t.typeName() in _NUMBERS for t in both) else "string")
+        same = same and equal
     return types, same
 
 

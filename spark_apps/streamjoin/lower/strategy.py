@@ -200,6 +200,47 @@ def chain_problem(q: Query, regular: bool) -> str | None:
             "must be the query's only join in `run` yet: join further inputs in a view over it")
 
 
+def chain_keys(script: Script, query: Query) -> tuple[tuple[exp.Expression, ...], ...]:
+    """A chain of regular joins' group key: one column of each input (in join order) that the
+    joins' equalities make equal in every combination they pair, so that a group holds every row
+    a combination can need (`a JOIN b ON a.k = b.k JOIN c ON b.k = c.k`: a.k, b.k, c.k). ((...),)
+    or () when no such column joins every input, or a changing input's may change (not its whole
+    primary key): then the chain runs as one group."""
+    aliases = (query.joins[0].left_inputs[0], *(j.right for j in query.joins))
+    pairs = [list(_column_pairs(j)) for j in query.joins]
+    parent: dict = {}
+
+    def find(node):
+        while parent.get(node, node) != node:
+            node = parent[node]
+        return node
+
+    for a, b in (p for join_pairs in pairs for p in join_pairs):
+        parent[find(a)] = find(b)
+    for root in {find(b) for join_pairs in pairs for _, b in join_pairs}:
+        if not all(any(find(a) == find(b) == root for a, b in join_pairs) for join_pairs in pairs):
+            continue  # a join that pairs its rows by other columns: rows of one combination in several groups
+        columns: dict = {}
+        for node in sorted({n for join_pairs in pairs for pair in join_pairs for n in pair}):
+            if find(node) == root:
+                columns.setdefault(node[0], []).append(node[1])
+        if any(len(c) > 1 for c in columns.values()):  # (a row whose two such columns differ: partners in two groups)
+            continue
+        columns = {a: c[0] for a, c in columns.items()}
+        if set(columns) == set(aliases) and not any(
+                script.relation(query.input(a).relation).changing
+                and not set(script.relation(query.input(a).relation).primary_key) <= {columns[a]} for a in aliases):
+            return (tuple(exp.column(columns[a], table=a) for a in aliases),)
+    return ()
+
+
+def _column_pairs(join: Join):
+    """A join's equalities of two plain columns, as ((alias, column), (alias, column))."""
+    for a, b in join.condition.keys:
+        if isinstance(a, exp.Column) and isinstance(b, exp.Column) and a.table and b.table:
+            yield (a.table, a.name), (b.table, b.name)
+
+
 def uses_custom(query: Query, options: LoweringOptions = LoweringOptions()) -> bool:
     return any(custom_reason(query, j, options) for j in query.joins)
 
@@ -258,8 +299,7 @@ def describe(script: Script, query: Query, join: Join, options: LoweringOptions 
         return lines
     keys = group_keys(query, join) if len(query.joins) == 1 else ()
     if len(query.joins) > 1:
-        groups = ("groups: ONE group: a chain of regular joins runs its joins one after another on one task, each "
-                  "join's changes the next one's left input")
+        groups = _chain_groups(script, query)
     elif keys:
         groups = "groups: by the join keys " + ", ".join(f"{sql(a)} = {sql(b)}" for a, b in keys) + " (parallel)"
     elif join.kind == JoinKind.CHANGELOG:
@@ -275,6 +315,15 @@ def describe(script: Script, query: Query, join: Join, options: LoweringOptions 
         lines.append(f"    rows: by column ({how}), where both sides' keys have one type and every column is a number, string, "
                      "boolean or timestamp; else row by row")
     return lines
+
+
+def _chain_groups(script: Script, query: Query) -> str:
+    keys = chain_keys(script, query)
+    if keys:
+        return (f"groups: by the key every join of the chain shares, {' = '.join(sql(e) for e in keys[0])} (parallel); "
+                "each join's changes the next one's left input")
+    return ("groups: ONE group: a chain of regular joins runs its joins one after another on one task, each "
+            "join's changes the next one's left input (no key joins every input)")
 
 
 def _batch_lines(query: Query, join: Join, options: LoweringOptions) -> list[str]:
