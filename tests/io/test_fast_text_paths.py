@@ -83,3 +83,22 @@ def test_an_interval_column_is_written_as_postgresql_and_risingwave_print_interv
     assert [json.loads(line)["lateness"] for line in _text(table).splitlines()] == [
         "00:05:00", "1 day 02:00:00.5", "-00:00:03", "-2 days", None]
     assert _text(table) == "".join(format_rows(table.to_pylist()))
+
+
+def test_a_struct_column_reads_the_timestamps_json_writes_as_text_in_its_fields_and_lists():
+    """Nexmark's events (corpus risingwave/14) hold STRUCT<..., "date_time" TIMESTAMP, ...> columns,
+    whose JSON writes each instant as text: every row was a dead letter before 2026-11-28."""
+    from streamjoin.io.formats import cast_column
+
+    kind = pa.struct([("id", pa.int64()), ("at", pa.timestamp("us", tz="UTC")), ("seen", pa.list_(pa.timestamp("us", tz="UTC")))])
+    text = pa.array(['{"id": 7, "at": "2026-11-27 10:00:25", "seen": ["2026-11-27T10:00:00Z", null]}', None, '{"id": 8}'])
+    got = cast_column(text, kind).to_pylist()
+    utc = dt.timezone.utc
+    assert got == [{"id": 7, "at": dt.datetime(2026, 11, 27, 10, 0, 25, tzinfo=utc),
+                    "seen": [dt.datetime(2026, 11, 27, 10, 0, tzinfo=utc), None]}, None, {"id": 8, "at": None, "seen": None}]
+    try:
+        cast_column(pa.array(['{"id": 1, "at": "yesterday"}']), kind)
+    except pa.ArrowInvalid as error:  # a dead letter naming the type, as any unreadable value
+        assert "does not read as struct" in str(error)
+    else:
+        raise AssertionError("an instant that is not one must not read")

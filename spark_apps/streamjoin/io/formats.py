@@ -140,7 +140,7 @@ def cast_column(col, target: pa.DataType):
         if not pa.types.is_string(col.type):
             return pc.cast(col, target)
         try:
-            return pa.array([None if v is None else json.loads(v) for v in col.to_pylist()], target)
+            return pa.array([None if v is None else _nested(json.loads(v), target) for v in col.to_pylist()], target)
         except (ValueError, TypeError, pa.ArrowTypeError) as error:
             raise pa.ArrowInvalid(f"does not read as {target}: {error}") from None
     if pa.types.is_timestamp(target):
@@ -152,6 +152,23 @@ def cast_column(col, target: pa.DataType):
         lowered = pc.utf8_lower(col)
         return pc.equal(lowered, "true")
     return pc.cast(col, target)
+
+
+def _nested(value, kind: pa.DataType):
+    """A JSON value read for a STRUCT / ARRAY column: its timestamps, which JSON writes as text
+    ('2026-11-27 10:00:25', ISO 8601), as datetimes (pyarrow takes numbers only)."""
+    import datetime as dt
+
+    if value is None:
+        return None
+    if pa.types.is_struct(kind) and isinstance(value, dict):
+        return {kind.field(i).name: _nested(value.get(kind.field(i).name), kind.field(i).type) for i in range(kind.num_fields)}
+    if (pa.types.is_list(kind) or pa.types.is_large_list(kind)) and isinstance(value, list):
+        return [_nested(v, kind.value_type) for v in value]
+    if pa.types.is_timestamp(kind) and isinstance(value, str):
+        parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+        return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)
+    return value
 
 
 def record_parser(schema: pa.Schema, rowtime: str, arrival: bool = False, alias: str = ""):
