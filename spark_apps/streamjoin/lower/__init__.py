@@ -15,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from streamjoin.io.staging import InputSpec
+from streamjoin.lower.changes import changing_keys, running_changes
 from streamjoin.lower.columns import ET_COLUMN
 from streamjoin.lower.lowered import OP, Lowered
 from streamjoin.lower.staged_views import lower_staged_views
@@ -29,7 +30,7 @@ from streamjoin.lower.strategy import (
     uses_custom,
 )
 from streamjoin.lower.support import check_runnable, sink_spec
-from streamjoin.plan.model import Emit, JoinKind, Query, Script
+from streamjoin.plan.model import Emit, Query, Script
 
 
 def lower(spark, script: Script, query: Query, specs: list[InputSpec], checkpoint: Path | None = None,
@@ -99,36 +100,16 @@ def forced_append(script: Script, query: Query) -> bool:
 
 def _running_over_custom(spark, script: Script, query: Query, specs: dict, options: LoweringOptions, inputs: list,
                          parts: list) -> Lowered:
-    """A GROUP BY without a time bucket over regular joins (`lower.running` after `lower.custom`):
-    each joined row added (+I) or withdrawn (-D) moves its group, in one streaming query (the
-    operator, then the groups' state)."""
+    """A GROUP BY without a time bucket over regular joins or a table that changes (lower.changes)."""
     from pyspark.sql import functions as F
 
-    from streamjoin.lower.columns import ROWTIME_COLUMN
-    from streamjoin.lower.custom import custom_joined
-    from streamjoin.lower.running import running_frame
-
-    joined = custom_joined(spark, query, specs, options, changing_keys(script, query), chain_keys(script, query) if len(query.joins) > 1 else ())
-    rows = joined.where(~F.col("__meta")).withColumn("__sign", F.when(F.col("__op") == "-D", -1).otherwise(1))
-    frame = running_frame(rows, query, ROWTIME_COLUMN, sign="__sign").drop(ET_COLUMN)
+    frame = running_changes(spark, script, query, specs, options)
     columns = [c.name for c in query.output]
     if forced_append(script, query):
         frame = frame.where(F.col(OP) == "+I").drop(OP)
     else:
         columns.insert(0, OP)
     return Lowered(frame, inputs, columns, 0, sink=sink_spec(script, query), upstream=parts, prompt=True)
-
-
-def changing_keys(script: Script, query: Query) -> tuple:
-    """Each input's primary key in regular joins (two inputs, or a chain's) when it is a table fed
-    by its changes, else ()."""
-    if not query.joins and changing_alone(script, query):  # a changing table's groups, read alone
-        return (script.relation(query.inputs[0].relation).primary_key,)
-    if not query.joins or query.joins[0].kind != JoinKind.REGULAR:
-        return ((), ())
-    aliases = (query.joins[0].left_inputs[0], *(j.right for j in query.joins))
-    relations = [script.relation(query.input(a).relation) for a in aliases]
-    return tuple(r.primary_key if r.changing else () for r in relations)
 
 
 __all__ = ["Lowered", "LoweringOptions", "check_runnable", "lower"]

@@ -201,17 +201,23 @@ def _side_frames(spark, query: Query, specs: list[InputSpec], aliases: list[str]
     from pyspark.sql import functions as F
     from pyspark.sql.types import TimestampType
 
+    from streamjoin.lower.running import input_windows
+
     frames, fields = [], []
+    # the windows of a regular join's (or a changing table's) TUMBLE / HOP input are its rows' columns
+    own_windows = not query.joins or all(j.kind == JoinKind.REGULAR for j in query.joins)
     for side, (alias, spec) in enumerate(zip(aliases, specs, strict=True)):
         df = (
             staged_stream(spark, spec, sequence=True)
             .withColumn(ET_COLUMN, engine_time(F.col(q(spec.rowtime))))
             .withWatermark(ET_COLUMN, f"{spec.lateness_ms + 1} milliseconds")
         )
+        if own_windows and query.input(alias).time_window:
+            df = input_windows(df, query.input(alias), flat_names=False, keep=BOUND)
         frames.append((alias, spec, df))
         fields += [(side, flat(alias, f.name), f.name, f.dataType) for f in df.schema.fields
                    if f.name not in (BOUND, SEQUENCE, ET_COLUMN)]
-        if query.input(alias).time_window:
+        if query.input(alias).time_window and not own_windows:
             fields += [(side, flat(alias, c), c, TimestampType()) for c in ("window_start", "window_end")]
     return frames, fields
 

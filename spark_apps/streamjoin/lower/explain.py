@@ -178,6 +178,7 @@ def _input_detail(i: Input, relation) -> str:
         return f" [{i.time_window.describe()}]"
     if i.window_source == "regular" and relation.changing:
         how = (f"{relation.option('connector')}: its database's changes" if relation.option("changelog") == "cdc"
+               else "a running aggregate's groups as they change" if relation.option("changelog") == "view"
                else f"FORMAT {relation.option('changelog').upper()}")
         return f" [a table changed by its changelog ({how}): its latest row per primary key]"
     if i.window_source == "regular":

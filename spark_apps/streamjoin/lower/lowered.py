@@ -29,6 +29,9 @@ class Lowered:
     # a view that promotes a new rowtime: its rows are written in its inputs' order without
     # bounds; the reader's staging orders them (its late rows are the user's)
     stage_promotes: bool = False
+    # a running aggregate's view (lower.changes): its changes, in the order they were made, each
+    # at least at the last bound written (a group's change may carry an older rowtime)
+    stage_changes: bool = False
     batch: object = None  # lower.batch_join.BatchJoin, run by runtime.batch_sink without a streaming query
     # its only stateful step emits every row in the batch that reads its input (windowed and
     # running aggregates): idle, the inputs' clock releases rows, as for a stateless query

@@ -50,19 +50,8 @@ def measure_problem(node: exp.Expression) -> str | None:
 
 def running_problem(script: Script, query: Query, top: bool) -> str | None:
     """Why `run` cannot keep `query`'s groups running; None: it can (a changelog of the groups of
-    one append-only stream, joined with tables at most, in the query `run` runs)."""
+    one stream, joined with tables at most; in a view another query reads, a table that changes)."""
     where = "GROUP BY without a time bucket (a running aggregate, written as a changelog)"
-    if not top:
-        off_clock = next((i for i in query.inputs if i.time_window is not None and i.time_window.column != i.rowtime), None)
-        if off_clock is not None:  # TUMBLE / HOP on a column that is not the rowtime (plan.analyzer.buckets.clock_window)
-            w = off_clock.time_window
-            return (f"{w.function}({off_clock.relation}, {w.column}, ...) in a view another query reads: {w.column} is not "
-                    f"the rowtime of '{off_clock.relation}' ({off_clock.rowtime}), so its windows never close and their "
-                    "counts change as rows come (a running aggregate), which `run` does not carry into another query yet; "
-                    f"declare the time (RisingWave: WATERMARK FOR {w.column} AS {w.column} - INTERVAL '5' SECOND; "
-                    f"else rowtime = '{w.column}') and each window is final when the clock passes its end")
-        return (f"{where} in a view another query reads is not supported by `run` yet (its rows change); "
-                "run it as the final query, or group by a time bucket: FLOOR(ROWTIME TO MINUTE) or TUMBLE's window_start")
     if len(query.streams()) != 1 or any(not j.kind.with_table for j in query.joins):
         return f"{where} over joined streams is not supported by `run` yet: join them in a view, and group in a query that reads it"
     if query.joins and any(script.relation(i.relation).changing for i in query.inputs):
@@ -71,17 +60,14 @@ def running_problem(script: Script, query: Query, top: bool) -> str | None:
         return f"{where} with HAVING is not supported by `run` yet"
     if query.distinct is not None or query.analytics:
         return f"{where} with {'DISTINCT' if query.distinct is not None else 'OVER windows'} is not supported by `run` yet"
-    if query.emit != Emit.FINAL and (query.joins or not any(script.relation(i.relation).changing for i in query.inputs)):
+    if top and query.emit != Emit.FINAL and (query.joins or not any(script.relation(i.relation).changing for i in query.inputs)):
         return f"{where} writes its changes as they come: leave out EMIT {query.emit}"
     return next((p for node, _ in grouped_columns(query)[1].values() if (p := measure_problem(node))), None)
 
 
-def changes_problem(query: Query, top: bool) -> str | None:
+def changes_problem(query: Query) -> str | None:
     """Why `run` cannot keep the groups of a regular join's changelog; None: it can."""
     where = "GROUP BY without a time bucket over a regular join (a running aggregate of its changelog)"
-    if not top:
-        return (f"{where} in a view another query reads is not supported by `run` yet (its rows change); "
-                "run it as the final query")
     if query.having is not None:
         return f"{where} with HAVING is not supported by `run` yet"
     if query.distinct is not None or query.analytics:
@@ -89,17 +75,19 @@ def changes_problem(query: Query, top: bool) -> str | None:
     return next((p for node, _ in grouped_columns(query)[1].values() if (p := measure_problem(node))), None)
 
 
-def running_frame(joined, query: Query, time_column: str, sign: str | None = None):
+def running_frame(joined, query: Query, time_column: str, sign: str | None = None, windows: bool = True):
     """`joined` (one stream's rows after WHERE, bound rows gone, `time_column` their rowtime) as
     the changelog of the query's groups: OP, the output columns, ROWTIME_COLUMN and ET_COLUMN.
+    `windows`: compute the TUMBLE / HOP inputs' windows (False: the operator's rows have them).
     `sign`: a column of `joined` that is -1 for a row withdrawn (a regular join's changelog,
-    `lower.custom.custom_joined`), 1 for a row added; the groups then follow both."""
+    `lower.custom.custom_joined`), 1 for a row added; the groups then follow both. The group
+    keys the output does not hold come after it (`hidden_keys`: they identify a view's rows)."""
     from pyspark.sql import functions as F
     from pyspark.sql.streaming.state import GroupStateTimeout
     from pyspark.sql.types import BinaryType, DecimalType, DoubleType, IntegralType, LongType, StringType, StructField, StructType
 
     keys, aggregates, outputs, _ = grouped_columns(query)
-    joined = window_columns(joined, query)
+    joined = window_columns(joined, query) if windows else joined
     frame = joined.select(
         *[F.expr(spark_sql(k)).alias(name) for k, name in keys.values()],
         *[F.expr(spark_sql(_argument(node))).alias(f"{name}_in") for node, name in aggregates.values()],
@@ -134,9 +122,16 @@ def running_frame(joined, query: Query, time_column: str, sign: str | None = Non
     return changes.select(
         F.col(CHANGE).alias(OP),
         *[F.expr(spark_sql(tree)).alias(name) for name, tree in outputs],
+        *[F.lit(0).alias(k) if k == "__k_all" else F.col(k) for k in hidden_keys(query)],
         rowtime.alias(ROWTIME_COLUMN),
         engine_time(rowtime).alias(ET_COLUMN),
     )
+
+
+def hidden_keys(query: Query) -> list[str]:
+    """The keys of a running aggregate's rows (plan `Query.changelog_key`) that its output does not
+    hold: `__k{i}`, its i-th GROUP BY key; `__k_all` (0), the one group of no keys."""
+    return [k for k in query.changelog_key() or () if k not in [c.name for c in query.output]]
 
 
 def window_columns(joined, query: Query):
@@ -149,21 +144,25 @@ def window_columns(joined, query: Query):
     return joined
 
 
-def input_windows(joined, item):
-    """`window_columns` of one TUMBLE / HOP input (its columns in `joined` by flat name)."""
+def input_windows(joined, item, flat_names: bool = True, keep=None):
+    """`window_columns` of one TUMBLE / HOP input (its columns in `joined` by flat name; else by
+    their own, as the operator's side frames have them: lower.custom). `keep`: a column true for
+    rows that pass with no window (rowtime bounds)."""
     from pyspark.sql import functions as F
 
     w = item.time_window
-    t = F.unix_micros(F.col(flat(item.alias, w.column)))
+    name = (lambda c: flat(item.alias, c)) if flat_names else (lambda c: c)
+    t = F.unix_micros(F.col(name(w.column)))
     size, slide, offset = w.size_ms * 1000, w.slide_ms * 1000, w.offset_ms * 1000
     last = t - F.pmod(t - F.lit(offset), F.lit(slide))  # the latest window start at or before t
-    start = flat(item.alias, "window_start")
+    start = name("window_start")
+    passes = F.lit(False) if keep is None else F.col(keep)
     if size == slide:
-        joined = joined.withColumn(start, last).where(F.col(start).isNotNull())
+        joined = joined.withColumn(start, last).where(passes | F.col(start).isNotNull())
     else:
         starts = F.sequence(last - F.lit((-(-size // slide) - 1) * slide), last, F.lit(slide))  # the windows reaching back
-        joined = joined.withColumn(start, F.explode(starts)).where(F.col(start) + F.lit(size) > t)
-    joined = (joined.withColumn(flat(item.alias, "window_end"), F.timestamp_micros(F.col(start) + F.lit(size)))
+        joined = joined.withColumn(start, F.explode_outer(F.when(~passes, starts))).where(passes | (F.col(start) + F.lit(size) > t))
+    joined = (joined.withColumn(name("window_end"), F.timestamp_micros(F.col(start) + F.lit(size)))
               .withColumn(start, F.timestamp_micros(F.col(start))))
     return joined
 
@@ -199,16 +198,16 @@ class Running:
         if self.signed:
             yield from self._changes(key, new, state)
             return
-        accumulators = pickle.loads(state.get[0]) if state.exists else None
+        accumulators, last = _loaded(pickle.loads(state.get[0])) if state.exists else (None, None)
         before = None if accumulators is None else [_value(m, a) for m, a in zip(self.measures, accumulators, strict=True)]
         if accumulators is None:
             accumulators = [_start(m) for m in self.measures]
         accumulators = [_add(m, a, new[f"{name}_in"]) for m, a, name in zip(self.measures, accumulators, self.names, strict=True)]
         after = [_value(m, a) for m, a in zip(self.measures, accumulators, strict=True)]
-        state.update((pickle.dumps(accumulators, protocol=pickle.HIGHEST_PROTOCOL),))
+        t = _at(new, last)
+        state.update((pickle.dumps((accumulators, t), protocol=pickle.HIGHEST_PROTOCOL),))
         if before == after:
             return
-        t = int(new[TIME].max())
         keys = list(key) if self.keys else []
         rows = ([("-D", *keys, *before, t)] if before is not None else []) + [("+I", *keys, *after, t)]
         yield pd.DataFrame(rows, columns=[CHANGE, *self.keys, *self.names, TIME])
@@ -217,27 +216,39 @@ class Running:
     def _changes(self, key, new, state):
         """A changelog's rows (SIGN -1: withdrawn): each accumulator keeps what a withdrawal
         needs (counts of values for MIN, MAX and COUNT DISTINCT; a sum with its count), and the
-        group's row count: a group left without rows is deleted."""
+        group's row count: a group left without rows is deleted (-D; its state keeps its rowtime)."""
         import pandas as pd
 
         existed = state.exists
-        rows, accumulators = pickle.loads(state.get[0]) if existed else (0, [_signed_start(m) for m in self.measures])
+        rows, accumulators, *last = pickle.loads(state.get[0]) if existed else (0, [_signed_start(m) for m in self.measures])
         before = [_signed_value(m, a) for m, a in zip(self.measures, accumulators, strict=True)] if existed and (rows or not self.keys) else None
         signs = [int(s) for s in new[SIGN].tolist()]
         rows += sum(signs)
         accumulators = [_signed_add(m, a, new[f"{name}_in"].tolist(), signs)
                         for m, a, name in zip(self.measures, accumulators, self.names, strict=True)]
         after = [_signed_value(m, a) for m, a in zip(self.measures, accumulators, strict=True)] if rows or not self.keys else None
-        if rows or not self.keys:
-            state.update((pickle.dumps((rows, accumulators), protocol=pickle.HIGHEST_PROTOCOL),))
-        else:
-            state.remove()
+        t = _at(new, last[0] if last else None)
+        # a group left without rows keeps its last rowtime: should it come back, its new row must not
+        # come before its deletion (the rowtime order of what reads the changes)
+        state.update((pickle.dumps((rows, accumulators, t), protocol=pickle.HIGHEST_PROTOCOL),))
         if before == after:
             return
-        t = int(new[TIME].max())
         keys = list(key) if self.keys else []
         out = ([("-D", *keys, *before, t)] if before is not None else []) + ([("+I", *keys, *after, t)] if after is not None else [])
         yield pd.DataFrame(out, columns=[CHANGE, *self.keys, *self.names, TIME])
+
+
+def _at(new, last: int | None) -> int:
+    """A group's change is stamped with the latest rowtime of its rows so far: its changes never go
+    back in time (a row that came late, within the input's lateness, would otherwise put the new
+    value before the old one, which the sinks' and readers' rowtime order would then put last)."""
+    t = int(new[TIME].max())
+    return t if last is None else max(t, last)
+
+
+def _loaded(saved) -> tuple[list, int | None]:
+    """(accumulators, the group's last change's rowtime) as saved (a list: before 2026-11-28)."""
+    return (saved, None) if isinstance(saved, list) else saved
 
 
 def _signed_start(m: _Measure):

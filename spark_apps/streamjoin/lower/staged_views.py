@@ -17,9 +17,18 @@ from pathlib import Path
 
 from streamjoin.io.staging import InputSpec
 from streamjoin.lower.aggregate import bucket_ms
+from streamjoin.lower.changes import running_changes, table_changes
 from streamjoin.lower.columns import ET_COLUMN, ROWTIME_COLUMN, folder
 from streamjoin.lower.lowered import Lowered
-from streamjoin.lower.strategy import LoweringOptions, promotes, promoting_views, staged_views, uses_custom
+from streamjoin.lower.strategy import (
+    LoweringOptions,
+    changing_alone,
+    promotes,
+    promoting_views,
+    running_aggregate,
+    staged_views,
+    uses_custom,
+)
 from streamjoin.plan.model import Kind, Query, Script
 
 
@@ -73,14 +82,20 @@ def _part(spark, script: Script, view: Query, prefix: str, key: str, mine: list[
 
     lowering = NativeLowering(spark, script, {s.alias: s for s in mine}, checkpoint, dict(staged))
     custom = uses_custom(view)
-    if custom:  # one join on streamjoin's operator (lower.custom): its inputs are declared streams or staged views
+    specs = {**{s.alias: s for s in mine}, **staged}
+    if running_aggregate(view) and (custom or changing_alone(script, view)):  # the groups of a changelog
+        frame, custom = running_changes(spark, script, view, {i.alias: specs[prefix + i.alias] for i in view.inputs}, options), False
+    elif custom:  # one join on streamjoin's operator (lower.custom): its inputs are declared streams or staged views
         from streamjoin.lower.custom import lower_custom
 
-        specs = {**{s.alias: s for s in mine}, **staged}
         frame = lower_custom(spark, view, {i.alias: specs[prefix + i.alias] for i in view.inputs}, options)
     else:
         frame, _ = lowering.query_frame(view, prefix)
     columns = [c.name for c in view.output]
+    changes = view.changelog_key() is not None
+    if changes:  # a running aggregate: its changelog, as a table's changes keyed by its groups (lower.changes)
+        frame, more = table_changes(frame, view)
+        columns += more
     rowtime = script.relation(view.name).rowtime
     if rowtime not in columns:  # the view's implicit rowtime: the bucket start, or its rows' output rowtime
         frame = frame.withColumn(rowtime, F.col(ROWTIME_COLUMN))
@@ -103,7 +118,9 @@ def _part(spark, script: Script, view: Query, prefix: str, key: str, mine: list[
     )
     # a row is final once the clock passes its bucket's end, or (no aggregation) the view's
     # own order delay: 0 for a projection, a filter or inner joins
-    delay = 0 if custom else bucket_ms(view.aggregation) if view.aggregation is not None else order_delay(view)
-    parts.append(Lowered(rows, mine + inner, columns, delay, lowering.snapshots, stage_output=spec.path, stage_spec=spec, prompt=bool(view.analytics),
-                         stage_promotes=promotes(view), custom=custom, emit=view.emit, order=view.order_within))
+    delay = 0 if custom or changes else bucket_ms(view.aggregation) if view.aggregation is not None else order_delay(view)
+    parts.append(Lowered(rows, mine + inner, columns, delay, lowering.snapshots, stage_output=spec.path, stage_spec=spec,
+                         prompt=bool(view.analytics) or changes,
+                         stage_promotes=promotes(view), stage_changes=changes, custom=custom, emit=view.emit,
+                         order=view.order_within))
     return spec

@@ -397,11 +397,12 @@ def promotes(view: Query) -> bool:
 
 
 def changing_alone(script: Script, query: Query) -> bool:
-    """One table that changes, read alone (a postgres-cdc or Debezium table's rows, or its counts by
+    """One table that changes, read alone (a postgres-cdc or Debezium table's, or a running aggregate's
+    view's (plan Query.changelog_key) rows, or its counts by
     a GROUP BY without a time bucket): its changes come off the operator (`lower.custom`, a chain
     of no joins) as a changelog, which the groups follow (`lower.running`)."""
     return (not query.joins and len(query.inputs) == 1 and (query.aggregation is None or running_aggregate(query))
-            and not script.relation(query.inputs[0].relation).view and script.relation(query.inputs[0].relation).changing)
+            and script.relation(query.inputs[0].relation).changing)
 
 
 def running_aggregate(query: Query) -> bool:
@@ -421,8 +422,10 @@ def alone(view: Query) -> bool:
     rowtime, computes aggregates OVER windows of rows (lower.analytic: a stateful step that only a
     projection may follow in its query), joins on streamjoin's operator (its rows, held until
     final, are written in rowtime order with the operator's holds as bounds), or orders the rows
-    of one rowtime (ORDER BY ROWTIME, c, ...: its part sorts each release so)."""
-    return promotes(view) or bool(view.analytics) or uses_custom(view) or bool(view.order_within)
+    of one rowtime (ORDER BY ROWTIME, c, ...: its part sorts each release so), or is a running
+    aggregate (its part writes its changelog, which its reader reads as a table that changes)."""
+    return (promotes(view) or bool(view.analytics) or uses_custom(view) or bool(view.order_within)
+            or view.changelog_key() is not None)
 
 
 def promoting_views(script: Script, query: Query) -> list[StagedView]:

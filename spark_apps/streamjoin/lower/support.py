@@ -78,8 +78,8 @@ def sink_spec(script: Script, query: Query):
     relation = next((r for r in script.sinks if r.name == query.sink), None)
     if relation is None:
         return None  # an undeclared target (Lenses' topics): rows go to `run`'s --output
-    if (relation.option("connector") or "").lower() == "kafka":
-        return None  # a topic: rows go there as they go to --output (topic_target)
+    if (relation.option("connector") or "").lower() in ("kafka", "blackhole"):
+        return None  # a topic: rows go there as they go to --output (topic_target); RisingWave's blackhole: --output
     try:
         spec = SinkSpec.from_options(relation.name, dict(relation.options), expand)
     except ValueError as error:
@@ -140,7 +140,7 @@ def _analytic_window(ctx: Context) -> str | None:
 
 def _emit_mode(ctx: Context) -> str | None:
     q = ctx.query
-    if q.emit == Emit.CHANGES and ctx.top and strategy.changing_alone(ctx.script, q):  # its groups' changelog
+    if q.emit == Emit.CHANGES and strategy.changing_alone(ctx.script, q) and (ctx.top or q.changelog_key() is not None):
         return None
     if q.emit != Emit.FINAL and (not ctx.top or q.aggregation is not None or any(j.kind == JoinKind.BUCKETED for j in q.joins)):
         return f"EMIT {q.emit} of an aggregation, a bucketed join or a view is not supported by `run` yet; EMIT FINAL is"
@@ -332,7 +332,7 @@ def _custom_shape(ctx: Context) -> str | None:
     if q.aggregation is not None and regular and running_aggregate(q):  # lower._running_over_custom
         from streamjoin.lower.running import changes_problem
 
-        if problem := changes_problem(q, ctx.top):
+        if problem := changes_problem(q):
             return problem
     elif not ctx.top and q.emit != Emit.FINAL:  # a view's rows are the next query's input, in rowtime order
         return (f"a view whose join emits EMIT {q.emit} rows (they change or come out of rowtime order) is not "
@@ -350,7 +350,7 @@ def _custom_shape(ctx: Context) -> str | None:
                     "views in `run` yet, not tables or other views")
         if i.alias in staged:
             continue
-        if i.time_window and i.time_window.column != relation.rowtime:
+        if i.time_window and i.time_window.column != relation.rowtime and not regular:  # (regular: lower.custom's row windows)
             return f"input '{i.alias}': {i.time_window.function} must window the stream's rowtime ({relation.rowtime})"
     for i in q.inputs:
         if isinstance(i.window, BucketWindow):

@@ -115,7 +115,7 @@ class Relation:
     def changing(self) -> bool:
         """A table fed by its changes (FORMAT DEBEZIUM / UPSERT, a database's change data capture): a
         stream of upserts and deletes by its primary key."""
-        return self.option("changelog") in ("debezium", "upsert", "cdc")
+        return self.option("changelog") in ("debezium", "upsert", "cdc", "view")
 
 
 @dataclass(frozen=True)
@@ -289,6 +289,16 @@ class Query:
     def streams(self) -> list[str]:
         """The aliases of the stream inputs, in FROM order."""
         return [i.alias for i in self.inputs if i.kind == Kind.STREAM]
+
+    def changelog_key(self) -> tuple[str, ...] | None:
+        """A running aggregate (GROUP BY without a time bucket over streams) changes its groups' rows as
+        rows come: a view of one is a table fed by its changes, keyed by its groups. Each key's output
+        column, else `__k{i}` (its i-th GROUP BY key, which `lower.staged_views` writes beside the
+        output), `__k_all` for the one group of no keys. None: not a running aggregate."""
+        agg = self.aggregation
+        if self.kind != Kind.STREAM or agg is None or agg.bucket is not None or not self.streams():
+            return None
+        return tuple(next((o.name for o in self.output if o.expression == k), f"__k{i}") for i, k in enumerate(agg.keys)) or ("__k_all",)
 
 
 @dataclass(frozen=True)

@@ -59,6 +59,16 @@ class Located:
         raise SqlError(message, self.filename, line, col, hint)
 
 
+def signed_interval(node: exp.Expression, what: str, where: Located) -> int:
+    """Milliseconds of `INTERVAL '...' unit`, `-INTERVAL ...` or `INTERVAL '-...' unit`."""
+    negative = isinstance(node, exp.Neg)
+    inner = node.this if negative else node
+    if not isinstance(inner, exp.Interval):
+        where.fail(f"{what} must be an interval", node, "e.g. INTERVAL '1' SECOND (or a negative one)")
+    ms = interval_to_ms(inner, where)
+    return -ms if negative else ms
+
+
 def interval_to_ms(interval: exp.Interval, where: Located) -> int:
     """Milliseconds of an interval node; calendar units and bad literals are errors."""
     unit = interval.args.get("unit")

@@ -56,7 +56,8 @@ class Runner:
         self._stopping = threading.Event()
         if lowered.stage_output is not None:
             self.sink = StageSink(checkpoint, lowered.stage_spec, lowered.columns, lowered.order_delay_ms,
-                                  bounds=not lowered.stage_promotes, custom=lowered.custom, order=lowered.order)
+                                  bounds=not lowered.stage_promotes, custom=lowered.custom, order=lowered.order,
+                                  changes=lowered.stage_changes)
         elif lowered.batch is not None:
             from streamjoin.runtime.batch_sink import BatchJoinSink
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from streamjoin.io.instants import END_US
+from streamjoin.lower.columns import ROWTIME_COLUMN
 from streamjoin.runtime.ordered_sink import OrderedSink, SinkState
 
 
@@ -20,13 +21,17 @@ class StageSink(OrderedSink):
     this part's, rows or not."""
 
     def __init__(self, checkpoint: Path, spec, columns: list[str], order_delay_ms: int, bounds: bool = True,
-                 custom: bool = False, order: tuple = ()):
+                 custom: bool = False, order: tuple = (), changes: bool = False):
         # custom: a view joined on streamjoin's operator (EMIT FINAL): released below its groups' holds
         super().__init__(checkpoint, None, columns, order_delay_ms, custom=custom, order=order)
         self.spec = spec
         # False: a view that promotes a new rowtime; its release threshold is its inputs' clock, not
         # a bound on the new rowtime, so it writes no bounds (the end of input still ends its reader)
         self.bounds = bounds
+        # a running aggregate's changes (lower.changes): a change whose rowtime is below the last
+        # bound written (a withdrawn row keeps the rowtime it was written at) is moved up to that
+        # bound, so its reader never takes it for late; rows keep their order (the sort is stable)
+        self.changes = changes
         self.folder = Path(spec.path)
         self.folder.mkdir(parents=True, exist_ok=True)
 
@@ -44,6 +49,8 @@ class StageSink(OrderedSink):
 
         from streamjoin.io.staging import BOUND, bound_row, staged_schema
 
+        if self.changes and done is not None and state.bound_us is not None:
+            done = _at_least(done, (ROWTIME_COLUMN, self.spec.rowtime), state.bound_us)
         rows = done.sort_by(self.sort_keys).select(self.columns) if done is not None else None
         rows = rows if rows is not None and rows.num_rows else None
         bound = threshold_us if self.bounds and threshold_us is not None and (
@@ -67,3 +74,15 @@ class StageSink(OrderedSink):
         state.bound_us = bound if bound is not None else state.bound_us
         state.pending_stage_us = None
         return True
+
+
+def _at_least(table: pa.Table, columns, bound_us: int) -> pa.Table:
+    """`table` with its timestamp `columns` raised to `bound_us` where they are below it."""
+    import pyarrow.compute as pc
+
+    for name in dict.fromkeys(columns):
+        if name in table.column_names:
+            column = table.column(name)
+            raised = pc.max_element_wise(pc.cast(column, pa.int64()), pa.scalar(bound_us, pa.int64()))
+            table = table.set_column(table.column_names.index(name), name, pc.cast(raised, column.type))
+    return table

@@ -33,7 +33,7 @@ from streamjoin.plan.model import (
     TimeWindowFunction,
     WindowFunction,
 )
-from streamjoin.plan.scope import Located, ident_name, interval_to_ms
+from streamjoin.plan.scope import Located, ident_name, interval_to_ms, signed_interval
 from streamjoin.plan.state import describe_state
 from streamjoin.plan.windows import CURRENT_ROW, UnboundedWindow, interval_ms
 
@@ -273,7 +273,7 @@ class QueryAnalysis:
                             "e.g. TUMBLE(src, col, INTERVAL '1' MINUTE)")
         offset = 0
         if len(args) == expected + 1:
-            offset = self.signed_interval(args.pop(), f"the offset of {fname}")
+            offset = signed_interval(args.pop(), f"the offset of {fname}", self.where)
         relation = self.a.relation(exp.Table(this=args[0].this))
         if relation.kind != Kind.STREAM and self.a.profile.name != "risingwave":  # RisingWave windows tables' rows too
             self.where.fail(f"{fname} applies to a stream; '{relation.name}' is a table", args[0], "window a stream")
@@ -286,24 +286,19 @@ class QueryAnalysis:
         size, slide = (sizes[0], sizes[0]) if fname == "TUMBLE" else (sizes[1], sizes[0])
         return relation, TimeWindowFunction(WindowFunction(fname), column, size, slide, offset)
 
-    def signed_interval(self, node: exp.Expression, what: str) -> int:
-        """Milliseconds of `INTERVAL '...' unit`, `-INTERVAL ...` or `INTERVAL '-...' unit`."""
-        negative = isinstance(node, exp.Neg)
-        inner = node.this if negative else node
-        if not isinstance(inner, exp.Interval):
-            self.where.fail(f"{what} must be an interval", node, "e.g. INTERVAL '1' SECOND (or a negative one)")
-        ms = interval_to_ms(inner, self.where)
-        return -ms if negative else ms
-
     def regular(self, kind: JoinKind, join: exp.Join, items: list[Item]) -> JoinKind:
-        """A regular join (every row, forever): UNBOUNDED windows on both streams, or, in a profile
-        where a join of two streams without a time bound means it (RisingWave), no window at all."""
+        """A regular join (every row, forever): UNBOUNDED windows on both streams, or, in a profile where a
+        join of two streams without a time bound means it (RisingWave), no window at all, or windows that
+        never close (TUMBLE / HOP on a column that is not the rowtime: RisingWave pairs them as rows come)."""
         streams = [i for i in items if i.is_stream]
         if any(isinstance(i.window, UnboundedWindow) for i in streams):  # the regular join, spelt out
             if kind != JoinKind.STREAM_STREAM_WINDOW or len(streams) != 2 or not all(
                     isinstance(i.window, UnboundedWindow) for i in streams):
                 self.where.fail("an UNBOUNDED window makes a regular join of two streams: both need it, and no time "
                                 "bound", join, "OVER (RANGE UNBOUNDED PRECEDING) on both streams, or bound both in time")
+        elif kind == JoinKind.WINDOW_TVF and self.a.profile.windowless == REGULAR and any(
+                i.time_window and i.time_window.column != i.relation.rowtime for i in streams):
+            pass
         elif not (kind == JoinKind.STREAM_STREAM_WINDOW and self.a.profile.windowless == REGULAR
                   and not any(i.window_source in ("OVER", "WITHIN") for i in items)):
             return kind

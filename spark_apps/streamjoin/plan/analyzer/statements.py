@@ -252,6 +252,8 @@ class Analyzer:
             rowtime="rowtime" if plan.kind == Kind.STREAM else None,
             view=True,
             implicit_rowtime=implicit,
+            # a running aggregate's rows change: a table fed by its changes (Query.changelog_key)
+            **({"options": (("changelog", "view"),), "primary_key": key} if (key := plan.changelog_key()) else {}),
         )
 
     def final(self, query: exp.Expression, sink: str | None = None) -> None:

@@ -1,0 +1,55 @@
+"""Changelogs that feed other operators: a GROUP BY without a time bucket over regular joins or
+over a table that changes (the operator's +I / -D rows move the groups: `lower.running`'s signed
+accumulators), and a running aggregate's view read by another query: its part writes its
+changelog as a table fed by its changes (io.changelog's CHANGE, '+' the group's row as it is now,
+'-' the group gone), keyed by its groups (plan `Query.changelog_key`), which its reader joins or
+groups as it does a Debezium table (docs/semantics-decisions.md, "Views whose rows change")."""
+
+from __future__ import annotations
+
+from streamjoin.io.changelog import CHANGE
+from streamjoin.lower.lowered import OP
+from streamjoin.lower.strategy import LoweringOptions, chain_keys, changing_alone
+from streamjoin.plan.model import JoinKind, Query, Script
+
+
+def changing_keys(script: Script, query: Query) -> tuple:
+    """Each input's primary key in regular joins (two inputs, or a chain's) when it is a table fed
+    by its changes, else ()."""
+    if not query.joins and changing_alone(script, query):  # a changing table's groups, read alone
+        return (script.relation(query.inputs[0].relation).primary_key,)
+    if not query.joins or query.joins[0].kind != JoinKind.REGULAR:
+        return ((), ())
+    aliases = (query.joins[0].left_inputs[0], *(j.right for j in query.joins))
+    relations = [script.relation(query.input(a).relation) for a in aliases]
+    return tuple(r.primary_key if r.changing else () for r in relations)
+
+
+def running_changes(spark, script: Script, query: Query, specs: dict, options: LoweringOptions):
+    """A GROUP BY without a time bucket over regular joins (`lower.running` after `lower.custom`):
+    each joined row added (+I) or withdrawn (-D) moves its group, in one streaming query (the
+    operator, then the groups' state)."""
+    from pyspark.sql import functions as F
+
+    from streamjoin.lower.columns import ET_COLUMN, ROWTIME_COLUMN
+    from streamjoin.lower.custom import custom_joined
+    from streamjoin.lower.running import running_frame
+
+    joined = custom_joined(spark, query, specs, options, changing_keys(script, query),
+                           chain_keys(script, query) if len(query.joins) > 1 else ())
+    rows = joined.where(~F.col("__meta")).withColumn("__sign", F.when(F.col("__op") == "-D", -1).otherwise(1))
+    return running_frame(rows, query, ROWTIME_COLUMN, sign="__sign", windows=False).drop(ET_COLUMN)
+
+
+def table_changes(frame, view: Query) -> tuple[object, list[str]]:
+    """A running aggregate's changelog (OP +I / -D, its output, its hidden keys) as a table's
+    changes: CHANGE '+' for a group's row as it is now, '-' for a group's row withdrawn (a -D
+    that a +I of the same group follows is replaced by it: the reader keeps one row per key).
+    The frame and the columns it writes beyond the output: the hidden keys, then CHANGE."""
+    from pyspark.sql import functions as F
+
+    from streamjoin.lower.running import hidden_keys
+
+    hidden = hidden_keys(view)
+    frame = frame.withColumn(CHANGE, F.when(F.col(OP) == "-D", F.lit("-")).otherwise(F.lit("+"))).drop(OP)
+    return frame, [*hidden, CHANGE]
