@@ -93,7 +93,7 @@ def test_a_struct_column_reads_the_timestamps_json_writes_as_text_in_its_fields_
     kind = pa.struct([("id", pa.int64()), ("at", pa.timestamp("us", tz="UTC")), ("seen", pa.list_(pa.timestamp("us", tz="UTC")))])
     text = pa.array(['{"id": 7, "at": "2026-11-27 10:00:25", "seen": ["2026-11-27T10:00:00Z", null]}', None, '{"id": 8}'])
     got = cast_column(text, kind).to_pylist()
-    utc = dt.timezone.utc
+    utc = dt.UTC
     assert got == [{"id": 7, "at": dt.datetime(2026, 11, 27, 10, 0, 25, tzinfo=utc),
                     "seen": [dt.datetime(2026, 11, 27, 10, 0, tzinfo=utc), None]}, None, {"id": 8, "at": None, "seen": None}]
     try:
