@@ -151,3 +151,20 @@ def test_a_changing_table_read_alone_keeps_its_latest_rows_and_an_update_withdra
     group.add(0, 2, 3, {"id": 2, "__change": "-"})
     assert [(o.op, o.sides[0]["v"]) for o in group.advance(2, cond)] == [("-D", "a"), ("+I", "b"), ("+I", "c"), ("-D", "c")]
     assert group.size() == 1
+
+
+def test_a_changing_row_whose_join_key_is_null_keeps_its_group_so_its_update_withdraws_its_null_row():
+    """The processor drops a group whose state holds no rows (size() 0). A changing table's row with
+    a NULL join key pairs with nothing and sits in no join key's rows, only under its primary key:
+    before 2026-11-28 its group was dropped, and its update or delete then withdrew nothing, leaving
+    its NULL-extended row in the view for good."""
+    spec = Spec(JoinKind.REGULAR, JoinType.LEFT, Emit.CHANGES, Side("c"), Side("r"),
+                (("scope['c']['region']", "scope['r']['id']"),), None, changing=(("id",), ("id",)))
+    cond, group = new_condition(spec), new_group(spec)
+    group.add(0, 10, 1, {"id": 1, "region": None, "__change": "+"})
+    assert [(o.op, o.left) for o in group.advance(10, cond)] == [(INSERT, {"id": 1, "region": None})]
+    assert group.size() == 1  # kept: the processor stores the group
+    group = pickle.loads(pickle.dumps(group))  # the next micro-batch's group, from its state
+    group.add(0, 20, 2, {"id": 1, "region": 7, "__change": "+"})  # its update
+    assert [(o.op, o.left) for o in group.advance(20, cond)] == [(DELETE, {"id": 1, "region": None}),
+                                                                  (INSERT, {"id": 1, "region": 7})]

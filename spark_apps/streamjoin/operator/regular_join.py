@@ -97,7 +97,11 @@ class RegularJoin(GroupJoin):
         return super().advance(limit, cond)
 
     def size(self) -> int:
-        return len(self.buffer) + sum(len(rows) for side in self.present for rows in side.values())
+        """Rows held: buffered, present per join key, and a changing table's rows whose join key is
+        NULL (held by primary key only, to withdraw what they gave: the processor drops a group
+        that holds nothing, and before 2026-11-28 took such a row's withdrawal with it)."""
+        keyless = sum(1 for side in self.by_pk for e in side.values() if e.key is None)
+        return len(self.buffer) + sum(len(rows) for side in self.present for rows in side.values()) + keyless
 
     def __getstate__(self):
         state = dict(self.__dict__)
