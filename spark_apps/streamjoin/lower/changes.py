@@ -1,6 +1,6 @@
 """Changelogs that feed other operators: a GROUP BY without a time bucket over regular joins or
 over a table that changes (the operator's +I / -D rows move the groups: `lower.running`'s signed
-accumulators), and a running aggregate's view read by another query: its part writes its
+accumulators), and a running aggregate's (or regular joins') view read by another query: its part writes its
 changelog as a table fed by its changes (io.changelog's CHANGE, '+' the group's row as it is now,
 '-' the group gone), keyed by its groups (plan `Query.changelog_key`), which its reader joins or
 groups as it does a Debezium table (docs/semantics-decisions.md, "Views whose rows change")."""
@@ -45,6 +45,8 @@ def table_changes(frame, view: Query) -> tuple[object, list[str]]:
     """A running aggregate's changelog (OP +I / -D, its output, its hidden keys) as a table's
     changes: CHANGE '+' for a group's row as it is now, '-' for a group's row withdrawn (a -D
     that a +I of the same group follows is replaced by it: the reader keeps one row per key).
+    Regular joins' changelog the same way, their rows without a key (plan.model.ROWS): a '-'
+    withdraws a row equal to it.
     The frame and the columns it writes beyond the output: the hidden keys, then CHANGE."""
     from pyspark.sql import functions as F
 

@@ -23,7 +23,7 @@ from streamjoin.lower.strategy import LoweringOptions, by_column, group_keys, ke
 from streamjoin.operator.group import Side, Spec
 from streamjoin.operator.regular_chain import ChainSpec
 from streamjoin.plan.conditions import one_sided
-from streamjoin.plan.model import Emit, Join, JoinKind, Query
+from streamjoin.plan.model import ROWS, Emit, Join, JoinKind, Query
 from streamjoin.plan.windows import RangeWindow, RowsWindow
 
 _FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
@@ -147,7 +147,7 @@ def custom_joined(spark, query: Query, specs: dict[str, InputSpec], options: Low
     aliases = list(chain_aliases(query))
     keys = group_keys(query, join) if len(query.joins) == 1 else chain_key  # (a chain: operator.regular_chain)
     join_columns = [{key_column(pair[n]) for pair in keys} for n in range(len(aliases))]
-    if keys and any(pk and not set(pk) <= join_columns[n] for n, pk in enumerate(changing)):
+    if keys and any(pk and pk[0] != ROWS and not set(pk) <= join_columns[n] for n, pk in enumerate(changing)):
         keys = ()  # a table row may change its join key: its old version must be in the same group
     frames, fields = _side_frames(spark, query, [specs[a] for a in aliases], aliases)
     # through the operator the columns travel as sj_c0, sj_c1, ...: Spark parses some names it is

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from streamjoin.lower.strategy import LoweringOptions, describe, in_order, staged_views, uses_custom
-from streamjoin.plan.model import Emit, Input, Join, Kind, Query, Script, sql
+from streamjoin.plan.model import ROWS, Emit, Input, Join, Kind, Query, Script, sql
 from streamjoin.plan.windows import format_ms
 
 _EMIT = {
@@ -176,6 +176,8 @@ def _input_detail(i: Input, relation) -> str:
         return " [FOR SYSTEM_TIME AS OF PROCTIME(): re-read per micro-batch]" if i.temporal else " [snapshot at query start]"
     if i.time_window:
         return f" [{i.time_window.describe()}]"
+    if i.window_source == "regular" and relation.changing and relation.primary_key[:1] == (ROWS,):
+        return " [a view of regular joins, its rows as they change: every row it holds, a withdrawn one taken out]"
     if i.window_source == "regular" and relation.changing:
         how = (f"{relation.option('connector')}: its database's changes" if relation.option("changelog") == "cdc"
                else "a running aggregate's groups as they change" if relation.option("changelog") == "view"

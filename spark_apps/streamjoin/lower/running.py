@@ -27,7 +27,7 @@ from streamjoin.lower.analytic import plain, total  # (and its filter of pandas'
 from streamjoin.lower.columns import ET_COLUMN, ROWTIME_COLUMN, engine_time, flat
 from streamjoin.lower.expressions import spark_sql
 from streamjoin.lower.lowered import OP
-from streamjoin.plan.model import Emit, Query, Script
+from streamjoin.plan.model import ROWS, Emit, Query, Script
 
 TIME, CHANGE, SIGN = "__rn_t", "__rn_op", "__rn_sign"
 FUNCTIONS = {exp.Count: "COUNT", exp.Sum: "SUM", exp.Min: "MIN", exp.Max: "MAX", exp.Avg: "AVG"}
@@ -131,7 +131,7 @@ def running_frame(joined, query: Query, time_column: str, sign: str | None = Non
 def hidden_keys(query: Query) -> list[str]:
     """The keys of a running aggregate's rows (plan `Query.changelog_key`) that its output does not
     hold: `__k{i}`, its i-th GROUP BY key; `__k_all` (0), the one group of no keys."""
-    return [k for k in query.changelog_key() or () if k not in [c.name for c in query.output]]
+    return [k for k in query.changelog_key() or () if k not in [c.name for c in query.output] and k != ROWS]
 
 
 def window_columns(joined, query: Query):

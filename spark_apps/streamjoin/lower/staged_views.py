@@ -17,11 +17,12 @@ from pathlib import Path
 
 from streamjoin.io.staging import InputSpec
 from streamjoin.lower.aggregate import bucket_ms
-from streamjoin.lower.changes import running_changes, table_changes
+from streamjoin.lower.changes import changing_keys, running_changes, table_changes
 from streamjoin.lower.columns import ET_COLUMN, ROWTIME_COLUMN, folder
 from streamjoin.lower.lowered import Lowered
 from streamjoin.lower.strategy import (
     LoweringOptions,
+    chain_keys,
     changing_alone,
     promotes,
     promoting_views,
@@ -88,12 +89,13 @@ def _part(spark, script: Script, view: Query, prefix: str, key: str, mine: list[
     elif custom:  # one join on streamjoin's operator (lower.custom): its inputs are declared streams or staged views
         from streamjoin.lower.custom import lower_custom
 
-        frame = lower_custom(spark, view, {i.alias: specs[prefix + i.alias] for i in view.inputs}, options)
+        frame = lower_custom(spark, view, {i.alias: specs[prefix + i.alias] for i in view.inputs}, options,
+                             changing_keys(script, view), chain_keys(script, view) if len(view.joins) > 1 else ())
     else:
         frame, _ = lowering.query_frame(view, prefix)
     columns = [c.name for c in view.output]
     changes = view.changelog_key() is not None
-    if changes:  # a running aggregate: its changelog, as a table's changes keyed by its groups (lower.changes)
+    if changes:  # a running aggregate's or regular joins' changelog, as a table's changes (lower.changes)
         frame, more = table_changes(frame, view)
         columns += more
     rowtime = script.relation(view.name).rowtime

@@ -334,7 +334,7 @@ def _custom_shape(ctx: Context) -> str | None:
 
         if problem := changes_problem(q):
             return problem
-    elif not ctx.top and q.emit != Emit.FINAL:  # a view's rows are the next query's input, in rowtime order
+    elif not ctx.top and q.emit != Emit.FINAL and q.changelog_key() is None:  # (a view of regular joins: lower.changes)
         return (f"a view whose join emits EMIT {q.emit} rows (they change or come out of rowtime order) is not "
                 "supported by `run` yet: a view's join on streamjoin's operator runs as a part of its own under EMIT FINAL")
     elif q.aggregation is not None:

@@ -24,7 +24,7 @@ import types
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
-from streamjoin.plan.model import Emit, JoinKind, JoinType, TimeWindowFunction
+from streamjoin.plan.model import ROWS, Emit, JoinKind, JoinType, TimeWindowFunction
 from streamjoin.plan.windows import RangeWindow, RowsWindow
 
 INF = math.inf
@@ -218,6 +218,38 @@ def instants(ready):
             j += 1
         yield ready[i][0], ready[i:j]
         i = j
+
+
+CHANGE = "__change"  # io.changelog.CHANGE (the operator imports nothing from io)
+# `Spec.changing[side]` that starts with plan.model.ROWS: the side's rows have no key (a view of
+# regular joins, whose changelog adds and withdraws whole rows): a '-' withdraws one row equal to it
+# in the columns that follow ROWS, a '+' adds a row beside its equals
+
+
+def changed_row(pk_columns: tuple, values: dict, by_pk: dict) -> tuple[dict, bool, tuple, object]:
+    """A changing input's row: (its values without CHANGE, whether it is a delete, its key, the row
+    it replaces or withdraws, taken out of `by_pk`: None if none). By primary key the latest row
+    per key is kept (`by_pk[key]` a row); by ROWS every row (`by_pk[key]` a list)."""
+    values = dict(values)
+    deleted = values.pop(CHANGE, "+") == "-"
+    if pk_columns[0] != ROWS:
+        pk = tuple(hashable(values.get(c)) for c in pk_columns)
+        return values, deleted, pk, by_pk.pop(pk, None)
+    pk = tuple(hashable(values.get(c)) for c in pk_columns[1:])
+    if not deleted:
+        return values, deleted, pk, None
+    rows = by_pk.get(pk)
+    old = rows.pop() if rows else None
+    if rows == []:
+        del by_pk[pk]
+    return values, deleted, pk, old
+
+
+def keep_row(pk_columns: tuple, by_pk: dict, pk: tuple, row) -> None:
+    if pk_columns[0] == ROWS:
+        by_pk.setdefault(pk, []).append(row)
+    else:
+        by_pk[pk] = row
 
 
 def hashable(value):

@@ -16,8 +16,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from streamjoin.operator.group import DELETE, INF, INSERT, Condition, GroupJoin, Output, Spec, hashable, instants
-from streamjoin.operator.regular_join import CHANGE
+from streamjoin.operator.group import (
+    DELETE,
+    INF,
+    INSERT,
+    Condition,
+    GroupJoin,
+    Output,
+    Spec,
+    changed_row,
+    hashable,
+    instants,
+    keep_row,
+)
 from streamjoin.plan.model import Emit, JoinKind, JoinType
 
 
@@ -191,10 +202,7 @@ class RegularChain(GroupJoin):
         pk_columns = self.spec.changing[side] if side < len(self.spec.changing) else ()
         events = []
         if pk_columns:
-            values = dict(values)
-            deleted = values.pop(CHANGE, "+") == "-"
-            pk = tuple(hashable(values.get(c)) for c in pk_columns)
-            old = self.by_pk.setdefault(side, {}).pop(pk, None)
+            values, deleted, pk, old = changed_row(pk_columns, values, self.by_pk.setdefault(side, {}))
             if old is not None:
                 events.append((DELETE, side, old))
             if deleted:
@@ -202,7 +210,7 @@ class RegularChain(GroupJoin):
         self.next_id += 1
         row = Row((self.next_id,), (values,), t)
         if pk_columns:
-            self.by_pk[side][pk] = row
+            keep_row(pk_columns, self.by_pk[side], pk, row)
         events.append((INSERT, side, row))
         return events
 

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from streamjoin.operator.group import DELETE, Entry, GroupJoin, Output, hashable, instants
-
-CHANGE = "__change"  # io.changelog.CHANGE (the operator imports nothing from io)
+from streamjoin.operator.group import DELETE, Entry, GroupJoin, Output, changed_row, instants, keep_row
 
 
 @dataclass
@@ -40,10 +38,7 @@ class RegularJoin(GroupJoin):
         """One row of `side`: an append, or a changing table's upsert or delete. The new Entry, if any."""
         pk_columns = self.spec.changing[side]
         if pk_columns:
-            values = dict(values)
-            deleted = values.pop(CHANGE, "+") == "-"
-            pk = tuple(hashable(values.get(c)) for c in pk_columns)
-            old = self.by_pk[side].pop(pk, None)
+            values, deleted, pk, old = changed_row(pk_columns, values, self.by_pk[side])
             if old is not None:
                 self.withdraw(old, now, out)
             if deleted:
@@ -51,7 +46,7 @@ class RegularJoin(GroupJoin):
         e = Entry(side, t, seq, values, start=t, key=cond.key_of(side, values))
         e.partners = 0
         if pk_columns:
-            self.by_pk[side][pk] = e
+            keep_row(pk_columns, self.by_pk[side], pk, e)
         if e.key is None:  # a NULL key (or a failed ON condition of its own side) matches nothing
             return e
         for other in self.present[1 - side].get(e.key, ()):
@@ -100,7 +95,8 @@ class RegularJoin(GroupJoin):
         """Rows held: buffered, present per join key, and a changing table's rows whose join key is
         NULL (held by primary key only, to withdraw what they gave: the processor drops a group
         that holds nothing, and before 2026-11-28 took such a row's withdrawal with it)."""
-        keyless = sum(1 for side in self.by_pk for e in side.values() if e.key is None)
+        held = [e for side in self.by_pk for kept in side.values() for e in (kept if isinstance(kept, list) else (kept,))]
+        keyless = sum(1 for e in held if e.key is None)
         return len(self.buffer) + sum(len(rows) for side in self.present for rows in side.values()) + keyless
 
     def __getstate__(self):

@@ -118,6 +118,11 @@ class Relation:
         return self.option("changelog") in ("debezium", "upsert", "cdc", "view")
 
 
+# a changing relation whose rows have no key (a view of regular joins): its primary key is ROWS and
+# then its columns; a '-' withdraws one row equal to it, a '+' adds one (operator.group.changed_row)
+ROWS = "*"
+
+
 @dataclass(frozen=True)
 class TimeWindowFunction:
     """`TUMBLE(src, col, size [, offset])` / `HOP(src, col, slide, size [, offset])` in FROM:
@@ -294,8 +299,13 @@ class Query:
         """A running aggregate (GROUP BY without a time bucket over streams) changes its groups' rows as
         rows come: a view of one is a table fed by its changes, keyed by its groups. Each key's output
         column, else `__k{i}` (its i-th GROUP BY key, which `lower.staged_views` writes beside the
-        output), `__k_all` for the one group of no keys. None: not a running aggregate."""
+        output), `__k_all` for the one group of no keys. A view of regular joins changes too (an outer
+        one's NULL-extended rows, a changing table's updates), and its rows have no key: ROWS, then
+        the columns a withdrawal is matched by. None: neither."""
         agg = self.aggregation
+        if (self.kind == Kind.STREAM and agg is None and self.emit == Emit.CHANGES and self.joins
+                and all(j.kind == JoinKind.REGULAR for j in self.joins)):
+            return (ROWS, *(o.name for o in self.output))  # regular joins' rows: no key, each row by its values
         if self.kind != Kind.STREAM or agg is None or agg.bucket is not None or not self.streams():
             return None
         return tuple(next((o.name for o in self.output if o.expression == k), f"__k{i}") for i, k in enumerate(agg.keys)) or ("__k_all",)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from streamjoin.plan.model import Condition, JoinKind, JoinType, sql
+from streamjoin.plan.model import ROWS, Condition, JoinKind, JoinType, sql
 from streamjoin.plan.windows import BucketWindow, RangeWindow, RowsWindow, format_ms
 
 
@@ -27,7 +27,10 @@ def describe_state(kind: JoinKind, join_type: JoinType, left_items, right, condi
             "no stream state: each stream row takes its nearest table row and is passed on",
         )
     if kind == JoinKind.REGULAR:
-        return tuple((f"'{item.alias}': its latest row per primary key ({', '.join(item.relation.primary_key)}), for as "
+        return tuple((f"'{item.alias}': every row its changes leave (a view of regular joins: its rows have no key), for "
+                      "as long as the query runs; a row it withdraws withdraws the results of a row equal to it"
+                      if item.relation.changing and item.relation.primary_key[:1] == (ROWS,) else
+                      f"'{item.alias}': its latest row per primary key ({', '.join(item.relation.primary_key)}), for as "
                       "long as the query runs; an update or delete withdraws the results of the row it replaces"
                       if item.relation.changing else
                       f"'{item.alias}': every row, per join key, for as long as the query runs (grows without bound: "
