@@ -122,6 +122,7 @@ def test_a_count_of_counts_moves_each_key_between_its_groups(spark, tmp_path):
     assert fold_by(rows, ("n", "customers", "biggest")) == want, rows
 
 
+@pytest.mark.long  # two minutes (three parts, HOP rows three times each): make test-long
 def test_a_join_of_sliding_windows_that_never_close_pairs_rows_per_window_as_they_come(spark, tmp_path):
     """HOP(taps) JOIN HOP(views) ON ref AND window_end over sources without a watermark (corpus
     risingwave/01): RisingWave joins such windows as a regular join, each row once per window it
@@ -203,6 +204,7 @@ def test_groups_of_a_view_of_an_outer_regular_join_follow_its_rows_as_they_chang
     assert fold_by(rows, ("name", "n", "last")) == want, rows
 
 
+@pytest.mark.long  # (its view is folded through a GROUP BY in make test, above)
 def test_a_view_of_an_outer_regular_join_joined_with_a_table_that_changes_follows_both(spark, tmp_path):
     rng = random.Random("paid-regions")
     regions: dict = {}
