@@ -37,6 +37,7 @@ def _stamp(t: dt.datetime) -> str:
     return t.isoformat(sep=" ")
 
 
+@pytest.mark.long  # a minute: its constructs (a running HOP view grouped; joined) are folded in make test below
 def test_the_hot_lots_of_sliding_windows_that_never_close_fold_to_the_sql_answer(spark, tmp_path):
     """Each offer moves its lot's count in three windows, and the window's maximum with it: a lot
     that was hot is withdrawn (-D) when another passes it, as RisingWave's q5 materialized view."""

@@ -71,7 +71,7 @@ def random_shape(rng: random.Random, seed: int) -> Shape:
     return Shape(tuple(inputs), joins, interval, rng.random() < 0.35, seed)
 
 
-def shapes(count: int = 4) -> list[Shape]:
+def shapes(count: int = 2) -> list[Shape]:
     out = []
     for i in range(count):
         seed = BASE_SEED * 1000 + i if i < count // 2 else DAILY_SEED * 1000 + i
