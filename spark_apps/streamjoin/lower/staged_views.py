@@ -85,7 +85,8 @@ def _part(spark, script: Script, view: Query, prefix: str, key: str, mine: list[
     custom = uses_custom(view)
     specs = {**{s.alias: s for s in mine}, **staged}
     if running_aggregate(view) and (custom or changing_alone(script, view)):  # the groups of a changelog
-        frame, custom = running_changes(spark, script, view, {i.alias: specs[prefix + i.alias] for i in view.inputs}, options), False
+        frame = running_changes(spark, script, view, {i.alias: specs[prefix + i.alias] for i in view.inputs}, options)
+        custom = False
     elif custom:  # one join on streamjoin's operator (lower.custom): its inputs are declared streams or staged views
         from streamjoin.lower.custom import lower_custom
 

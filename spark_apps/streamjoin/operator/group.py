@@ -252,5 +252,10 @@ def keep_row(pk_columns: tuple, by_pk: dict, pk: tuple, row) -> None:
         by_pk[pk] = row
 
 
+def kept_rows(by_pk: dict) -> list:
+    """Every row `by_pk` holds: one per primary key, or each of a ROWS key's list."""
+    return [row for kept in by_pk.values() for row in (kept if isinstance(kept, list) else (kept,))]
+
+
 def hashable(value):
     return tuple(value) if isinstance(value, list) else value

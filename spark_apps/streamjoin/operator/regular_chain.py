@@ -28,6 +28,7 @@ from streamjoin.operator.group import (
     hashable,
     instants,
     keep_row,
+    kept_rows,
 )
 from streamjoin.plan.model import Emit, JoinKind, JoinType
 
@@ -221,4 +222,4 @@ class RegularChain(GroupJoin):
         """Rows held: every stage's; with no join (a changing table read alone) its latest rows, which
         keep the state alive between micro-batches (the processor drops a group that holds none)."""
         held = sum(len(rows) for stage in self.stages for rows in stage.rows)
-        return len(self.buffer) + (held if self.stages else sum(len(rows) for rows in self.by_pk.values()))
+        return len(self.buffer) + (held if self.stages else sum(len(kept_rows(rows)) for rows in self.by_pk.values()))

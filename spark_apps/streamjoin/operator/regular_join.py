@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from streamjoin.operator.group import DELETE, Entry, GroupJoin, Output, changed_row, instants, keep_row
+from streamjoin.operator.group import DELETE, Entry, GroupJoin, Output, changed_row, instants, keep_row, kept_rows
 
 
 @dataclass
@@ -95,8 +95,7 @@ class RegularJoin(GroupJoin):
         """Rows held: buffered, present per join key, and a changing table's rows whose join key is
         NULL (held by primary key only, to withdraw what they gave: the processor drops a group
         that holds nothing, and before 2026-11-28 took such a row's withdrawal with it)."""
-        held = [e for side in self.by_pk for kept in side.values() for e in (kept if isinstance(kept, list) else (kept,))]
-        keyless = sum(1 for e in held if e.key is None)
+        keyless = sum(1 for side in self.by_pk for e in kept_rows(side) if e.key is None)
         return len(self.buffer) + sum(len(rows) for side in self.present for rows in side.values()) + keyless
 
     def __getstate__(self):
