@@ -18,11 +18,17 @@ once. A *manually* triggered run asks the app another run is running to stop gra
 finishes its micro-batch; that run's task ends as "ended"), waits for it to end, and runs it with
 its own window: a manual run is never queued behind the scheduled one. A *scheduled* run that
 finds the app running (a manual run's, or the previous hour's still in its window) waits for it
-to end, then runs it, as a queued run did.
+to end, then runs it, as a queued run did. Two DAG runs that start together (a trigger whose
+"unpause" box starts the schedule's run beside it) both find no app running yet, so before that
+each takes the app's **claim**, a lock on `<checkpoint>/control/supervisor.lock` held while it
+supervises (`claim`): the run that does not get it does the above to the run that has it (a
+manual one repeats its stop request until that run's app has seen it), and starts the app only
+once the claim is its own.
 """
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import os
 import signal
@@ -105,7 +111,60 @@ def supervise(app: App, launch: Callable[[float], Launched], window_s: float, st
     first `hand_over` from a run of another DAG run (`manual`: this run was triggered by hand)."""
     control = Control(app.checkpoint)
     result = Supervision(app.name)
-    hand_over(app, manual, result, poll_s=poll_s, clock=clock, sleep=sleep)
+    held = claim(app, manual, result, poll_s=poll_s, clock=clock, sleep=sleep)
+    try:
+        hand_over(app, manual, result, poll_s=poll_s, clock=clock, sleep=sleep)
+        return _supervised(app, launch, window_s, control, result, stall_s, max_restarts, poll_s, clock, sleep)
+    finally:
+        held.close()  # the claim goes with it
+
+
+def claim(app: App, manual: bool, result: Supervision, wait_s: float = 4 * 3600, poll_s: float = 2.0,
+          clock=time.time, sleep=time.sleep):
+    """This DAG run's claim on `app` (see the module docstring): the open lock file, held until
+    closed. Found by the browser test (issue 43): a manual run and the scheduled run its trigger
+    unpaused started the app together; the second read the first's half-written snapshot, then
+    used up its restarts on "another run is using the checkpoint" and alerted the app down."""
+    control = Control(app.checkpoint)
+    control.dir.mkdir(parents=True, exist_ok=True)
+    path = control.dir / "supervisor.lock"
+    handle = open(path, "a+")  # held open while this run supervises: the caller closes it
+    if not _locked(handle):
+        other = path.read_text().strip() or "another DAG run"
+        if manual:
+            control.request("stop", reason="a manually triggered run takes the app over")
+            _event(result, f"supervised by {other}: asked its app to stop gracefully (a manual run takes over)")
+        else:
+            _event(result, f"supervised by {other}: waiting for it to end (a manual run's, or the previous run's window)")
+        deadline, said = clock() + wait_s, clock()
+        while not _locked(handle):
+            if clock() > deadline:
+                handle.close()
+                raise AppDown(f"{app.name}: {other} did not end within {wait_s:.0f} s; this run cannot start the app")
+            if manual and not control.requested("stop"):  # an app that started since cleared the request
+                control.request("stop", reason="a manually triggered run takes the app over")
+            if clock() - said >= 60:
+                _event(result, f"still waiting for {other} to end")
+                said = clock()
+            sleep(poll_s)
+        _event(result, f"{other} ended: this run supervises the app")
+    handle.seek(0)
+    handle.truncate()
+    handle.write(f"the {'manual' if manual else 'scheduled'} DAG run in pid {os.getpid()}")
+    handle.flush()
+    return handle
+
+
+def _locked(handle) -> bool:
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+def _supervised(app: App, launch: Callable[[float], Launched], window_s: float, control: Control, result: Supervision,
+                stall_s: float, max_restarts: int, poll_s: float, clock, sleep) -> Supervision:
     end = clock() + window_s
     while True:
         run_for = max(end - clock(), 1.0)

@@ -14,7 +14,7 @@ from streamjoin.io.hours import complete_hours
 from streamjoin.runtime.app import App, Control
 
 from include.ops import refresh as refresh_ops
-from include.ops.supervise import AppDown, SubprocessLaunch, supervise
+from include.ops.supervise import AppDown, SubprocessLaunch, Supervision, claim, supervise
 
 
 class FakeLaunch:
@@ -115,6 +115,45 @@ def test_a_scheduled_run_waits_for_a_running_app_to_end_and_never_stops_it(tmp_p
     assert launched == [0]  # started once the other had ended by itself
     assert not Control(app.checkpoint).requested("stop")
     assert "waiting for it to end" in result.events[0] and "ended: starting the app here" in result.events[1]
+
+
+def test_a_manual_run_that_starts_beside_the_scheduled_one_waits_for_its_claim_and_never_starts_a_second_app(
+        tmp_path, monkeypatch):
+    """Found by the browser test: the trigger's unpause box starts the scheduled run beside the
+    manual one; both found no app running yet and both started one on the same checkpoint."""
+    import threading
+    import time
+
+    monkeypatch.setenv("CHECKPOINT_PATH", str(tmp_path / "ck"))
+    app = App.load("hourly_city_sales")
+    control = Control(app.checkpoint)
+    scheduled = claim(app, False, Supervision(app.name))  # the scheduled run got there first; its app not up yet
+    launched: list[float] = []
+    outcome: list = []
+    manual = threading.Thread(target=lambda: outcome.append(
+        supervise(app, lambda run_for: launched.append(run_for) or FakeLaunch([0]), 120, poll_s=0.05, manual=True)))
+    manual.start()
+    wait_for(lambda: control.requested("stop"), what="the manual run's stop request")
+    control.clear("stop")  # the scheduled run's app starts: it clears requests left before it (run_app)
+    wait_for(lambda: control.requested("stop"), what="the stop request asked again")
+    time.sleep(0.3)
+    assert launched == []  # no second app while the scheduled run supervises
+    scheduled.close()  # its app stopped gracefully, its run ended
+    manual.join(timeout=30)
+    assert launched and outcome[0].outcome == "ended", outcome
+    assert "supervised by the scheduled DAG run in pid" in outcome[0].events[0], outcome[0].events
+    assert "this run supervises the app" in outcome[0].events[1]
+
+
+def test_a_second_app_on_a_checkpoint_is_refused_before_it_writes_anything(tmp_path):
+    from streamjoin.runtime.app import _refuse_to_share
+
+    control = Control(tmp_path / "ck")
+    first = _refuse_to_share(control, tmp_path / "ck")  # no heartbeat yet: it is still starting
+    with pytest.raises(RuntimeError, match="another run is using"):
+        _refuse_to_share(control, tmp_path / "ck")
+    first.close()
+    _refuse_to_share(control, tmp_path / "ck").close()  # once it ended, the next one runs
 
 
 @pytest.mark.long  # ~160 s; test_app_dags' kill-and-restart test covers the same path in `make test`

@@ -174,13 +174,20 @@ class Control:
 def run_app(app: App, run_for_s: float | None = None, until_idle: bool = False, spark=None) -> dict:
     """Run the app's query until stopped (signal, `stop` request, end of `run_for_s`) or, with
     `until_idle`, until its input is processed; restart it in place on a `restart` request."""
+    app.export_paths()
+    control = Control(app.checkpoint)
+    held = _refuse_to_share(control, app.checkpoint)
+    try:
+        return _run(app, control, run_for_s, until_idle, spark)
+    finally:
+        held.close()
+
+
+def _run(app: App, control: Control, run_for_s: float | None, until_idle: bool, spark) -> dict:
     from streamjoin.runtime.pipeline import Pipeline
     from streamjoin.runtime.session import spark_session
 
-    app.export_paths()
     checkpoint = app.checkpoint
-    control = Control(checkpoint)
-    _refuse_to_share(control, checkpoint)
     if not until_idle and any((checkpoint / "sources").glob("*/END")):
         raise ValueError(f"{checkpoint} has reached end of input (an --until-idle run): its clocks are at +infinity "
                          "and every new row would be late; give this run a new checkpoint (CHECKPOINT_PATH)")
@@ -218,15 +225,27 @@ def run_app(app: App, run_for_s: float | None = None, until_idle: bool = False, 
         return runner.stop("stopped")
 
 
-def _refuse_to_share(control: Control, checkpoint: Path) -> None:
-    """One app per checkpoint: a fresh heartbeat from another live process means it runs."""
+def _refuse_to_share(control: Control, checkpoint: Path):
+    """One app per checkpoint: a lock on `control/app.lock` held while it runs (returned: the open
+    file), taken before it writes anything (two apps starting together used to both take the
+    snapshots into it), and a fresh heartbeat from another live process (one without the lock)."""
+    import fcntl
+
+    control.dir.mkdir(parents=True, exist_ok=True)
+    held = open(control.dir / "app.lock", "a+")  # held open while the app runs: run_app closes it
+    try:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        held.close()
+        raise RuntimeError(f"another run is using {checkpoint}: stop it first (touch {control.dir / 'stop'})") from None
     beat = control.read_heartbeat()
     if beat is None or beat.get("pid") == os.getpid() or time.time() - beat["at"] > 10:
-        return
+        return held
     try:
         os.kill(beat["pid"], 0)
     except (ProcessLookupError, PermissionError):
-        return
+        return held
+    held.close()
     raise RuntimeError(f"another run (pid {beat['pid']}) is using {checkpoint}: stop it first "
                        f"(touch {control.dir / 'stop'})")
 
