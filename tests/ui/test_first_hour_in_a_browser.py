@@ -1,6 +1,9 @@
-"""The operator's first hour, in a real browser (issue 21): `make airflow`, log in, see the three
-DAGs, trigger the hourly report for a complete hour, see the run succeed, open the report and see
-its chart, and open the hour's Data Docs offline.
+"""The operator's first hour and second day, in a real browser (issues 21 and 43): `make airflow`,
+log in, see the three DAGs, trigger the hourly report for a complete hour, see the run succeed, open
+the report and see its chart, and open the hour's Data Docs offline (README steps 2-3); fetch the
+report from a shell that has only the banner's exports (step 3); then new input for later hours,
+the apps DAG triggered with `run_seconds` beside its own schedule, and the report for a new hour
+(step 4).
 
 Playwright for Python drives Debian's `chromium` (browser downloads are not reachable here);
 `make test-ui` installs it when it is missing and runs this file (`.ci/run` runs it after
@@ -49,8 +52,10 @@ def airflow_up(tmp_path):
     data = tmp_path / "s3"
     port, s3_port = free_port(), free_port()
     log = tmp_path / "launcher.log"
+    apps = tmp_path / "hourly_city_sales"  # the app's local folders ([paths] of its app.toml), the test's own
     env = {**os.environ, "OUTPUT_PATH": "s3://streamjoin/ui/output", "REPORTS_PATH": "s3://streamjoin/ui/reports",
-           "CITY_INFO_SNAPSHOTS_PATH": SNAPSHOTS}
+           "CITY_INFO_SNAPSHOTS_PATH": SNAPSHOTS, "SALES_PATH": str(apps / "sales"),
+           "CITY_INFO_PATH": str(apps / "city_info"), "CHECKPOINT_PATH": str(apps / "checkpoint")}
     env.pop("AIRFLOW__API__HOST", None)
     launcher = subprocess.Popen(
         [sys.executable, str(ROOT / "include" / "airflow_local.py"), "--port", str(port), "--s3-port", str(s3_port),
@@ -63,7 +68,7 @@ def airflow_up(tmp_path):
         exports = dict(re.findall(r"^  export (\w+)=(\S*)$", text, re.M))
         assert login and "AWS_ENDPOINT_URL" in exports, text
         HOMES[f"http://127.0.0.1:{port}"] = tmp_path / "airflow"
-        yield f"http://127.0.0.1:{port}", login.group(1), exports, data
+        yield f"http://127.0.0.1:{port}", login.group(1), exports, data, apps
     finally:
         if launcher.poll() is None:
             launcher.send_signal(signal.SIGINT)  # what Ctrl-C does
@@ -98,9 +103,9 @@ def browser():
             launched.close()
 
 
-def test_an_operator_logs_in_triggers_the_report_for_a_complete_hour_and_opens_its_report_with_its_chart(
-        airflow_up, browser, monkeypatch):
-    url, password, s3_env, data = airflow_up
+def test_an_operator_follows_the_readme_first_hour_and_second_day_in_a_browser_and_gets_the_report_of_a_new_hour(
+        airflow_up, browser, monkeypatch, tmp_path):
+    url, password, s3_env, data, apps = airflow_up
     for name, value in s3_env.items():  # from the banner's `export` lines, as an operator's other shell
         monkeypatch.setenv(name, value)
     # an hour the app has completed (rows and marker), joined with an exported snapshot of the cities
@@ -137,24 +142,12 @@ def test_an_operator_logs_in_triggers_the_report_for_a_complete_hour_and_opens_i
     page.get_by_role("link", name="hourly_enrichment_report").first.click()
     page.wait_for_url("**/dags/hourly_enrichment_report")
     page.get_by_text("Latest Dag Version").wait_for()  # the DAG's page is up, not the list behind it
-    page.get_by_role("button", name="Trigger").first.click()
-    dialog = page.get_by_role("dialog")
-    dialog.get_by_text("Trigger Dag - hourly_enrichment_report").wait_for()
+    dialog = trigger_form(page, "hourly_enrichment_report", paused=True)
     dialog.locator("#element_hour").fill(HOUR)
     assert dialog.locator("#element_app").input_value() == "hourly_city_sales"
     dialog.get_by_role("button", name="Trigger").click()
-
-    def succeeded():
-        page.goto(f"{url}/dags/hourly_enrichment_report/runs")
-        rows = page.locator("tbody tr")
-        rows.first.wait_for()
-        texts = [text.lower() for text in rows.all_inner_texts()]
-        manual = [text for text in texts if "manual__" in text]
-        if any("failed" in text for text in manual):
-            raise AssertionError(f"the triggered run failed: {manual}")
-        return any("success" in text for text in manual)
-
-    wait_for(succeeded, 300, "the triggered run's success in the UI", every=5, seen=seen)
+    wait_for(lambda: manual_runs(page, url, "hourly_enrichment_report", "success") >= 1, 300,
+             "the triggered run's success in the UI", every=5, seen=seen)
 
     report = data / "streamjoin" / "ui" / "reports" / "hourly_city_sales" / f"hour={HOUR}" / "index.html"
     assert report.exists(), sorted(str(p.relative_to(data)) for p in data.rglob("*"))
@@ -177,3 +170,107 @@ def test_an_operator_logs_in_triggers_the_report_for_a_complete_hour_and_opens_i
     # Bootstrap's stylesheet applied (an unstyled page keeps the browser's 8 px body margin)
     assert page.evaluate("getComputedStyle(document.body).margin") == "0px"
     assert "Status: Succeeded" in " ".join(page.locator("body").inner_text().split())
+    page.unroute(re.compile(r"^https?://"))
+
+    # step 3 from a shell with nothing but the banner's `export` lines: the report of the hour
+    fetched = report_from_a_shell(s3_env, HOUR, tmp_path / "reports-local")
+    assert "VALIDATED" in fetched and "NOT VALIDATED" not in fetched
+
+    # step 4, the second day: more input, the apps DAG triggered with run_seconds, the new hour's report
+    second_day(page, url, s3_env, data, apps, seen)
+
+
+def trigger_form(page, dag_id: str, paused: bool):
+    """The DAG's trigger form, opened from its page. A paused DAG's form shows the "Unpause ... on
+    trigger" box, ticked, once the DAG's details have loaded: the form sent before that leaves the
+    DAG paused and its run queued for good (as an operator quick on the button would)."""
+    page.get_by_role("button", name="Trigger").first.click()
+    dialog = page.get_by_role("dialog")
+    dialog.get_by_text(f"Trigger Dag - {dag_id}").wait_for()
+    if paused:
+        dialog.get_by_text(f"Unpause {dag_id} on trigger").wait_for()
+        assert dialog.locator("input[type=checkbox]").first.is_checked(), f"the unpause box of {dag_id} is not ticked"
+    return dialog
+
+
+def manual_runs(page, url: str, dag_id: str, state: str) -> int:
+    """How many of the DAG's manually triggered runs its Runs page shows in `state` (a failed one fails the test)."""
+    page.goto(f"{url}/dags/{dag_id}/runs")
+    rows = page.locator("tbody tr")
+    rows.first.wait_for()
+    manual = [text.lower() for text in rows.all_inner_texts() if "manual__" in text.lower()]
+    if any("failed" in text for text in manual):
+        raise AssertionError(f"a triggered run of {dag_id} failed: {manual}")
+    return sum(state in text for text in manual)
+
+
+def report_from_a_shell(exports: dict[str, str], hour: str, into: Path) -> str:
+    """README step 3's `streamjoin report hourly_city_sales --hour H --open` in a shell whose
+    only settings are the banner's exports (nothing but them names the storage); the report's text."""
+    env = {name: value for name, value in os.environ.items() if not name.endswith("_PATH") and not name.startswith("AWS_")}
+    env.update(exports, BROWSER="true")  # --open hands the file to the default browser: here `true`
+    done = subprocess.run([str(Path(sys.executable).parent / "streamjoin"), "report", "hourly_city_sales", "--hour", hour,
+                           "--open", "--to", str(into)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = re.search(r"^report:\s+(\S+)", done.stdout, re.M)
+    assert report and Path(report.group(1)).exists(), done.stdout
+    assert "data docs: none" not in done.stdout, done.stdout  # the hour was checked: its Data Docs came along
+    return Path(report.group(1)).read_text()
+
+
+def second_day(page, url: str, s3_env: dict[str, str], data: Path, apps: Path, seen) -> None:
+    """README step 4 as written: generate.py for hours the app has not seen, written beside earlier
+    input (names never reused), `streaming_join_apps` triggered with run_seconds (its unpause box
+    ticked, so its scheduled run starts too and must not hold the manual one back), the report of
+    2024-01-01T05 triggered and published."""
+    from streamjoin.io import snapshots
+
+    generate = [sys.executable, str(ROOT / "include" / "apps" / "hourly_city_sales" / "generate.py"), "--out", str(apps)]
+    subprocess.run([*generate, "--start", "2024-01-01T03:00:00", "--hours", "2"], check=True, cwd=ROOT, timeout=120)
+    earlier = {f.name: f.read_bytes() for f in (apps / "sales").iterdir()}
+    subprocess.run([*generate, "--start", "2024-01-01T05:00:00", "--hours", "2"], check=True, cwd=ROOT, timeout=120)
+    later = {f.name: f.read_bytes() for f in (apps / "sales").iterdir()}
+    assert all(later[name] == content for name, content in earlier.items()), "generate.py wrote over input already there"
+    assert len(later) > len(earlier)
+    # the generated cities as the snapshot's latest version (what make demo's app took at its first start;
+    # the first part's hour used a 10-city version of its own)
+    import pyarrow.csv as csv
+
+    snapshots.export(csv.read_csv(apps / "city_info" / "city_info.csv"), SNAPSHOTS, "files city_info")
+
+    page.goto(f"{url}/dags/streaming_join_apps")
+    page.get_by_text("Latest Dag Version").wait_for()
+    dialog = trigger_form(page, "streaming_join_apps", paused=True)
+    # an integer param is a number input whose root carries the element id; its <input> carries the name
+    run_seconds = dialog.locator("input[name=element_run_seconds], #element_run_seconds input, input#element_run_seconds").first
+    try:
+        run_seconds.wait_for(timeout=20_000)
+    except Exception as missing:
+        html = dialog.inner_html()
+        at = html.find("run_seconds")
+        raise AssertionError(f"no run_seconds field in the trigger form: {html[max(0, at - 1500):at + 1500]}") from missing
+    run_seconds.fill("150")
+    dialog.get_by_role("button", name="Trigger").click()
+
+    new_hour = "2024-01-01T05"
+    marker = data / "streamjoin" / "ui" / "output" / "_complete" / f"hour={new_hour}.json"
+    app_log = apps / "checkpoint" / "app.log"
+    wait_for(marker.exists, 480, f"the app to complete hour {new_hour} (its marker)", every=5,
+             seen=lambda: seen() + "\nthe app's log ends:\n" + (app_log.read_text()[-2000:] if app_log.exists() else "(none)"))
+
+    page.goto(f"{url}/dags/hourly_enrichment_report")
+    page.get_by_text("Latest Dag Version").wait_for()
+    dialog = trigger_form(page, "hourly_enrichment_report", paused=False)  # unpaused by its first trigger
+    dialog.locator("#element_hour").fill(new_hour)
+    dialog.get_by_role("button", name="Trigger").click()
+    wait_for(lambda: manual_runs(page, url, "hourly_enrichment_report", "success") >= 2, 300,
+             f"the report run for {new_hour} to succeed", every=5, seen=seen)
+
+    report = data / "streamjoin" / "ui" / "reports" / "hourly_city_sales" / f"hour={new_hour}" / "index.html"
+    page.goto(report.as_uri())
+    body = page.locator("body").inner_text()
+    assert "VALIDATED" in body and "NOT VALIDATED" not in body, body[:2000]
+    assert "city_001" in body or "city_002" in body, body[:2000]
+    # the manual run of the apps ends as success once its run_seconds are up (the scheduled one handed over)
+    wait_for(lambda: manual_runs(page, url, "streaming_join_apps", "success") >= 1, 300,
+             "the manual run of streaming_join_apps to succeed", every=10, seen=seen)
