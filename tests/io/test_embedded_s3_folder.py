@@ -76,6 +76,25 @@ def test_a_write_cut_off_by_a_crash_leaves_the_previous_version_of_the_object(tm
     assert not (bucket / "out" / "state.json.s3-partial").exists()
 
 
+def test_a_socket_connected_to_itself_is_not_taken_for_a_listening_server():
+    """TCP's simultaneous open: a connect whose source port is its destination meets itself. The
+    readiness poll of a starting server did once, then every request was refused."""
+    import socket
+
+    from streamjoin.io.ports import connected_to_itself, free_port, listening
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.connect(s.getsockname())  # nobody listens there: it meets itself
+        assert connected_to_itself(s)
+    assert not listening("127.0.0.1", free_port())
+    with socket.socket() as server, socket.socket() as client:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        client.connect(server.getsockname())
+        assert not connected_to_itself(client) and listening(*server.getsockname())
+
+
 def test_without_a_folder_the_server_keeps_nothing_on_disk(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with EmbeddedS3(port=0) as server:
