@@ -28,7 +28,6 @@ once the claim is its own.
 
 from __future__ import annotations
 
-import fcntl
 import logging
 import os
 import signal
@@ -43,6 +42,8 @@ from typing import Protocol
 from streamjoin.runtime.app import App, Control
 
 log = logging.getLogger("streamjoin.supervise")
+TAKE_OVER = "a manually triggered run takes the app over"  # the reason of its stop request
+SUPERVISOR_LOCK = "supervisor.lock"  # the claim: its text names the run that holds it
 RUN_APP = str(Path(__file__).resolve().parents[2] / "spark_apps" / "run_app.py")
 
 
@@ -88,7 +89,7 @@ def hand_over(app: App, manual: bool, result: Supervision, wait_s: float = 4 * 3
     if pid is None:
         return
     if manual:
-        control.request("stop", reason="a manually triggered run takes the app over")
+        control.request("stop", reason=TAKE_OVER)
         _event(result, f"running in another DAG run (pid {pid}): asked it to stop gracefully (a manual run takes over)")
     else:
         _event(result, f"running in another DAG run (pid {pid}): waiting for it to end (a manual run's, or the "
@@ -126,23 +127,20 @@ def claim(app: App, manual: bool, result: Supervision, wait_s: float = 4 * 3600,
     unpaused started the app together; the second read the first's half-written snapshot, then
     used up its restarts on "another run is using the checkpoint" and alerted the app down."""
     control = Control(app.checkpoint)
-    control.dir.mkdir(parents=True, exist_ok=True)
-    path = control.dir / "supervisor.lock"
-    handle = open(path, "a+")  # held open while this run supervises: the caller closes it
-    if not _locked(handle):
-        other = path.read_text().strip() or "another DAG run"
+    handle = control.lock(SUPERVISOR_LOCK)  # held while this run supervises: the caller closes it
+    if handle is None:
+        other = (control.dir / SUPERVISOR_LOCK).read_text().strip() or "another DAG run"
         if manual:
-            control.request("stop", reason="a manually triggered run takes the app over")
+            control.request("stop", reason=TAKE_OVER)
             _event(result, f"supervised by {other}: asked its app to stop gracefully (a manual run takes over)")
         else:
             _event(result, f"supervised by {other}: waiting for it to end (a manual run's, or the previous run's window)")
         deadline, said = clock() + wait_s, clock()
-        while not _locked(handle):
+        while (handle := control.lock(SUPERVISOR_LOCK)) is None:
             if clock() > deadline:
-                handle.close()
                 raise AppDown(f"{app.name}: {other} did not end within {wait_s:.0f} s; this run cannot start the app")
             if manual and not control.requested("stop"):  # an app that started since cleared the request
-                control.request("stop", reason="a manually triggered run takes the app over")
+                control.request("stop", reason=TAKE_OVER)
             if clock() - said >= 60:
                 _event(result, f"still waiting for {other} to end")
                 said = clock()
@@ -153,14 +151,6 @@ def claim(app: App, manual: bool, result: Supervision, wait_s: float = 4 * 3600,
     handle.write(f"the {'manual' if manual else 'scheduled'} DAG run in pid {os.getpid()}")
     handle.flush()
     return handle
-
-
-def _locked(handle) -> bool:
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return False
-    return True
 
 
 def _supervised(app: App, launch: Callable[[float], Launched], window_s: float, control: Control, result: Supervision,

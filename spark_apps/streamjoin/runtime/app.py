@@ -159,6 +159,19 @@ class Control:
     def clear(self, what: str) -> None:
         (self.dir / what).unlink(missing_ok=True)
 
+    def lock(self, name: str):
+        """The open file `name` under an exclusive lock (released when it is closed), or None when
+        another process holds the lock."""
+        import fcntl
+
+        handle = open(self.dir / name, "a+")  # held open while locked: the caller closes it
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.close()
+            return None
+        return handle
+
     def heartbeat(self, trigger_active_since: float | None) -> None:
         _write(self.dir / "heartbeat", json.dumps({"at": time.time(), "pid": os.getpid(),
                                                    "trigger_active_since": trigger_active_since}))
@@ -229,15 +242,9 @@ def _refuse_to_share(control: Control, checkpoint: Path):
     """One app per checkpoint: a lock on `control/app.lock` held while it runs (returned: the open
     file), taken before it writes anything (two apps starting together used to both take the
     snapshots into it), and a fresh heartbeat from another live process (one without the lock)."""
-    import fcntl
-
-    control.dir.mkdir(parents=True, exist_ok=True)
-    held = open(control.dir / "app.lock", "a+")  # held open while the app runs: run_app closes it
-    try:
-        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        held.close()
-        raise RuntimeError(f"another run is using {checkpoint}: stop it first (touch {control.dir / 'stop'})") from None
+    held = control.lock("app.lock")  # held while the app runs: run_app closes it
+    if held is None:
+        raise RuntimeError(f"another run is using {checkpoint}: stop it first (touch {control.dir / 'stop'})")
     beat = control.read_heartbeat()
     if beat is None or beat.get("pid") == os.getpid() or time.time() - beat["at"] > 10:
         return held
