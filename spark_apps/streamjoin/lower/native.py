@@ -339,7 +339,10 @@ def stream_frame(spark, spec: InputSpec, alias: str, sequence: bool = False):
     df = staged_stream(spark, spec, sequence).withColumn(ET_COLUMN, engine_time(F.col(q(spec.rowtime))))
     # Bound rows must reach the watermark operator, and Spark pushes any filter on them below
     # it. So they go through: no join condition accepts them, and they leave after the joins.
-    df = df.withWatermark(ET_COLUMN, f"{spec.lateness_ms} milliseconds")
+    # Spark drops a row at or below its watermark, SEMANTICS §1 only a row below the clock (max
+    # rowtime - lateness): one millisecond more keeps a row at the clock itself, on time, which
+    # the stager passes on (a bound T staged as T + lateness likewise lets a row at T follow)
+    df = df.withWatermark(ET_COLUMN, f"{spec.lateness_ms + 1} milliseconds")
     names = {c: flat(alias, c) for c in df.columns if c != BOUND}
     return df.select(
         *[F.col(q(c)).alias(n) for c, n in names.items()],
