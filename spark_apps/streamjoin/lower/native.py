@@ -57,11 +57,22 @@ class NativeLowering:
         self.spark, self.script, self.specs, self.checkpoint = spark, script, specs, checkpoint
         self.staged = staged or {}
         self.snapshots = []
+        self.joins_streams: bool | None = None  # whether Spark's stream-stream join reads the frames
+
+    def _joins_streams(self, query: Query) -> bool:
+        """Whether `query`, or a stream view it reads, joins two streams on Spark's join."""
+        if any(j.kind.stream_stream for j in query.joins):
+            return True
+        views = (self.script.relation(i.relation) for i in query.inputs)
+        return any(self._joins_streams(self.script.view(r.name)) for r in views
+                   if r.view and self.script.view(r.name).kind == Kind.STREAM)
 
     def query_frame(self, query: Query, prefix: str = "", bounds: bool = False):
         """(streaming frame of output columns + __rowtime + __et, BucketedJoin or None).
         `bounds`: keep the inputs' bound rows, marked in a column `__bound` (a view read by a
         join: its bounds must reach that join's clock, `view_frame`)."""
+        if self.joins_streams is None:  # the query the lowering was asked for, views within it
+            self.joins_streams = self._joins_streams(query)
         frames = {i.alias: self.input_frame(query, i, prefix) for i in query.inputs}
         joined, bucketed_join = self.join_chain(query, frames, frames[query.inputs[0].alias], query.joins)
         return self.finish(query, frames, joined, bucketed_join, bounds)
@@ -185,11 +196,11 @@ class NativeLowering:
         relation = self.script.relation(item.relation)
         ordered = bool(query.analytics)  # its rows' order among equal rowtimes (lower.analytic)
         if prefix + item.alias in self.staged:  # a part of its own writes it (lower.staged_views)
-            return stream_frame(self.spark, self.staged[prefix + item.alias], item.alias, ordered)
+            return stream_frame(self.spark, self.staged[prefix + item.alias], item.alias, ordered, self.joins_streams)
         if relation.view and self.script.view(relation.name).kind == Kind.STREAM:
             return self.view_frame(item, relation, prefix)
         if item.kind == Kind.STREAM:
-            return stream_frame(self.spark, self.specs[prefix + item.alias], item.alias, ordered)
+            return stream_frame(self.spark, self.specs[prefix + item.alias], item.alias, ordered, self.joins_streams)
         if item.temporal:
             join = next(j for j in query.joins if j.right == item.alias)
             tables.check_temporal_key(relation, join)
@@ -329,9 +340,10 @@ def order_delay(query: Query) -> int:
     return sum(getattr(i.window, "size_ms", 0) for i in query.inputs if i.kind == Kind.STREAM)
 
 
-def stream_frame(spark, spec: InputSpec, alias: str, sequence: bool = False):
+def stream_frame(spark, spec: InputSpec, alias: str, sequence: bool = False, joined: bool = True):
     """A staged stream input with its watermark on its engine time, columns flat under `alias`
-    (and, with `sequence`, each row's position in its input: `io.source.SEQUENCE`)."""
+    (and, with `sequence`, each row's position in its input: `io.source.SEQUENCE`); `joined`:
+    Spark's stream-stream join reads it."""
     from pyspark.sql import functions as F
 
     from streamjoin.io.source import staged_stream
@@ -339,10 +351,12 @@ def stream_frame(spark, spec: InputSpec, alias: str, sequence: bool = False):
     df = staged_stream(spark, spec, sequence).withColumn(ET_COLUMN, engine_time(F.col(q(spec.rowtime))))
     # Bound rows must reach the watermark operator, and Spark pushes any filter on them below
     # it. So they go through: no join condition accepts them, and they leave after the joins.
-    # Spark drops a row at or below its watermark, SEMANTICS §1 only a row below the clock (max
-    # rowtime - lateness): one millisecond more keeps a row at the clock itself, on time, which
-    # the stager passes on (a bound T staged as T + lateness likewise lets a row at T follow)
-    df = df.withWatermark(ET_COLUMN, f"{spec.lateness_ms + 1} milliseconds")
+    # Spark's join drops a row at or below its watermark, SEMANTICS §1 only a row below the clock
+    # (max rowtime - lateness): one millisecond more keeps a row at the clock itself, on time,
+    # which the stager passes on (a bound T staged as T + lateness likewise lets a row at T
+    # follow). An aggregation alone drops by window end and closes a bucket once the clock
+    # reaches its end: the clock itself there.
+    df = df.withWatermark(ET_COLUMN, f"{spec.lateness_ms + (1 if joined else 0)} milliseconds")
     names = {c: flat(alias, c) for c in df.columns if c != BOUND}
     return df.select(
         *[F.col(q(c)).alias(n) for c, n in names.items()],
