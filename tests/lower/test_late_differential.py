@@ -11,7 +11,8 @@ join's rows and the late-rows output, on every operator: `auto` (the batch inter
 keyed probe on a live run), Spark's native join and streamjoin's own operator, with the files
 landing one micro-batch at a time (the inputs together or one after the other), and on `auto`
 again with every file there before a bounded run starts: the late rows must be the same however
-the rows were batched.
+the rows were batched. A three-input chain cut after its LEFT join runs too (`auto` only: one
+Spark query per part, the first part's rows staged for the second).
 
 Shapes are drawn from a seed: STREAMJOIN_LATE_SEED, or a fixed base seed and today's date (UTC),
 so that over the days many shapes are tried while a failure names the seed that reproduces it."""
@@ -41,34 +42,38 @@ GRID = 250  # rowtimes are multiples of 250 ms
 
 @dataclass(frozen=True)
 class Shape:
-    join: str  # INNER | LEFT | RIGHT | FULL
-    windows: tuple[int, int]  # RANGE INTERVAL 'w' SECOND PRECEDING of each input (0: CURRENT ROW)
+    joins: tuple[str, ...]  # INNER | LEFT | RIGHT | FULL, left-deep (three inputs: a chain cut after an outer join)
+    windows: tuple[int, ...]  # RANGE INTERVAL 'w' SECOND PRECEDING of each input (0: CURRENT ROW)
     interval: tuple[int, int] | None  # s1.ROWTIME BETWEEN s0.ROWTIME - a AND s0.ROWTIME + b (s)
-    lateness: tuple[int, int]  # each input's declared lateness (s)
-    filtered: tuple[bool, bool]  # each input read through a filtering view
+    lateness: tuple[int, ...]  # each input's declared lateness (s)
+    filtered: tuple[bool, ...]  # each input read through a filtering view
     staggered: bool  # a live run's files land input after input, not both in one micro-batch
     seed: int
 
     @property
     def id(self) -> str:
-        how = f"between{self.interval[0]}.{self.interval[1]}" if self.interval else f"w{self.windows[0]}.{self.windows[1]}"
+        how = f"between{self.interval[0]}.{self.interval[1]}" if self.interval else f"w{'.'.join(map(str, self.windows))}"
         views = "".join("f" if f else "-" for f in self.filtered)
-        return (f"{self.join}_{how}_late{self.lateness[0]}.{self.lateness[1]}_{views}_"
+        return (f"{'-'.join(self.joins)}_{how}_late{'.'.join(map(str, self.lateness))}_{views}_"
                 f"{'staggered' if self.staggered else 'together'}_{self.seed}")
 
 
 def random_shape(seed: int) -> Shape:
     rng = random.Random(seed)
     interval = (rng.randint(0, 2), rng.randint(0, 2)) if rng.random() < 0.4 else None
-    return Shape(rng.choice(("INNER", "LEFT", "RIGHT", "FULL")), (rng.randint(0, 3), rng.randint(0, 3)), interval,
+    return Shape((rng.choice(("INNER", "LEFT", "RIGHT", "FULL")),), (rng.randint(0, 3), rng.randint(0, 3)), interval,
                  (rng.randint(0, 2), rng.randint(0, 2)), (rng.random() < 0.3, rng.random() < 0.3), rng.random() < 0.5, seed)
 
 
 # the base shape: a LEFT join, one input late by 0 s behind a filter, the other by 1 s, staggered
-SHAPES = [Shape("LEFT", (2, 1), None, (0, 1), (True, False), True, BASE_SEED), random_shape(DAILY_SEED)]
+SHAPES = [Shape(("LEFT",), (2, 1), None, (0, 1), (True, False), True, BASE_SEED), random_shape(DAILY_SEED)]
+# a chain cut after its outer join (one Spark query per part, the first part's rows staged for the
+# second with its clock: docs/runtime.md): `run` has no operator to choose
+CHAIN = Shape(("LEFT", "INNER"), (2, 1, 2), None, (1, 0, 2), (False, True, False), True, BASE_SEED + 1)
 CASES_BY_ID = [pytest.param(shape, operator, arrival, id=f"{operator}-{arrival}-{shape.id}")
                for shape in SHAPES
-               for operator, arrival in (("auto", "live"), ("native", "live"), ("custom", "live"), ("auto", "bounded"))]
+               for operator, arrival in (("auto", "live"), ("native", "live"), ("custom", "live"), ("auto", "bounded"))] + [
+    pytest.param(CHAIN, "auto", arrival, id=f"auto-{arrival}-{CHAIN.id}") for arrival in ("live", "bounded")]
 
 
 def generate(rng: random.Random) -> list[list[dict]]:
@@ -108,32 +113,38 @@ def shape_sql(shape: Shape, dirs: list) -> str:
     sql = "".join(f"CREATE STREAM in{i} (id INT, c INT, k INT, v INT) WITH (connector = 'files', format = 'json', "
                   f"path = '{d}', lateness = '{shape.lateness[i]} SECONDS');\n" for i, d in enumerate(dirs))
     names = []
-    for i in range(2):
+    n = len(shape.windows)
+    for i in range(n):
         if shape.filtered[i]:
             sql += f"CREATE VIEW f{i} AS SELECT STREAM id, c, k, v FROM in{i} WHERE v >= 1;\n"
         names.append(f"f{i}" if shape.filtered[i] else f"in{i}")
     items = [f"{names[i]} OVER (RANGE INTERVAL '{shape.windows[i]}' SECOND PRECEDING) AS s{i}"
-             if shape.windows[i] and not shape.interval else f"{names[i]} AS s{i}" for i in range(2)]
-    on = "s0.c = s1.c AND s0.k = s1.k"
-    if shape.interval:
-        on += (f" AND s1.ROWTIME BETWEEN s0.ROWTIME - INTERVAL '{shape.interval[0]}' SECOND "
-               f"AND s0.ROWTIME + INTERVAL '{shape.interval[1]}' SECOND")
-    return sql + (f"SELECT STREAM ROWTIME, COALESCE(s0.c, s1.c) AS c, s0.id AS id0, s1.id AS id1 "
-                  f"FROM {items[0]} {shape.join} JOIN {items[1]} ON {on};")
+             if shape.windows[i] and not shape.interval else f"{names[i]} AS s{i}" for i in range(n)]
+    parts = [items[0]]
+    for i, join in enumerate(shape.joins, start=1):
+        on = f"s0.c = s{i}.c AND s0.k = s{i}.k"
+        if shape.interval:
+            on += (f" AND s1.ROWTIME BETWEEN s0.ROWTIME - INTERVAL '{shape.interval[0]}' SECOND "
+                   f"AND s0.ROWTIME + INTERVAL '{shape.interval[1]}' SECOND")
+        parts.append(f"{join} JOIN {items[i]} ON {on}")
+    ids = ", ".join(f"s{i}.id AS id{i}" for i in range(n))
+    return sql + (f"SELECT STREAM ROWTIME, COALESCE({', '.join(f's{i}.c' for i in range(n))}) AS c, {ids} "
+                  f"FROM {' '.join(parts)};")
 
 
 def expected(shape: Shape, inputs: list[list[list[dict]]]) -> tuple[Counter, list[set[int]]]:
-    """(the join's rows as (rowtime, id0, id1), each input's late ids) by the reference."""
+    """(the join's rows as (rowtime, id0, id1, ...), each input's late ids) by the reference."""
     late = [late_ids(files, shape.lateness[i] * 1000) for i, files in enumerate(inputs)]
     windows = [w * 1000 for w in shape.windows]
     if shape.interval:  # a <= s1 - s0 <= b: s0 present for b, s1 for a (SEMANTICS §8, §4)
         windows = [shape.interval[1] * 1000, shape.interval[0] * 1000]
     streams = [Stream(f"s{i}", [r for rows in files for r in rows if r["id"] not in late[i] and passes(shape, i, r)],
                       windows[i]) for i, files in enumerate(inputs)]
-    step = JoinStep(streams[1], shape.join, lambda combo: combo["s0"] is not None and combo["s0"]["c"] == combo["s1"]["c"]
-                    and combo["s0"]["k"] == combo["s1"]["k"])
-    rows = Counter((interval[0], *(combo[a]["id"] if combo[a] else None for a in ("s0", "s1")))
-                   for combo, interval in join_chain(streams[0], [step]))
+    steps = [JoinStep(streams[i], join, lambda combo, b=f"s{i}": combo["s0"] is not None and combo["s0"]["c"] == combo[b]["c"]
+                      and combo["s0"]["k"] == combo[b]["k"]) for i, join in enumerate(shape.joins, start=1)]
+    aliases = [f"s{i}" for i in range(len(inputs))]
+    rows = Counter((interval[0], *(combo[a]["id"] if combo[a] else None for a in aliases))
+                   for combo, interval in join_chain(streams[0], steps))
     return rows, late
 
 
@@ -159,8 +170,9 @@ def late_output(out, name: str) -> Counter:
 def test_late_rows_are_the_ones_the_reference_finds_late_and_the_rest_join_as_the_reference_joins(
         spark, tmp_path, shape, operator, arrival):
     rng = random.Random(shape.seed)
-    inputs = [generate(rng), generate(rng)]
-    dirs = [tmp_path / f"in{i}" for i in range(2)]
+    n = len(shape.windows)
+    inputs = [generate(rng) for _ in range(n)]
+    dirs = [tmp_path / f"in{i}" for i in range(n)]
     for d in dirs:
         d.mkdir()
     if arrival == "bounded":
@@ -173,7 +185,7 @@ def test_late_rows_are_the_ones_the_reference_finds_late_and_the_rest_join_as_th
     if arrival == "live":
         try:
             for b in range(BATCHES):
-                for i in range(2):
+                for i in range(n):
                     land(dirs[i] / f"{b:03d}.json", inputs[i][b])
                     if shape.staggered:  # this input's file in a micro-batch of its own
                         runner.process_available()
@@ -188,7 +200,7 @@ def test_late_rows_are_the_ones_the_reference_finds_late_and_the_rest_join_as_th
 
     context = f"seed {shape.seed} ({'daily' if shape.seed == DAILY_SEED else 'base'}), SQL:\n{sql}"
     want_rows, want_late = expected(shape, inputs)
-    for i in range(2):
+    for i in range(n):
         got_late = late_output(out, input_name(shape, i))
         assert got_late == Counter(want_late[i]), f"input in{i}: late rows {sorted(got_late.elements())}, " \
             f"the reference's {sorted(want_late[i])}; {context}"
@@ -196,7 +208,7 @@ def test_late_rows_are_the_ones_the_reference_finds_late_and_the_rest_join_as_th
     assert status["late_rows"] == sum(len(s) for s in want_late), context
     rowtimes = [ms(r["rowtime"]) for r in rows]
     assert rowtimes == sorted(rowtimes), f"EMIT FINAL output must come in rowtime order; {context}"
-    got = Counter((ms(r["rowtime"]), r["id0"], r["id1"]) for r in rows)
+    got = Counter((ms(r["rowtime"]), *(r[f"id{i}"] for i in range(n))) for r in rows)
     assert got == want_rows, f"missing {want_rows - got}, extra {got - want_rows}; {context}"
 
 
