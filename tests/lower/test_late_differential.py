@@ -242,3 +242,32 @@ def test_a_row_at_exactly_its_inputs_clock_is_on_time_and_joins_on_every_operato
     # b at 1 s is present until 4 s: a at 1 s and at 2 s meet it; a at 1 s never meets b at 2 s
     assert status["late_rows"] == 0
     assert rows == [(1000, 2, 2), (2000, 1, 1), (2000, 1, 2)]
+
+
+def test_a_row_at_exactly_its_inputs_clock_is_on_time_in_a_chain_cut_after_its_outer_join(spark, tmp_path):
+    """The same in a chain cut after its LEFT join: the first part is Spark's join of a and b."""
+    dirs = [tmp_path / n for n in ("a", "b", "c")]
+    for d in dirs:
+        d.mkdir()
+    sql = "".join(f"CREATE STREAM {d.name} (id INT, k INT) WITH (connector = 'files', format = 'json', path = '{d}', "
+                  "lateness = '1 SECONDS');\n" for d in dirs)
+    window = "OVER (RANGE INTERVAL '3' SECOND PRECEDING)"
+    sql += (f"SELECT STREAM ROWTIME, a.id AS a, b.id AS b, c.id AS c FROM a {window} LEFT JOIN b {window} ON a.k = b.k "
+            f"JOIN c {window} ON a.k = c.k;")
+    runner = start(spark, sql, tmp_path / "run")
+    try:
+        for d in dirs:  # every clock: 2 s - 1 s = 1 s
+            land(d / "1.json", [{"id": 1, "k": 1, "rowtime": 2000}])
+        runner.process_available()
+        for d in (dirs[1], dirs[0], dirs[2]):  # then a row at each input's clock, each in a micro-batch of its own
+            land(d / "2.json", [{"id": 2, "k": 1, "rowtime": 1000}])
+            runner.process_available()
+    except Exception as error:
+        runner.fail(error)
+        raise
+    status = run_to_end(runner)
+    rows = sorted((ms(r["rowtime"]), r["a"], r["b"], r["c"]) for r in read_output(tmp_path / "run" / "out"))
+    # every row is present from its rowtime for 3 s: all of them meet; a composite's rowtime is its latest row's
+    assert status["late_rows"] == 0
+    assert rows == sorted((max(ta, tb, tc), ia, ib, ic) for ia, ta in ((1, 2000), (2, 1000)) for ib, tb in ((1, 2000), (2, 1000))
+                          for ic, tc in ((1, 2000), (2, 1000)))

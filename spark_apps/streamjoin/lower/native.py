@@ -71,8 +71,6 @@ class NativeLowering:
         """(streaming frame of output columns + __rowtime + __et, BucketedJoin or None).
         `bounds`: keep the inputs' bound rows, marked in a column `__bound` (a view read by a
         join: its bounds must reach that join's clock, `view_frame`)."""
-        if self.joins_streams is None:  # the query the lowering was asked for, views within it
-            self.joins_streams = self._joins_streams(query)
         frames = {i.alias: self.input_frame(query, i, prefix) for i in query.inputs}
         joined, bucketed_join = self.join_chain(query, frames, frames[query.inputs[0].alias], query.joins)
         return self.finish(query, frames, joined, bucketed_join, bounds)
@@ -193,6 +191,8 @@ class NativeLowering:
         return frame, bucketed
 
     def input_frame(self, query: Query, item: Input, prefix: str):
+        if self.joins_streams is None:  # the query the lowering was asked for (a cut chain's too), views within it
+            self.joins_streams = self._joins_streams(query)
         relation = self.script.relation(item.relation)
         ordered = bool(query.analytics)  # its rows' order among equal rowtimes (lower.analytic)
         if prefix + item.alias in self.staged:  # a part of its own writes it (lower.staged_views)
