@@ -68,7 +68,7 @@ def lower(spark, script: Script, query: Query, specs: list[InputSpec], checkpoin
                        order=query.order_within)
     from streamjoin.lower.native import NativeLowering, order_delay
 
-    lowering = NativeLowering(spark, script, {s.alias: s for s in specs}, checkpoint, staged)
+    lowering = NativeLowering(spark, script, {s.alias: s for s in specs}, checkpoint, staged, query)
     if cuts(query):
         from streamjoin.lower.cut_chain import lower_cut_chain
 

@@ -40,6 +40,7 @@ from streamjoin.lower.columns import (
     rowtime_of,
 )
 from streamjoin.lower.expressions import spark_sql
+from streamjoin.lower.strategy import stream_view
 from streamjoin.lower.support import start_bounds
 from streamjoin.plan.model import Input, Join, JoinKind, JoinType, Kind, Query, Relation, Script
 
@@ -52,20 +53,14 @@ class NativeLowering:
     its tables were loaded from."""
 
     def __init__(self, spark, script: Script, specs: dict[str, InputSpec], checkpoint: Path,
-                 staged: dict[str, InputSpec] | None = None):
-        """`staged`: inputs (by alias) that an earlier part stages for this query (lower.staged_views)."""
+                 staged: dict[str, InputSpec] | None = None, query: Query | None = None):
+        """`staged`: inputs (by alias) that an earlier part stages for this query (lower.staged_views);
+        `query`: the query it lowers (None: tables only)."""
         self.spark, self.script, self.specs, self.checkpoint = spark, script, specs, checkpoint
         self.staged = staged or {}
         self.snapshots = []
-        self.joins_streams: bool | None = None  # whether Spark's stream-stream join reads the frames
-
-    def _joins_streams(self, query: Query) -> bool:
-        """Whether `query`, or a stream view it reads, joins two streams on Spark's join."""
-        if any(j.kind.stream_stream for j in query.joins):
-            return True
-        views = (self.script.relation(i.relation) for i in query.inputs)
-        return any(self._joins_streams(self.script.view(r.name)) for r in views
-                   if r.view and self.script.view(r.name).kind == Kind.STREAM)
+        # whether Spark's stream-stream join reads the stream frames (their watermark: stream_frame)
+        self.joins_streams = query is not None and joins_streams(script, query)
 
     def query_frame(self, query: Query, prefix: str = "", bounds: bool = False):
         """(streaming frame of output columns + __rowtime + __et, BucketedJoin or None).
@@ -191,8 +186,6 @@ class NativeLowering:
         return frame, bucketed
 
     def input_frame(self, query: Query, item: Input, prefix: str):
-        if self.joins_streams is None:  # the query the lowering was asked for (a cut chain's too), views within it
-            self.joins_streams = self._joins_streams(query)
         relation = self.script.relation(item.relation)
         ordered = bool(query.analytics)  # its rows' order among equal rowtimes (lower.analytic)
         if prefix + item.alias in self.staged:  # a part of its own writes it (lower.staged_views)
@@ -328,6 +321,13 @@ def join_condition(join: Join, query: Query, sides: list[str], before: tuple[str
         parts.append(f"{right} <= {q(START)} + INTERVAL {high} MILLISECONDS")
     parts.extend(or_bound(spark_sql(r), sides) for r in c.residual)
     return " AND ".join(parts) if parts else None
+
+
+def joins_streams(script: Script, query: Query) -> bool:
+    """Whether `query`, or a stream view it reads, joins two streams on Spark's join."""
+    if any(j.kind.stream_stream for j in query.joins):
+        return True
+    return any(joins_streams(script, script.view(i.relation)) for i in query.inputs if stream_view(script, i))
 
 
 def order_delay(query: Query) -> int:

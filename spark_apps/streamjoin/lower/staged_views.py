@@ -81,7 +81,7 @@ def _part(spark, script: Script, view: Query, prefix: str, key: str, mine: list[
 
     from streamjoin.lower.native import NativeLowering, order_delay
 
-    lowering = NativeLowering(spark, script, {s.alias: s for s in mine}, checkpoint, dict(staged))
+    lowering = NativeLowering(spark, script, {s.alias: s for s in mine}, checkpoint, dict(staged), view)
     custom = uses_custom(view)
     specs = {**{s.alias: s for s in mine}, **staged}
     if running_aggregate(view) and (custom or changing_alone(script, view)):  # the groups of a changelog

@@ -388,7 +388,7 @@ def staged_views(script: Script, query: Query, options: LoweringOptions = Loweri
               for a in (*j.left_inputs, j.right)}
     custom = uses_custom(query, options)
     return [StagedView(i.alias, script.view(i.relation)) for i in query.inputs
-            if _stream_view(script, i) and (alone(script.view(i.relation)) or in_order(query) or i.alias in joined and (
+            if stream_view(script, i) and (alone(script.view(i.relation)) or in_order(query) or i.alias in joined and (
                 custom or script.view(i.relation).aggregation is not None))]
 
 
@@ -434,9 +434,10 @@ def promoting_views(script: Script, query: Query) -> list[StagedView]:
     a staged input has); the others run inline in the view (`check_runnable` refuses what would
     need more)."""
     return [StagedView(i.alias, script.view(i.relation)) for i in query.inputs
-            if _stream_view(script, i) and (alone(script.view(i.relation)) or in_order(query))]
+            if stream_view(script, i) and (alone(script.view(i.relation)) or in_order(query))]
 
 
-def _stream_view(script: Script, item: Input) -> bool:
+def stream_view(script: Script, item: Input) -> bool:
+    """Whether the input reads a stream view."""
     relation = script.relation(item.relation)
     return relation.view and item.kind == Kind.STREAM and script.view(relation.name).kind == Kind.STREAM
