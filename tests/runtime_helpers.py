@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -28,8 +29,12 @@ def streamjoin(*args, timeout: float = 600) -> subprocess.CompletedProcess:
 
 
 def write_jsonl(path: Path, rows: list[dict]) -> None:
+    """The rows as a JSON Lines file that lands whole (written aside under a dot name, which no
+    input reads, then renamed): a running query's feeder never reads half of it."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    os.replace(tmp, path)
 
 
 def start(spark, sql: str, workdir: Path, until_idle: bool = False, settings=None) -> Runner:

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from runtime_helpers import ts
+from runtime_helpers import ts, write_jsonl
 from streamjoin.io import retry
 from streamjoin.io.embedded_s3 import EmbeddedS3
 from streamjoin.io.hours import complete_hours, read_hour_arrow
@@ -119,11 +119,7 @@ def emitted(n: int):
 
 
 def write_orders(root: Path, n: int) -> None:
-    path = root / "orders" / f"{n:04d}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}")
-    tmp.write_text(jsonl(batch(n)))
-    os.replace(tmp, path)
+    write_jsonl(root / "orders" / f"{n:04d}.json", batch(n))
 
 
 def sink_outage(run: Run, root: Path, outage_s: float) -> Run:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import pytest
 from reference import JoinStep, Stream, join_chain
-from runtime_helpers import ms, read_output, run_to_end, start, ts
+from runtime_helpers import ms, read_output, run_to_end, start, ts, write_jsonl
 from streamjoin.settings import Settings
 
 pytestmark = [pytest.mark.spark]
@@ -149,10 +149,8 @@ def expected(shape: Shape, inputs: list[list[list[dict]]]) -> tuple[Counter, lis
 
 
 def land(path, rows: list[dict]) -> None:
-    """A whole file at once (written aside, renamed into place): the feeder never reads half of it."""
-    tmp = path.parent / f".{path.name}.tmp"
-    tmp.write_text("".join(json.dumps({**r, "rowtime": ts(r["rowtime"])}) + "\n" for r in rows))
-    os.replace(tmp, path)
+    """The rows (rowtimes in ms) as a file that lands whole."""
+    write_jsonl(path, [{**r, "rowtime": ts(r["rowtime"])} for r in rows])
 
 
 def input_name(shape: Shape, i: int) -> str:
