@@ -90,6 +90,18 @@ def test_under_risingwave_a_source_without_a_watermark_is_ordered_by_arrival():
     assert not compile_sql(sql, "rw.sql").relation("a").arrival_rowtime  # the default profile: a rowtime column
 
 
+def test_under_risingwave_numeric_without_a_precision_keeps_its_fraction_and_elsewhere_has_scale_zero():
+    """`ROUND(AVG(rate)::NUMERIC, 2)` (corpus risingwave/05): PostgreSQL's NUMERIC keeps every digit;
+    read as Spark's DECIMAL(10, 0) it would round 95.81 to 96, silently."""
+    from streamjoin.lower.expressions import spark_sql
+
+    sql = RW_TWO_STREAMS + "CREATE MATERIALIZED VIEW mv AS SELECT ROUND(a.id::NUMERIC, 2) AS x, CAST(a.id AS DECIMAL(5, 1)) AS y FROM a;"
+    risingwave = [spark_sql(o.expression) for o in compile_sql(sql, "rw.sql", dialect="risingwave").final.output]
+    assert risingwave == ["ROUND(CAST(`a__id` AS DECIMAL(38, 18)), 2)", "CAST(`a__id` AS DECIMAL(5, 1))"]
+    standard = [spark_sql(o.expression) for o in compile_sql(sql, "rw.sql", dialect="sqlstream").final.output]
+    assert "CAST(`A__ID` AS DECIMAL)" in standard[0]
+
+
 def test_under_risingwave_an_interval_join_runs_as_everywhere():
     sql = RW_TWO_STREAMS + ("CREATE MATERIALIZED VIEW mv AS SELECT a.id, b.ts FROM a JOIN b ON a.id = b.id "
                             "AND a.ts BETWEEN b.ts - INTERVAL '1' MINUTE AND b.ts;")

@@ -9,7 +9,7 @@ import random
 import numpy as np
 import pandas as pd
 import pytest
-from streamjoin.lower.analytic import _Spec, row_by_row, vectorized
+from streamjoin.lower.analytic import Spec, row_by_row, vectorized
 
 FUNCTIONS = ["COUNT", "SUM", "AVG", "MIN", "MAX", "STDDEV_SAMP", "STDDEV_POP", "VAR_SAMP", "VAR_POP", "FIRST_VALUE",
              "LAST_VALUE", "NTH_VALUE", "LAG"]
@@ -34,7 +34,7 @@ def test_the_vectorized_values_equal_the_row_by_row_ones(function, frame):
         defaults = pd.Series([-1] * count)
         first = rng.randint(0, count - 1)  # the rows before it were retained by earlier micro-batches
         for star in (False, True) if function == "COUNT" else (False,):
-            spec = _Spec(function, star, frame[0], frame[1], 0, rng.randint(1, 3), rng.random() < 0.5, False,
+            spec = Spec(function, star, frame[0], frame[1], 0, rng.randint(1, 3), rng.random() < 0.5, False,
                          function == "LAG", numeric=True, integral=True)
             fast = vectorized(spec, times, argument, defaults if function == "LAG" else None, first)
             slow = row_by_row(spec, times, argument, defaults if function == "LAG" else None, first)

@@ -29,8 +29,6 @@ def kafka_program(path) -> bool:
 PROGRAMS = sorted(p for p in CORPUS.glob("*/*.sql") if kafka_program(p))
 # programs `check` accepts and `run` refuses before reading data, and why (docs/semantics-decisions.md)
 RUN_REFUSES = {
-    # AVG(...) OVER (ORDER BY ts RANGE ...) over a source without a watermark: its rowtime is its arrival
-    "risingwave/05_market_enrichment_interval_joins": "in an OVER window: `run` computes windows in rowtime order",
     "risingwave/07_vitals_alerts_left_join_jdbc_sink": r"SELECT DISTINCT ON \(...\) over a stream",  # a top-1 per key
 }
 

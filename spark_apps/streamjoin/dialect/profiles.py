@@ -46,6 +46,10 @@ class Profile:
     # a stream that declares no time (no WATERMARK, no rowtime option or column) is ordered by
     # arrival: its rowtime is the instant streamjoin reads each row (RisingWave's sources)
     arrival_rowtime: bool = False
+    # DECIMAL / NUMERIC without a precision keeps every digit (PostgreSQL's NUMERIC: RisingWave), so
+    # `x::NUMERIC` is DECIMAL(38, 18), as a declared DECIMAL column is in every profile; elsewhere
+    # the SQL standard's scale 0 (and Spark's DECIMAL(10, 0)) stands
+    unbounded_numeric: bool = False
 
 
 PROFILES = {
@@ -54,7 +58,7 @@ PROFILES = {
         Profile("default", "streamjoin (s-Server, KDA, RisingWave and Lenses joins as SEMANTICS.md reads them)", "lower", CURRENT_ROW),
         Profile("kda", "Amazon Kinesis Data Analytics for SQL", "upper", CURRENT_ROW, slash_comments=True),
         Profile("sqlstream", "SQLstream s-Server", "upper", CURRENT_ROW, slash_comments=True),
-        Profile("risingwave", "RisingWave", "lower", REGULAR, arrival_rowtime=True),
+        Profile("risingwave", "RisingWave", "lower", REGULAR, arrival_rowtime=True, unbounded_numeric=True),
         Profile("lenses", "Lenses SQL", "lower", CURRENT_ROW),
     )
 }
@@ -75,7 +79,13 @@ def fold(statements: list[exp.Expression], chosen: Profile) -> list[exp.Expressi
     """The statements with every unquoted name folded as the profile folds it, once. Lower-case
     folding is what the analyzer does by itself (`plan.scope.ident_name`); upper-case folding
     writes each unquoted name in upper case, quoted. `ROWTIME`, however spelt, stays the rowtime
-    keyword. Option keys (WITH (...)) and SET names are not names of the program's data."""
+    keyword. Option keys (WITH (...)) and SET names are not names of the program's data. Where
+    the profile's NUMERIC is unbounded, DECIMAL / NUMERIC without a precision reads DECIMAL(38, 18)."""
+    if chosen.unbounded_numeric:
+        for statement in statements:
+            for node in list(statement.find_all(exp.DataType)):
+                if node.this == exp.DataType.Type.DECIMAL and not node.expressions:
+                    node.replace(exp.DataType.build("DECIMAL(38, 18)"))
     if chosen.fold != "upper":
         return statements
     for statement in statements:

@@ -75,7 +75,7 @@ def lower(spark, script: Script, query: Query, specs: list[InputSpec], checkpoin
         return lower_cut_chain(lowering, query, specs)
     frame, bucketed = lowering.query_frame(query)
     frame = frame.drop(ET_COLUMN)
-    if running_aggregate(query):  # a changelog of its groups (lower.running)
+    if running_aggregate(query) or query.changing_analytics():  # a changelog (lower.running, lower.analytic_changes)
         from pyspark.sql import functions as F
 
         if forced_append(script, query):

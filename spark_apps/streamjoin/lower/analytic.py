@@ -39,11 +39,11 @@ def column_of(n: int) -> str:
     return f"__analytic_{n}"
 
 
-def _argument(n: int) -> str:
+def argument_of(n: int) -> str:
     return f"__an_arg_{n}"
 
 
-def _default(n: int) -> str:
+def default_of(n: int) -> str:
     return f"__an_default_{n}"
 
 
@@ -60,7 +60,7 @@ def with_values(expression: exp.Expression, query: Query) -> exp.Expression:
 
 
 @dataclass(frozen=True)
-class _Spec:
+class Spec:
     """What the pandas side needs of one Analytic (picklable, no sqlglot)."""
 
     function: str
@@ -92,17 +92,20 @@ def analytic_problem(query: Query) -> str | None:
     if query.aggregation is not None or query.distinct is not None:
         what = "GROUP BY" if query.aggregation is not None else "DISTINCT"
         return f"aggregates OVER windows of rows and {what} in one query are not supported by `run` yet: put one in a view"
+    if len({key(a.ordered_by) if a.ordered_by is not None else None for a in query.analytics}) > 1:
+        return ("OVER windows in different orders in one query are not supported by `run` yet: "
+                "one ORDER BY per query (a view each)")
     if any(a.partition_by != query.analytics[0].partition_by for a in query.analytics):
         return ("OVER windows with different PARTITION BY in one query are not supported by `run` yet: "
                 "one partitioning per query (a view each)")
     return None
 
 
-def _spec(a: Analytic, argument) -> _Spec:
+def _spec(a: Analytic, argument) -> Spec:
     from pyspark.sql.types import FloatType, IntegralType
 
     scale = 1000 if a.frame == "range" else 1
-    return _Spec(a.function, a.argument is None, a.frame, a.size * scale, a.lag * scale, a.offset, a.from_last,
+    return Spec(a.function, a.argument is None, a.frame, a.size * scale, a.lag * scale, a.offset, a.from_last,
                  a.ignore_nulls, a.default is not None, isinstance(argument, IntegralType | FloatType),
                  isinstance(argument, IntegralType))
 
@@ -114,12 +117,29 @@ def add_analytics(frame, query: Query, alias: str):
     from pyspark.sql.streaming.state import GroupStateTimeout
     from pyspark.sql.types import BinaryType, StructField, StructType
 
+    frame, keys, kept, specs, fields = prepared(frame, query, alias)
+    out = StructType([*frame.schema.fields, *fields])
+    compute = Compute(specs, tuple(kept), tuple(out.names))
+    state = StructType([StructField("rows", BinaryType())])
+    computed = frame.groupBy(*keys).applyInPandasWithState(compute, out, state, "append", GroupStateTimeout.NoTimeout)
+    # engine time is thousands of years on (io.instants): past what pandas holds, so it goes as micros
+    engine = et(alias)
+    return computed.drop(*kept, *keys).withColumn(engine, F.timestamp_micros(F.col(engine)))
+
+
+def prepared(frame, query: Query, alias: str):
+    """(`frame` with what the pandas side reads: TIME, SEQ, each analytic's argument and default,
+    the partition's columns, engine time in micros; the partition's columns; the columns only the
+    pandas side reads; each analytic's `Spec`; each analytic's value field)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StructField
+
     analytics = query.analytics
     frame = frame.withColumn(TIME, F.unix_micros(F.col(ROWTIME_COLUMN))).withColumn(SEQ, F.col(flat(alias, SEQUENCE)))
     for n, a in enumerate(analytics):
-        frame = frame.withColumn(_argument(n), F.expr(spark_sql(a.argument)) if a.argument is not None else F.lit(None))
+        frame = frame.withColumn(argument_of(n), F.expr(spark_sql(a.argument)) if a.argument is not None else F.lit(None))
         if a.default is not None:
-            frame = frame.withColumn(_default(n), F.expr(spark_sql(a.default)))
+            frame = frame.withColumn(default_of(n), F.expr(spark_sql(a.default)))
     engine = et(alias)
     frame = frame.withColumn(engine, F.unix_micros(F.col(engine)))
     partition = analytics[0].partition_by
@@ -127,20 +147,15 @@ def add_analytics(frame, query: Query, alias: str):
     for k, name in enumerate(keys):
         frame = frame.withColumn(name, F.expr(spark_sql(partition[k])) if partition else F.lit(0))
     types = {f.name: f.dataType for f in frame.schema.fields}
-    out = StructType(
-        [*frame.schema.fields, *[StructField(column_of(n), _type(a, types[_argument(n)])) for n, a in enumerate(analytics)]]
-    )
+    fields = [StructField(column_of(n), _type(a, types[argument_of(n)])) for n, a in enumerate(analytics)]
     kept = [
         TIME,
         SEQ,
-        *[_argument(n) for n in range(len(analytics))],
-        *[_default(n) for n, a in enumerate(analytics) if a.default is not None],
+        *[argument_of(n) for n in range(len(analytics))],
+        *[default_of(n) for n, a in enumerate(analytics) if a.default is not None],
     ]
-    compute = Compute(tuple(_spec(a, types[_argument(n)]) for n, a in enumerate(analytics)), tuple(kept), tuple(out.names))
-    state = StructType([StructField("rows", BinaryType())])
-    computed = frame.groupBy(*keys).applyInPandasWithState(compute, out, state, "append", GroupStateTimeout.NoTimeout)
-    # engine time is thousands of years on (io.instants): past what pandas holds, so it goes as micros
-    return computed.drop(*kept, *keys).withColumn(engine, F.timestamp_micros(F.col(engine)))
+    specs = tuple(_spec(a, types[argument_of(n)]) for n, a in enumerate(analytics))
+    return frame, keys, kept, specs, fields
 
 
 def _type(a: Analytic, argument):
@@ -162,7 +177,7 @@ def _type(a: Analytic, argument):
 class Compute:
     """The function `applyInPandasWithState` calls for each partition with rows or a timeout."""
 
-    def __init__(self, specs: tuple[_Spec, ...], kept: tuple[str, ...], names: tuple[str, ...]):
+    def __init__(self, specs: tuple[Spec, ...], kept: tuple[str, ...], names: tuple[str, ...]):
         self.specs, self.kept, self.names = specs, kept, names
 
     def __call__(self, _key, frames, state):
@@ -178,13 +193,13 @@ class Compute:
             rows, first = pd.concat([old, rows], ignore_index=True), len(old)
         times = rows[TIME].to_numpy(dtype="int64")
         for n, spec in enumerate(self.specs):
-            new[column_of(n)] = values(spec, times, rows[_argument(n)], rows.get(_default(n)), first)
+            new[column_of(n)] = values(spec, times, rows[argument_of(n)], rows.get(default_of(n)), first)
         keep = min((retained_from(spec, times) for spec in self.specs), default=len(rows))
         state.update((pickle.dumps(rows.iloc[keep:].reset_index(drop=True), protocol=pickle.HIGHEST_PROTOCOL),))
         yield new[list(self.names)]
 
 
-def retained_from(spec: _Spec, times) -> int:
+def retained_from(spec: Spec, times) -> int:
     """The first row (of `times`, in order) a row still to come can have in its frame."""
     import numpy as np
 
@@ -202,7 +217,7 @@ def retained_from(spec: _Spec, times) -> int:
     return 0
 
 
-def values(spec: _Spec, times, argument, defaults, first: int) -> list:
+def values(spec: Spec, times, argument, defaults, first: int) -> list:
     """The analytic's value for each row from `first` on, over the rows before it in its frame."""
     fast = vectorized(spec, times, argument, defaults, first)
     return fast if fast is not None else row_by_row(spec, times, argument, defaults, first)
@@ -212,7 +227,7 @@ _ROLLING = {"SUM": "sum", "AVG": "mean", "MIN": "min", "MAX": "max", "STDDEV_SAM
             "VAR_SAMP": "var", "VAR_POP": "var"}
 
 
-def vectorized(spec: _Spec, times, argument, defaults, first: int) -> list | None:
+def vectorized(spec: Spec, times, argument, defaults, first: int) -> list | None:
     """`values` for a frame that ends at its row, by numpy (positions, counts) and pandas' rolling
     windows (which end at the row too: a later row of its rowtime is not in it); None where only
     `row_by_row` computes it (IGNORE NULLS, a frame that ends before its row, a RANGE of 0, an
@@ -263,7 +278,7 @@ def vectorized(spec: _Spec, times, argument, defaults, first: int) -> list | Non
     return [None if v != v else (int(round(v)) if whole else float(v)) for v in result]
 
 
-def row_by_row(spec: _Spec, times, argument, defaults, first: int) -> list:
+def row_by_row(spec: Spec, times, argument, defaults, first: int) -> list:
     """`values` one row at a time, each over its frame's rows (any frame, any column)."""
     import numpy as np
 
@@ -277,11 +292,11 @@ def row_by_row(spec: _Spec, times, argument, defaults, first: int) -> list:
         else:
             start, end = (max(0, i - spec.size) if spec.frame == "rows" else 0), i
         default = defaults.iloc[i] if defaults is not None else None
-        out.append(_value(spec, data, present, start, end, i, default))
+        out.append(frame_value(spec, data, present, start, end, i, default))
     return out
 
 
-def _value(spec: _Spec, data, present, start: int, end: int, i: int, default):
+def frame_value(spec: Spec, data, present, start: int, end: int, i: int, default):
     f = spec.function
     if f == "LAG":
         if spec.ignore_nulls:

@@ -133,7 +133,13 @@ def _analytics(q: Query) -> list[str]:
         frame = {"range": f"the rows of the last {format_ms(a.size)}" + (f" to {format_ms(a.lag)} before it" if a.lag else ""),
                  "rows": f"the row and the {a.size} before it",
                  "unbounded": "every earlier row"}[a.frame]
+        if a.ordered_by is not None:
+            frame = ("every row up to it" if a.frame == "unbounded" else frame) + f" in {sql(a.ordered_by)}'s order, its peers included"
         lines.append(f"    {a.function}: {frame}, {partition}" + (f"; `run` refuses it: {a.problem}" if a.problem else ""))
+    if q.changing_analytics():
+        lines.append("    ordered by a column that is not the rowtime: a changelog (a row that comes out of that order "
+                     "changes the values of rows already written: -D of each, +I of its new values); "
+                     "state: every row of each partition, for as long as the query runs (grows without bound)")
     return lines
 
 

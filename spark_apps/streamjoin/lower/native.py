@@ -40,6 +40,7 @@ from streamjoin.lower.columns import (
     rowtime_of,
 )
 from streamjoin.lower.expressions import spark_sql
+from streamjoin.lower.lowered import OP
 from streamjoin.lower.strategy import stream_view
 from streamjoin.lower.support import start_bounds
 from streamjoin.plan.model import Input, Join, JoinKind, JoinType, Kind, Query, Relation, Script
@@ -158,12 +159,20 @@ class NativeLowering:
             return aggregate(joined, query, et(streams[0])), None
         joined = joined.withColumn(ROWTIME_COLUMN, rowtime_column(query, streams))
         outputs = [c.expression for c in query.output]
-        if query.analytics:  # aggregates OVER windows of rows: one stream's rows (lower.support)
-            from streamjoin.lower.analytic import add_analytics, with_values
+        selected = []
+        if query.changing_analytics():  # OVER windows in another column's order: a changelog
+            from streamjoin.lower.analytic_changes import add_changing_analytics
+
+            joined, selected = add_changing_analytics(joined, query, streams[0]), [F.col(OP)]
+        elif query.analytics:  # aggregates OVER windows of rows: one stream's rows (lower.support)
+            from streamjoin.lower.analytic import add_analytics
 
             joined = add_analytics(joined, query, streams[0])
+        if query.analytics:
+            from streamjoin.lower.analytic import with_values
+
             outputs = [with_values(e, query) for e in outputs]
-        selected = [F.expr(spark_sql(e)).alias(c.name) for e, c in zip(outputs, query.output, strict=True)]
+        selected += [F.expr(spark_sql(e)).alias(c.name) for e, c in zip(outputs, query.output, strict=True)]
         if keep_bounds:
             selected.append(F.expr(any_bound(streams) if streams else "false").alias(VIEW_BOUND))
         return joined.select(*selected, F.col(ROWTIME_COLUMN), event_time(query, streams).alias(ET_COLUMN)), None

@@ -230,7 +230,10 @@ class Analytic:
     """An aggregate OVER a window of rows in a select list (s-Server's and KDA's windowed
     aggregates, RisingWave's OVER windows): one value for each row, over the rows of the row's
     partition in its frame that came up to and including it, in rowtime order (rows sharing a
-    rowtime: the earlier ones only, docs/semantics-decisions.md)."""
+    rowtime: the earlier ones only, docs/semantics-decisions.md). Ordered by a column that is not
+    the rowtime (`ordered_by`, RisingWave's general OVER window over a source in arrival order):
+    over every row so far in that column's order, peers included, so a row that comes out of order
+    changes the values of rows written before it: the query writes a changelog."""
 
     expression: exp.Expression  # the OVER (...) as it stands in the output (qualified)
     function: str  # COUNT SUM AVG MIN MAX STDDEV_SAMP STDDEV_POP VAR_SAMP VAR_POP FIRST_VALUE LAST_VALUE NTH_VALUE LAG
@@ -244,6 +247,7 @@ class Analytic:
     ignore_nulls: bool = False
     default: exp.Expression | None = None  # LAG's third argument
     problem: str | None = None  # why `run` cannot compute it; None: it can
+    ordered_by: exp.Expression | None = None  # ORDER BY a column that is not the rowtime (ascending)
 
 
 @dataclass(frozen=True)
@@ -295,14 +299,22 @@ class Query:
         """The aliases of the stream inputs, in FROM order."""
         return [i.alias for i in self.inputs if i.kind == Kind.STREAM]
 
+    def changing_analytics(self) -> bool:
+        """Its OVER windows are ordered by a column that is not the rowtime: their values change as
+        rows come out of that order, and the query writes a changelog (`Analytic.ordered_by`)."""
+        return any(a.ordered_by is not None for a in self.analytics)
+
     def changelog_key(self) -> tuple[str, ...] | None:
         """A running aggregate (GROUP BY without a time bucket over streams) changes its groups' rows as
         rows come: a view of one is a table fed by its changes, keyed by its groups. Each key's output
         column, else `__k{i}` (its i-th GROUP BY key, which `lower.staged_views` writes beside the
         output), `__k_all` for the one group of no keys. A view of regular joins changes too (an outer
         one's NULL-extended rows, a changing table's updates), and its rows have no key: ROWS, then
-        the columns a withdrawal is matched by. None: neither."""
+        the columns a withdrawal is matched by; so has a view whose OVER windows change their rows'
+        values (`changing_analytics`). None: neither."""
         agg = self.aggregation
+        if self.kind == Kind.STREAM and agg is None and self.changing_analytics():
+            return (ROWS, *(o.name for o in self.output))
         if (self.kind == Kind.STREAM and agg is None and self.emit == Emit.CHANGES and self.joins
                 and all(j.kind == JoinKind.REGULAR for j in self.joins)):
             return (ROWS, *(o.name for o in self.output))  # regular joins' rows: no key, each row by its values

@@ -78,7 +78,7 @@ def _analytic(node: exp.Window, named: dict[str, exp.Window], qualify, where) ->
         for p in partition:
             if isinstance(p, exp.Anonymous) and p.name.upper() == "SESSION":
                 raise _Problem("a session window (PARTITION BY SESSION ...) OVER an aggregate is not computed by `run`")
-        _order(spec.args.get("order"), qualify)
+        ordered_by = _order(spec.args.get("order"), qualify)
         frame, size, lag = _frame(spec.args.get("spec"), where)
         offset, default, from_last = _arguments(call, function)
         return Analytic(
@@ -93,6 +93,7 @@ def _analytic(node: exp.Window, named: dict[str, exp.Window], qualify, where) ->
             from_last=from_last,
             ignore_nulls=ignore_nulls,
             default=default,
+            ordered_by=ordered_by,
         )
     except _Problem as problem:
         return Analytic(**{**base.__dict__, "problem": str(problem)})
@@ -117,18 +118,24 @@ def _definition(node: exp.Window, named: dict[str, exp.Window]) -> exp.Window:
     return node
 
 
-def _order(order, qualify) -> None:
-    """No ORDER BY (rowtime order), or ORDER BY the input's rowtime ascending."""
+def _order(order, qualify) -> exp.Expression | None:
+    """No ORDER BY or ORDER BY the input's rowtime ascending (rowtime order: None), or ORDER BY one
+    other column ascending (returned: the values change as rows come out of its order)."""
     if order is None:
-        return
+        return None
     keys = order.expressions
     key = keys[0] if len(keys) == 1 else None
-    if key is None or key.args.get("desc") or not is_rowtime(qualify(key.this)):
+    if key is None or key.args.get("desc"):
         raise _Problem(
-            f"ORDER BY {order.sql(dialect='postgres')[len('ORDER BY ') :]} in an OVER window: `run` computes "
-            "windows in rowtime order (ORDER BY the rowtime, or no ORDER BY; RisingWave: a source's "
-            "WATERMARK FOR column makes that column its rowtime)"
+            f"ORDER BY {order.sql(dialect='postgres')[len('ORDER BY ') :]} in an OVER window: `run` orders "
+            "a window by one column, ascending (the rowtime, or another column: a changelog)"
         )
+    column = qualify(key.this)
+    if is_rowtime(column):
+        return None
+    if not isinstance(column, exp.Column):
+        raise _Problem(f"ORDER BY {key.this.sql(dialect='postgres')} in an OVER window: `run` orders a window by a column")
+    return column
 
 
 def _frame(spec, where) -> tuple[str, int, int]:
