@@ -1,6 +1,7 @@
 """SELECT DISTINCT, DISTINCT ON and UNION ALL (corpus risingwave/07): planned as written, run where
-`run` can give their meaning (DISTINCT over tables), refused by name where it cannot yet (over a
-stream), never silently read as a plain SELECT (which wrote the duplicates a DISTINCT removes)."""
+`run` can give their meaning (DISTINCT over tables, UNION ALL of streams), refused by name where it
+cannot yet (DISTINCT over a stream), never silently read as a plain SELECT (which wrote the
+duplicates a DISTINCT removes)."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ def test_distinct_and_distinct_on_are_in_the_plan_and_run_refuses_them_over_a_st
             Pipeline.from_sql(sql, "d.sql")
 
 
-def test_a_union_all_is_a_view_of_its_branches_named_by_the_first_and_run_refuses_it():
+def test_a_union_all_is_a_view_of_its_branches_named_by_the_first_each_branch_an_input():
     sql = STREAMS + """CREATE VIEW both_sides AS SELECT STREAM k, v AS x FROM a UNION ALL SELECT STREAM k, w FROM b;
 SELECT STREAM k, x FROM both_sides;"""
     script = compile_sql(sql, "u.sql")
@@ -33,8 +34,8 @@ SELECT STREAM k, x FROM both_sides;"""
     assert union.union_of == ("both_sides__1", "both_sides__2")
     assert [c.name for c in union.output] == ["k", "x"]
     assert [c.name for c in script.view("both_sides__2").output] == ["k", "w"]
-    with pytest.raises(Unsupported, match="the UNION ALL of both_sides__1, both_sides__2 is not run yet"):
-        Pipeline.from_sql(sql, "u.sql")
+    assert [i.relation for i in union.inputs] == ["both_sides__1", "both_sides__2"]  # each branch staged and run
+    Pipeline.from_sql(sql, "u.sql")  # runs since 2026-11-29 (tests/lower/test_union_all.py)
 
 
 @pytest.mark.parametrize(("query", "message", "where"), [

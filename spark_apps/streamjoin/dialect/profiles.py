@@ -80,12 +80,12 @@ def fold(statements: list[exp.Expression], chosen: Profile) -> list[exp.Expressi
     folding is what the analyzer does by itself (`plan.scope.ident_name`); upper-case folding
     writes each unquoted name in upper case, quoted. `ROWTIME`, however spelt, stays the rowtime
     keyword. Option keys (WITH (...)) and SET names are not names of the program's data. Where
-    the profile's NUMERIC is unbounded, DECIMAL / NUMERIC without a precision reads DECIMAL(38, 18)."""
+    the profile's NUMERIC is unbounded, a cast to DECIMAL / NUMERIC without a precision is to DECIMAL(38, 18)."""
     if chosen.unbounded_numeric:
         for statement in statements:
-            for node in list(statement.find_all(exp.DataType)):
-                if node.this == exp.DataType.Type.DECIMAL and not node.expressions:
-                    node.replace(exp.DataType.build("DECIMAL(38, 18)"))
+            for cast in list(statement.find_all(exp.Cast)):  # (a declared column is DECIMAL(38, 18) already: io.types)
+                if cast.to.this == exp.DataType.Type.DECIMAL and not cast.to.expressions:
+                    cast.set("to", exp.DataType.build("DECIMAL(38, 18)"))
     if chosen.fold != "upper":
         return statements
     for statement in statements:

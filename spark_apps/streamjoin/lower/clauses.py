@@ -22,8 +22,11 @@ def clauses_not_run(ctx) -> str | None:
         return (f"{q.unrun[0]}: `run` does not carry it out yet, and refuses the query rather than write the rows it would "
                 "remove or reorder; filter or order in a view or downstream instead")
     if q.union_of:
-        return (f"the UNION ALL of {', '.join(q.union_of)} is not run yet: run each branch as a query of its own "
-                "(CREATE SINK ... AS each), into one sink")
+        from streamjoin.lower.union import union_problem
+
+        problem = union_problem(ctx.script, q)
+        if problem:
+            return problem
     if q.order_within and ctx.top:
         return _ordered_output(ctx)
     return None

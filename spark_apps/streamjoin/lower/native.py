@@ -68,6 +68,14 @@ class NativeLowering:
         `bounds`: keep the inputs' bound rows, marked in a column `__bound` (a view read by a
         join: its bounds must reach that join's clock, `view_frame`)."""
         frames = {i.alias: self.input_frame(query, i, prefix) for i in query.inputs}
+        if query.union_of:  # its branches' rows, merged (lower.union): then one stream, the first branch's
+            from dataclasses import replace
+
+            from streamjoin.lower.union import union_all
+
+            merged = union_all(self.script, query, frames)
+            query = replace(query, inputs=query.inputs[:1])
+            frames = {query.inputs[0].alias: merged}
         joined, bucketed_join = self.join_chain(query, frames, frames[query.inputs[0].alias], query.joins)
         return self.finish(query, frames, joined, bucketed_join, bounds)
 

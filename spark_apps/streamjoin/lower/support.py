@@ -58,7 +58,7 @@ def check_runnable(script: Script, query: Query, options: LoweringOptions = Lowe
 
 def check_query(ctx: Context) -> None:
     rules = CUSTOM_RULES if uses_custom(ctx.query, ctx.options) else NATIVE_RULES
-    for _, rule in (("changing tables in regular joins", changing_outside_regular), ("DISTINCT, UNION ALL", clauses_not_run),
+    for _, rule in (("DISTINCT, UNION ALL", clauses_not_run), ("changing tables in regular joins", changing_outside_regular),
                     *rules):
         message = rule(ctx)
         if message:

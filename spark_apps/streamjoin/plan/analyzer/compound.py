@@ -57,4 +57,10 @@ def union_view(analyzer, name: str, union: exp.Union) -> Query:
                             "first", branch, "select the same columns, in order, in every branch")
     first = analyzer.view_plan(names[0])
     select = exp.select(*[exp.column(c.name, table=names[0]) for c in first.output]).from_(names[0])
-    return replace(analyzer.query(select, name), union_of=tuple(names))
+    plan = analyzer.query(select, name)
+    # every branch is an input (the first is the FROM): what walks a query's inputs (its streams to
+    # stage, its views to run, what `run` refuses in them) walks each branch; lower.union merges them
+    head = plan.inputs[0]
+    more = tuple(replace(head, alias=n, relation=n, columns=tuple(c.name for c in analyzer.relations[n].columns))
+                 for n in names[1:])
+    return replace(plan, union_of=tuple(names), inputs=(head, *more))

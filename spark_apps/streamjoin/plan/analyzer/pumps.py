@@ -160,7 +160,16 @@ class Application:
         self.analyzer.outputs.append(name)
 
     def named_as_declared(self, select: exp.Expression, insert: exp.Insert, stream: Relation, pump: exp.Create):
-        """The pump's SELECT with each column named as the stream declares it, in order."""
+        """The pump's SELECT with each column named as the stream declares it, in order (of a
+        UNION ALL, its first branch's: the first branch names the union's columns)."""
+        if isinstance(select, exp.Union):
+            select = select.copy()
+            first = select
+            while isinstance(first.this, exp.Union):
+                first = first.this
+            branch = first.this.unnest() if isinstance(first.this, exp.Subquery) else first.this
+            first.set("this", self.named_as_declared(branch, insert, stream, pump))
+            return select
         if not isinstance(select, exp.Select) or any(isinstance(p, exp.Star) or (isinstance(p, exp.Column) and p.is_star)
                                                      for p in select.expressions):
             return select

@@ -279,6 +279,12 @@ class Analyzer:
     def query(self, select: exp.Expression, name: str, sink: str | None = None) -> Query:
         if isinstance(select, exp.Subquery):
             select = select.unnest()
+        if isinstance(select, exp.Union) and not isinstance(select, exp.Intersect | exp.Except):
+            # a UNION ALL as the query itself: a view of it (plan.analyzer.compound), read whole
+            self.view(f"{name}__union", select, select)
+            relation = self.relations[f"{name}__union"]
+            select = exp.select(*[exp.column(c.name, quoted=True) for c in relation.columns
+                                  if not (relation.implicit_rowtime and c.name == relation.rowtime)]).from_(f"{name}__union")
         if not isinstance(select, exp.Select):
             self.where.fail(f"unsupported query form: {select.key.upper()}", select, "write a single SELECT")
         if select.args.get("laterals"):
