@@ -70,10 +70,16 @@ SHAPES = [Shape(("LEFT",), (2, 1), None, (0, 1), (True, False), True, BASE_SEED)
 # a chain cut after its outer join (one Spark query per part, the first part's rows staged for the
 # second with its clock: docs/runtime.md): `run` has no operator to choose
 CHAIN = Shape(("LEFT", "INNER"), (2, 1, 2), None, (1, 0, 2), (False, True, False), True, BASE_SEED + 1)
-CASES_BY_ID = [pytest.param(shape, operator, arrival, id=f"{operator}-{arrival}-{shape.id}")
+# in make test-long (make test's time, 2026-11-29): the daily shape on the two operators `auto` does not
+# choose for a live two-stream join, and the live chain (its clock at a row's own rowtime has a
+# regression test of its own below; the bounded chain stays)
+LONG = {(SHAPES[1].id, "native", "live"), (SHAPES[1].id, "custom", "live"), (CHAIN.id, "auto", "live")}
+CASES_BY_ID = [pytest.param(shape, operator, arrival, id=f"{operator}-{arrival}-{shape.id}",
+                            marks=[pytest.mark.long] if (shape.id, operator, arrival) in LONG else [])
                for shape in SHAPES
                for operator, arrival in (("auto", "live"), ("native", "live"), ("custom", "live"), ("auto", "bounded"))] + [
-    pytest.param(CHAIN, "auto", arrival, id=f"auto-{arrival}-{CHAIN.id}") for arrival in ("live", "bounded")]
+    pytest.param(CHAIN, "auto", arrival, id=f"auto-{arrival}-{CHAIN.id}",
+                 marks=[pytest.mark.long] if (CHAIN.id, "auto", arrival) in LONG else []) for arrival in ("live", "bounded")]
 
 
 def generate(rng: random.Random) -> list[list[dict]]:

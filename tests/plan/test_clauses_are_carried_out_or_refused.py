@@ -15,15 +15,13 @@ CREATE STREAM b (k INT, w INT) WITH (path = '/tmp/b');
 """
 
 
-def test_distinct_and_distinct_on_are_in_the_plan_and_run_refuses_them_over_a_stream():
-    plain = compile_sql(STREAMS + "SELECT STREAM DISTINCT k FROM a;", "d.sql")
-    assert plain.queries[-1].distinct == ()
+def test_distinct_is_a_grouping_by_every_output_column_and_run_refuses_distinct_on_over_a_stream():
+    plain = compile_sql(STREAMS + "SELECT STREAM DISTINCT k, v * 2 AS w FROM a;", "d.sql").queries[-1]
+    assert plain.distinct is None and [k.sql() for k in plain.aggregation.keys] == ["a.k", "a.v * 2"]
     on = compile_sql(STREAMS + "SELECT STREAM DISTINCT ON (a.k) a.k, a.v FROM a;", "d.sql")
     assert [e.sql() for e in on.queries[-1].distinct] == ["a.k"]
-    for sql, said in ((STREAMS + "SELECT STREAM DISTINCT k FROM a;", "SELECT DISTINCT over a stream is not run yet"),
-                      (STREAMS + "SELECT STREAM DISTINCT ON (k) k, v FROM a;", r"SELECT DISTINCT ON \(...\) over a stream")):
-        with pytest.raises(Unsupported, match=said):
-            Pipeline.from_sql(sql, "d.sql")
+    with pytest.raises(Unsupported, match=r"SELECT DISTINCT ON \(...\) over a stream"):
+        Pipeline.from_sql(STREAMS + "SELECT STREAM DISTINCT ON (k) k, v FROM a;", "d.sql")
 
 
 def test_a_union_all_is_a_view_of_its_branches_named_by_the_first_each_branch_an_input():

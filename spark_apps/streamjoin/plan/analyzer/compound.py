@@ -64,3 +64,29 @@ def union_view(analyzer, name: str, union: exp.Union) -> Query:
     more = tuple(replace(head, alias=n, relation=n, columns=tuple(c.name for c in analyzer.relations[n].columns))
                  for n in names[1:])
     return replace(plan, union_of=tuple(names), inputs=(head, *more))
+
+
+def union_read(analyzer, name: str, union: exp.Union) -> exp.Select:
+    """A query that is itself a UNION ALL (a final query, a pump's or a sink's): the union as a
+    view of its own (`name__union`), and the SELECT that reads it whole."""
+    view = f"{name}__union"
+    analyzer.view(view, union, union)
+    relation = analyzer.relations[view]
+    return exp.select(*[exp.column(c.name, quoted=True) for c in relation.columns
+                        if not (relation.implicit_rowtime and c.name == relation.rowtime)]).from_(view)
+
+
+def distinct_as_groups(select: exp.Select) -> exp.Select:
+    """`SELECT [STREAM] DISTINCT a, b FROM ...` as `... GROUP BY a, b`: SQL's DISTINCT is a grouping
+    by every output column (Calcite's, hence s-Server's and KDA's, streaming DISTINCT groups so; over
+    a RisingWave source it is a running aggregate whose group's row comes once). The select as it
+    is where it holds DISTINCT ON, GROUP BY, `*` or an aggregate or window function."""
+    node = select.args.get("distinct")
+    if node is None or node.args.get("on") is not None or select.args.get("group") is not None:
+        return select
+    if any(e.is_star or e.find(exp.AggFunc, exp.Window) is not None for e in select.expressions):
+        return select
+    select = select.copy()
+    select.set("distinct", None)
+    select.set("group", exp.Group(expressions=[e.unalias().copy() for e in select.expressions]))
+    return select

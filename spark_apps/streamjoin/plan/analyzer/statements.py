@@ -18,7 +18,7 @@ import streamjoin.plan.analyzer.dml as dml
 from streamjoin.dialect import directives, parse_script
 from streamjoin.dialect.profiles import DEFAULT, Profile, fold
 from streamjoin.errors import SqlError
-from streamjoin.plan.analyzer.compound import passed_through, union_view
+from streamjoin.plan.analyzer.compound import distinct_as_groups, passed_through, union_read, union_view
 from streamjoin.plan.analyzer.foreign import as_declaration, options_of
 from streamjoin.plan.analyzer.pumps import Application, is_pump
 from streamjoin.plan.analyzer.query import QueryAnalysis
@@ -279,18 +279,14 @@ class Analyzer:
     def query(self, select: exp.Expression, name: str, sink: str | None = None) -> Query:
         if isinstance(select, exp.Subquery):
             select = select.unnest()
-        if isinstance(select, exp.Union) and not isinstance(select, exp.Intersect | exp.Except):
-            # a UNION ALL as the query itself: a view of it (plan.analyzer.compound), read whole
-            self.view(f"{name}__union", select, select)
-            relation = self.relations[f"{name}__union"]
-            select = exp.select(*[exp.column(c.name, quoted=True) for c in relation.columns
-                                  if not (relation.implicit_rowtime and c.name == relation.rowtime)]).from_(f"{name}__union")
+        if isinstance(select, exp.Union):  # the query itself a UNION ALL: a view of it, read whole
+            select = union_read(self, name, select)
         if not isinstance(select, exp.Select):
             self.where.fail(f"unsupported query form: {select.key.upper()}", select, "write a single SELECT")
         if select.args.get("laterals"):
             self.where.fail("LATERAL is not supported: it flattens a column of each row, it joins no other input",
                             select.args["laterals"][0], "select the array column itself")
-        select = self.parts_as_views(select)
+        select = self.parts_as_views(distinct_as_groups(select))
         from_ = select.args.get("from_")
         if from_ is None:
             self.where.fail("a query needs a FROM clause", select, "SELECT STREAM ... FROM stream")
