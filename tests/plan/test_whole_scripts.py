@@ -144,6 +144,25 @@ def test_insert_values_seeds_a_table_and_is_refused_for_a_stream_or_a_non_litera
         compile_sql(ddl + "INSERT INTO t VALUES (1 + 1, 'a');\nSELECT STREAM k FROM s;", "q.sql")
 
 
+def test_a_seed_row_that_leaves_a_column_out_holds_its_default():
+    """Corpus risingwave/07's limits table: `INSERT INTO limits (limit_id, resident_id) VALUES ...`
+    into columns declared `DEFAULT 45`, ... (before 2026-11-29 they were NULL, and every comparison
+    with them silently false)."""
+    import json
+
+    ddl = ("CREATE TABLE t (id INT PRIMARY KEY, low INT DEFAULT 45, spo2 DECIMAL DEFAULT 92.00, who VARCHAR DEFAULT 'nurse', "
+           "at TIMESTAMPTZ DEFAULT CURRENT_TIMESTAMP(), note VARCHAR, odd INT DEFAULT 1 + 1);\n"
+           "CREATE STREAM s (id INT) WITH (connector = 'files', path = '/s');\n")
+    query = "SELECT STREAM s.id, t.low FROM s JOIN t ON s.id = t.id;"
+    script = compile_sql(ddl + "INSERT INTO t (id, note, odd) VALUES (1, 'x', 3);\n" + query, "d.sql", dialect="risingwave")
+    [row] = json.loads(dict(script.relation("t").options)["rows"])
+    assert {k: row[k] for k in ("id", "low", "spo2", "who", "note", "odd")} == {
+        "id": 1, "low": 45, "spo2": 92.0, "who": "nurse", "note": "x", "odd": 3}
+    assert int(row["at"][:4]) >= 2026 and row["at"][4] == "-"  # the time the file was read
+    with pytest.raises(SqlError, match=r"d.sql:3:13: error: INSERT INTO leaves out column 'odd', whose DEFAULT 1 \+ 1"):
+        compile_sql(ddl + "INSERT INTO t (id) VALUES (1);\n" + query, "d.sql", dialect="risingwave")
+
+
 def test_a_view_column_list_names_the_views_columns_in_order():
     script = compile_sql(DDL + 'CREATE OR REPLACE VIEW v ("dummy", "rowno") AS SELECT STREAM 1, k FROM l;\nSELECT STREAM * FROM v;')
     assert [c.name for c in script.final.output] == ["dummy", "rowno"]

@@ -1,5 +1,5 @@
 """What `run` refuses that `check` reads (lower.support's first rules): clauses it does not carry
-out yet (DISTINCT over a stream, UNION ALL, ORDER BY, LIMIT, QUALIFY), changing tables read
+out yet (DISTINCT ON over a stream, a UNION ALL it cannot merge, ORDER BY, LIMIT, QUALIFY), changing tables read
 other than by a regular join, and what a query over tables only (one batch) cannot hold.
 `ctx`: lower.support.Context."""
 
@@ -11,7 +11,8 @@ from streamjoin.plan.model import JoinKind, Kind, Query, Script
 
 
 def clauses_not_run(ctx) -> str | None:
-    """SELECT DISTINCT over a stream, UNION ALL views and HAVING / ORDER BY / LIMIT / QUALIFY are planned
+    """SELECT DISTINCT ON over a stream (a plain DISTINCT is a GROUP BY: plan.analyzer.compound), UNION ALL
+    views whose branches `run` cannot merge (lower.union) and HAVING / ORDER BY / LIMIT / QUALIFY are planned
     (`check`, `explain`), not run yet."""
     q = ctx.query
     if q.distinct is not None:

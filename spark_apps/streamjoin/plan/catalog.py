@@ -84,7 +84,9 @@ def _declared(schema) -> tuple[list[Column], list[str], exp.WatermarkColumnConst
     for item in schema.expressions if isinstance(schema, exp.Schema) else []:
         if isinstance(item, exp.ColumnDef):
             col = ident_name(item.this)
-            columns.append(Column(col, item.args["kind"].sql("risingwave") if item.args.get("kind") else "UNKNOWN"))
+            default = next((c.kind.this for c in item.constraints if isinstance(c.kind, exp.DefaultColumnConstraint)), None)
+            columns.append(Column(col, item.args["kind"].sql("risingwave") if item.args.get("kind") else "UNKNOWN",
+                                  default.sql() if default is not None else None))
             if any(isinstance(c.kind, exp.PrimaryKeyColumnConstraint) for c in item.constraints):
                 primary_key.append(col)
         elif isinstance(item, exp.WatermarkColumnConstraint):

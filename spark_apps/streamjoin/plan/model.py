@@ -87,6 +87,9 @@ def sql(expression: exp.Expression | None) -> str | None:
 class Column:
     name: str
     type: str
+    # a table column's DEFAULT, as SQL (`125`, `'nurse'`, `CURRENT_TIMESTAMP()`): what a seed row
+    # (INSERT INTO t (columns) VALUES ...) that does not list the column holds (plan.analyzer.dml)
+    default: str | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)

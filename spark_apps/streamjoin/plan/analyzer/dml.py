@@ -98,9 +98,34 @@ def seed_rows(analyzer, st: exp.Insert | exp.Update | exp.Delete) -> None:
         if len(values) != len(columns):
             analyzer.where.fail(f"a row of {len(values)} values for {len(columns)} columns ({', '.join(columns)})", row,
                             "give one value per column, in order")
-        rows.append({c: literal_value(v, analyzer.where) for c, v in zip(columns, values, strict=True)})
+        row = {c: literal_value(v, analyzer.where) for c, v in zip(columns, values, strict=True)}
+        for column in relation.columns:  # a column the INSERT does not list: its DEFAULT, else NULL
+            if column.name not in row:
+                row[column.name] = default_value(column, st, analyzer.where)
+        rows.append(row)
     options = {**dict(relation.options), "connector": "values", "rows": json.dumps(rows, default=str)}
     analyzer.relations[name] = replace(relation, options=tuple(sorted(options.items())))
+
+
+def default_value(column, st: exp.Insert, where: Located):
+    """A column's DEFAULT for a seed row that does not list it: a literal, or the current time
+    (CURRENT_TIMESTAMP, NOW(): the instant the file is read, as an INSERT run then would); NULL
+    without one. Any other DEFAULT is refused at the INSERT, naming it, rather than read as NULL."""
+    import datetime as dt
+
+    from sqlglot import parse_one
+
+    if column.default is None:
+        return None
+    node = parse_one(column.default)
+    if isinstance(node, exp.CurrentTimestamp | exp.CurrentDate) or (isinstance(node, exp.Anonymous) and node.name.upper() == "NOW"):
+        now = dt.datetime.now(dt.UTC)
+        return now.date().isoformat() if isinstance(node, exp.CurrentDate) else now.strftime("%Y-%m-%d %H:%M:%S.%f")
+    try:
+        return literal_value(node, where)
+    except Exception:  # noqa: BLE001 - where.fail raises SqlError at the default's own (reparsed) text: say it at the INSERT
+        where.fail(f"INSERT INTO leaves out column '{column.name}', whose DEFAULT {column.default} is not a literal "
+                   "or the current time", st, f"list '{column.name}' and give its value")
 
 
 def literal_value(node: exp.Expression, where: Located):
