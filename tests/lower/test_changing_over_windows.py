@@ -11,6 +11,7 @@ import math
 import random
 from collections import Counter
 
+import pytest
 from test_regular_joins import _run_in_three_parts, fold_by
 
 START = dt.datetime(2026, 11, 29, 9, 0, 0)
@@ -104,3 +105,33 @@ def test_an_over_window_view_in_another_columns_order_is_read_as_a_table_that_ch
     assert status["rejected_rows"] == 0, status
     assert want, "the shape joins nothing: pick another seed"
     assert fold_by(rows, ("pair", "ts", "mean_rate", "score")) == want, rows
+
+
+def test_rows_frames_count_rows_not_peers_and_lag_ignore_nulls_follows_a_row_that_comes_before(spark, tmp_path):
+    """ROWS UNBOUNDED PRECEDING ends at the row itself (a peer after it is not in it); LAG(x) IGNORE
+    NULLS of rows after NULLs changes when a non-NULL row comes out of order before them."""
+    sql = f"""CREATE SOURCE s (k INT, o INT, x INT) WITH (connector = 'files', path = '{tmp_path}/s') FORMAT PLAIN ENCODE JSON;
+CREATE MATERIALIZED VIEW v AS SELECT k, o, x,
+  COUNT(*) OVER (PARTITION BY k ORDER BY o ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS n,
+  LAG(x) IGNORE NULLS OVER (PARTITION BY k ORDER BY o) AS before_x
+FROM s;"""
+    first = [{"k": 1, "o": 1, "x": 10}, {"k": 1, "o": 3, "x": None}, {"k": 1, "o": 4, "x": None}, {"k": 1, "o": 5, "x": 50}]
+    later = [{"k": 1, "o": 2, "x": 20}, {"k": 1, "o": 5, "x": 51}]
+    rows, _ = _run_in_three_parts(spark, tmp_path, sql, [{"s": first}, {"s": later}, {"s": []}], "risingwave")
+    got = fold_by(rows, ("o", "x", "n", "before_x"))
+    # in o's order (equal o in arrival order): 1(10) 2(20) 3(NULL) 4(NULL) 5(50) 5(51)
+    assert got == Counter({(1, 10, 1, None): 1, (2, 20, 2, 10): 1, (3, None, 3, 20): 1, (4, None, 4, 20): 1,
+                           (5, 50, 5, 20): 1, (5, 51, 6, 50): 1}), rows
+
+
+def test_a_changelog_of_over_windows_into_a_sink_that_appends_is_refused_and_emit_changes_keeps_one_op():
+    from streamjoin.errors import Unsupported
+    from streamjoin.runtime.pipeline import Pipeline
+
+    source = "CREATE SOURCE s (k INT, o INT, x INT) WITH (connector = 'files', path = '/tmp/s') FORMAT PLAIN ENCODE JSON;\n"
+    query = "SELECT k, SUM(x) OVER (PARTITION BY k ORDER BY o) AS total FROM s"
+    sink = "CREATE SINK out WITH (connector = 's3', path = 's3://bucket/out', format = 'delta');\n"
+    with pytest.raises(Unsupported, match="writes a changelog .* into sink 'out', which appends"):
+        Pipeline.from_sql(source + sink + f"INSERT INTO out {query};", "s.sql", dialect="risingwave")
+    changes = Pipeline.from_sql(source + f"{query} EMIT CHANGES;", "s.sql", dialect="risingwave")
+    assert changes.query.changing_analytics()

@@ -103,3 +103,13 @@ def test_a_union_all_of_a_branch_whose_rows_change_is_refused_naming_the_branch(
 SELECT STREAM k, v FROM u;"""
     with pytest.raises(Unsupported, match="branch 'u__2' writes a changelog"):
         Pipeline.from_sql(sql, "u.sql", dialect="risingwave")
+
+
+def test_a_branch_that_selects_its_rowtime_where_the_first_names_a_column_keeps_every_row(spark, tmp_path):
+    """The first branch's rowtime is implicit, the second selects ROWTIME as a column: by position it
+    fills `t`, and it is the union's rowtime too (a review found the second branch's rows dropped)."""
+    _write(tmp_path, "a", 0, [{"k": 1, "v": 5, "ms": 1000}, {"k": 2, "v": 1, "ms": 3000}])
+    _write(tmp_path, "b", 0, [{"k": 3, "w": 2.5, "ms": 2000}])
+    sql = STREAMS.format(d=tmp_path) + "SELECT STREAM k, ROWTIME AS t FROM a UNION ALL SELECT STREAM k, ROWTIME FROM b;"
+    run_to_end(start(spark, sql, tmp_path, until_idle=True))
+    assert [(r["k"], r["t"]) for r in read_output(tmp_path / "out")] == [(1, ts(1000)), (3, ts(2000)), (2, ts(3000))]

@@ -82,7 +82,7 @@ def lower(spark, script: Script, query: Query, specs: list[InputSpec], checkpoin
             frame = frame.where(F.col(OP) == "+I").drop(OP)
         else:
             columns.insert(0, OP)
-    if query.emit == Emit.CHANGES:  # stream-table joins decide each row at once: a changelog of inserts
+    if query.emit == Emit.CHANGES and OP not in columns:  # stream-table joins decide each row at once: a changelog of inserts
         from pyspark.sql import functions as F
 
         frame = frame.select(F.lit("+I").alias(OP), "*")

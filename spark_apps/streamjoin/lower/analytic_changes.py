@@ -54,6 +54,9 @@ def add_changing_analytics(frame, query: Query, alias: str):
     elif isinstance(kind, DateType):
         value = (F.unix_date(column).cast("double") * 86_400_000_000)
     elif isinstance(kind, NumericType):
+        if any(a.frame == "range" for a in query.analytics):  # an INTERVAL off a number: PostgreSQL refuses it too
+            raise Unsupported(f"ORDER BY {order.sql(dialect='postgres')} in an OVER window with a RANGE of time: the "
+                              "column is a number, not a time (order by a timestamp, or count ROWS)")
         value = column.cast("double")
     else:
         raise Unsupported(f"ORDER BY {order.sql(dialect='postgres')} in an OVER window: `run` orders a window by a time "
@@ -128,7 +131,9 @@ def reached(spec: Spec, times, fresh):
     import numpy as np
 
     positions = np.arange(len(times))
-    if spec.function == "LAG":
+    if spec.function == "LAG" and spec.ignore_nulls:  # the offset counts non-NULL rows: any later row may move
+        hits = (positions >= fresh.min()).astype(int)
+    elif spec.function == "LAG":
         hits = np.searchsorted(fresh, positions, "right") - np.searchsorted(fresh, positions - spec.offset, "left")
     elif spec.frame == "range":
         arrived = np.sort(times[fresh])

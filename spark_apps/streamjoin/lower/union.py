@@ -32,19 +32,29 @@ def union_all(script: Script, query: Query, frames: dict):
     head = query.inputs[0].alias
     base = frames[head]
     types = {f.name: f.dataType for f in base.schema.fields}
-    first = [c.name for c in script.relation(query.inputs[0].relation).columns]
+    first = script.relation(query.inputs[0].relation)
     merged = base
     for item in query.inputs[1:]:
         frame = frames[item.alias]
-        names = [c.name for c in script.relation(item.relation).columns]
-        renamed = {flat(item.alias, mine): flat(head, theirs) for mine, theirs in zip(names, first, strict=False)}
-        renamed |= {et(item.alias): et(head), bound_column(item.alias): bound_column(head)}
+        branch = script.relation(item.relation)
+        # by position over the columns each branch selects (an implicit rowtime is not one of them:
+        # plan.analyzer.compound counts them so), and each branch's rowtime to the union's
+        pairs = [(flat(head, theirs), flat(item.alias, mine))
+                 for mine, theirs in zip(_selected(branch), _selected(first), strict=True)]
+        pairs += [(flat(head, first.rowtime), flat(item.alias, branch.rowtime)),
+                  (et(head), et(item.alias)), (bound_column(head), bound_column(item.alias))]
+        sources = dict(reversed(pairs))  # target -> source; a selected column wins over the rowtime's own
         prefix = flat(item.alias, "")
-        columns = {}
-        for c in frame.columns:
-            target = renamed.get(c) or (flat(head, c[len(prefix):]) if c.startswith(prefix) else c)
-            columns.setdefault(target, F.col(q(c)))
+        for c in frame.columns:  # the inputs' own columns a staged or inline branch brings, by name
+            target = flat(head, c[len(prefix):]) if c.startswith(prefix) else c
+            sources.setdefault(target, c)
         # Spark widens each column to the branches' common type (an INT and a DOUBLE: DOUBLE), as SQL does
         merged = merged.union(frame.select(*[
-            (columns[c] if c in columns else F.lit(None).cast(types[c])).alias(c) for c in base.columns]))
+            (F.col(q(sources[c])) if sources.get(c) in frame.columns else F.lit(None).cast(types[c])).alias(c)
+            for c in base.columns]))
     return merged
+
+
+def _selected(relation) -> list[str]:
+    """A branch view's columns as its SELECT lists them (not its implicit rowtime)."""
+    return [c.name for c in relation.columns if not (relation.implicit_rowtime and c.name == relation.rowtime)]

@@ -34,6 +34,9 @@ FUNCTIONS: dict[type, str] = {
 }
 
 
+ALL_ROWS = 2**62  # a ROWS frame of every earlier row (in another column's order: peers after the row left out)
+
+
 class _Problem(Exception):
     pass
 
@@ -80,6 +83,9 @@ def _analytic(node: exp.Window, named: dict[str, exp.Window], qualify, where) ->
                 raise _Problem("a session window (PARTITION BY SESSION ...) OVER an aggregate is not computed by `run`")
         ordered_by = _order(spec.args.get("order"), qualify)
         frame, size, lag = _frame(spec.args.get("spec"), where)
+        if ordered_by is not None and frame == "unbounded" and spec.args.get("spec") is not None \
+                and spec.args["spec"].text("kind").upper() == "ROWS":
+            frame, size = "rows", ALL_ROWS  # ROWS UNBOUNDED PRECEDING: up to the row itself, not its peers
         offset, default, from_last = _arguments(call, function)
         return Analytic(
             expression=node,
