@@ -135,10 +135,8 @@ def start_bounds(join, before: list[str], query: Query) -> tuple[int, int] | Non
 def _analytic_window(ctx: Context) -> str | None:
     from streamjoin.lower.analytic import analytic_problem
 
-    if problem := analytic_problem(ctx.query):
-        return problem
-    sink = sink_spec(ctx.script, ctx.query) if ctx.top and ctx.query.changing_analytics() else None
-    return _changelog_sink(ctx, sink, True) if sink is not None else None  # (its rows change: lower.analytic_changes)
+    sink = sink_spec(ctx.script, ctx.query) if ctx.top and ctx.query.changing_analytics() else None  # (a changelog)
+    return analytic_problem(ctx.query) or (_changelog_sink(ctx, sink, True) if sink is not None else None)
 
 
 def _emit_mode(ctx: Context) -> str | None:
