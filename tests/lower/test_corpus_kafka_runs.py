@@ -15,7 +15,7 @@ from kafka_helpers import produce, read_topic
 from streamjoin.plan import compile_sql
 from streamjoin.plan.model import Kind
 from streamjoin.runtime.pipeline import Pipeline
-from test_corpus_runs import CORPUS, _header_ok, generate, inputs_of
+from test_corpus_runs import CORPUS, _header_ok, assert_columns, assert_finished, generate, inputs_of
 
 
 def kafka_program(path) -> bool:
@@ -73,9 +73,7 @@ def test_a_corpus_program_that_reads_kafka_runs_on_the_broker_and_writes_its_col
         pipeline = Pipeline.from_sql(sql, path.name)
         out = tmp_path / "out"
         statuses = pipeline.run(spark, tmp_path / "checkpoint", str(out), until_idle=True)
-        for name, status in statuses.items():
-            assert status["state"] == "finished" and not status.get("error"), (name, status)
-            assert not status.get("rejected_rows"), (name, status)
+        assert_finished(statuses)
         read = sum(i.get("rows_read", 0) + i.get("late_rows", 0) for s in statuses.values()
                    for i in (s.get("inputs") or {}).values())
         assert read >= total, (read, total, statuses)  # every record generated was read (views may read one twice)
@@ -84,6 +82,4 @@ def test_a_corpus_program_that_reads_kafka_runs_on_the_broker_and_writes_its_col
             rows = [value for _, value, _ in read_topic(broker.servers, target.removeprefix("kafka://").split("?")[0])]
         else:
             rows = [json.loads(line) for part in sorted(out.rglob("part-*.jsonl")) for line in part.read_text().splitlines()]
-    columns = {c.name for q in pipeline.script.runs for c in q.output}
-    for row in rows:
-        assert set(row) - {"rowtime", "stream", "ROWTIME", "op"} <= columns | {c.lower() for c in columns}, (row, columns)
+    assert_columns(rows, pipeline)

@@ -167,19 +167,35 @@ def test_a_corpus_program_runs_on_generated_input_and_writes_its_columns(spark, 
     for where, folder in sorted(folders.items(), key=lambda kv: -len(kv[0])):
         sql = sql.replace(f"'{where}'", f"'{folder}'")
     pipeline = Pipeline.from_sql(sql, path.name)
-    out = tmp_path / "out"
-    statuses = pipeline.run(spark, tmp_path / "checkpoint", str(out), until_idle=True)
-    for name, status in statuses.items():
-        assert status["state"] == "finished" and not status.get("error"), (name, status)
-        assert not status.get("rejected_rows"), (name, status)
-    rows = [json.loads(line) for part in sorted(out.rglob("part-*.jsonl")) for line in part.read_text().splitlines()]
-    columns = {c.name for q in pipeline.script.runs for c in q.output}
-    for row in rows:
-        assert set(row) - {"rowtime", "stream", "ROWTIME", "op"} <= columns | {c.lower() for c in columns}, (row, columns)
+    rows = run_whole(spark, tmp_path, pipeline)
     expected = reference_rows(pipeline.script, generated)
     if expected is not None:
         compared, want = expected
         assert Counter(tuple(row.get(c) for c in compared) for row in rows) == want, (compared, rows)
+
+
+def assert_finished(statuses: dict) -> None:
+    """Every part of a corpus program's run finished, without an error or a rejected row."""
+    for name, status in statuses.items():
+        assert status["state"] == "finished" and not status.get("error"), (name, status)
+        assert not status.get("rejected_rows"), (name, status)
+
+
+def assert_columns(rows: list[dict], pipeline) -> None:
+    """Each row holds only columns the program writes (and the rowtime, stream and op keys)."""
+    columns = {c.name for q in pipeline.script.runs for c in q.output}
+    for row in rows:
+        assert set(row) - {"rowtime", "stream", "ROWTIME", "op"} <= columns | {c.lower() for c in columns}, (row, columns)
+
+
+def run_whole(spark, tmp_path, pipeline) -> list[dict]:
+    """The program run to the end of its input into tmp_path/out: its rows (JSON Lines), checked
+    by `assert_finished` and `assert_columns`."""
+    out = tmp_path / "out"
+    assert_finished(pipeline.run(spark, tmp_path / "checkpoint", str(out), until_idle=True))
+    rows = [json.loads(line) for part in sorted(out.rglob("part-*.jsonl")) for line in part.read_text().splitlines()]
+    assert_columns(rows, pipeline)
+    return rows
 
 
 _PLAIN = ("INT", "BIGINT", "SMALLINT", "TINYINT", "INTEGER", "VARCHAR", "CHAR", "TEXT", "STRING", "BOOLEAN",

@@ -6,7 +6,6 @@ with its reason pinned here."""
 
 from __future__ import annotations
 
-import json
 import random
 import re
 
@@ -14,7 +13,7 @@ import pytest
 from streamjoin.plan import compile_sql
 from streamjoin.runtime.pipeline import Pipeline
 from test_corpus_kafka_runs import kafka_program
-from test_corpus_runs import CORPUS, _header_ok, inputs_of, runnable, value_of
+from test_corpus_runs import CORPUS, _header_ok, inputs_of, run_whole, runnable, value_of
 
 pytestmark = [pytest.mark.spark]
 
@@ -85,14 +84,5 @@ def test_a_corpus_program_runs_on_generated_seed_rows_and_writes_its_columns(spa
         with pytest.raises(Unsupported, match=re.escape(refused)):
             Pipeline.from_sql(sql, path.name)
         return
-    pipeline = Pipeline.from_sql(sql, path.name)
-    out = tmp_path / "out"
-    statuses = pipeline.run(spark, tmp_path / "checkpoint", str(out), until_idle=True)
-    for name, status in statuses.items():
-        assert status["state"] == "finished" and not status.get("error"), (name, status)
-        assert not status.get("rejected_rows"), (name, status)
-    rows = [json.loads(line) for part in sorted(out.rglob("part-*.jsonl")) for line in part.read_text().splitlines()]
-    columns = {c.name for q in pipeline.script.runs for c in q.output}
+    rows = run_whole(spark, tmp_path, Pipeline.from_sql(sql, path.name))
     assert rows, "generated seed rows give the program rows to write"
-    for row in rows:
-        assert set(row) - {"rowtime", "stream", "ROWTIME", "op"} <= columns | {c.lower() for c in columns}, (row, columns)
