@@ -89,8 +89,11 @@ class ScriptStatements:
             return self._parse_foreign("SERVER", replace)
         if self._match_text_seq("FOREIGN", "STREAM") or self._match_text_seq("FOREIGN", "TABLE"):
             return self._parse_foreign(f"FOREIGN {self._prev.text.upper()}", replace)
+        materialized = bool(self._curr) and self._curr.text.upper() == "MATERIALIZED"
         if self._match(TokenType.VIEW) or self._match_text_seq("MATERIALIZED", "VIEW"):
-            return self._parse_view(replace)
+            view = self._parse_view(replace)
+            view.meta["materialized"] = materialized  # RisingWave keeps it up to date: `run` writes it (plan.analyzer.outputs)
+            return view
         if self._match(TokenType.FUNCTION) or self._match_text_seq("JAR"):  # s-Server UDXs: read, refused later
             kind = self._prev.text.upper()
             parts = [self._parse_id_var(any_token=True)]

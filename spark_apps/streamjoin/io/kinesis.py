@@ -91,6 +91,7 @@ class KinesisSource(RowtimeMerge):
         self.start = options.get("start", "trim_horizon")
         self.start_us = options.get("start_timestamp_us")
         self.idle_ms = options.get("idle_ms", 10_000)
+        self.fills = options.get("fills") or {}  # RisingWave's INCLUDE columns: {column: key | partition | offset | timestamp | payload}
         self.parse = parse
         self.client = client(storage)
         self.parts: dict[str, _Shard] = {}
@@ -175,11 +176,11 @@ class KinesisSource(RowtimeMerge):
 
         where = f"kinesis://{self.stream}/{shard.id}"
         try:
-            return (self.parse([r["Data"] for r in records], _fills(records), where),
+            return (self.parse([r["Data"] for r in records], self._fills(records, shard.id), where),
                     [r["SequenceNumber"] for r in records])
         except (ValueError, pa.ArrowException) as error:
             if self.on_error == "dead_letter":
-                return self._parse_each(where, records)
+                return self._parse_each(where, records, shard.id)
             for r in records:
                 try:
                     if not isinstance(json.loads(r["Data"]), dict):
@@ -190,7 +191,16 @@ class KinesisSource(RowtimeMerge):
             reason = str(error).splitlines()[0] if str(error) else type(error).__name__
             raise ValueError(reason if reason.startswith(where) else f"{where}: {reason}") from None
 
-    def _parse_each(self, where: str, records: list) -> tuple[pa.Table, list[str]]:
+    def _fills(self, records: list, shard: str) -> dict:
+        """The columns the records' metadata fill (io.staging's parse): their arrival instant (µs),
+        and the INCLUDE columns (RisingWave's key, partition, offset, timestamp, payload)."""
+        arrived = [int(r["ApproximateArrivalTimestamp"].timestamp() * 1_000_000) for r in records]
+        fills = {ARRIVED: arrived, ARRIVAL: arrived}
+        for column, what in self.fills.items():
+            fills[column] = [_metadata(r, what, shard, t) for r, t in zip(records, arrived, strict=True)]
+        return fills
+
+    def _parse_each(self, where: str, records: list, shard: str = "") -> tuple[pa.Table, list[str]]:
         """The records that read, one at a time; each other one becomes a dead letter naming its
         shard and sequence number (io/rejects.py's record, `sequence` for `line`)."""
         from streamjoin.io.rejects import dead_letter
@@ -198,12 +208,12 @@ class KinesisSource(RowtimeMerge):
         tables, kept = [], []
         for r in records:
             try:
-                tables.append(self.parse([r["Data"]], _fills([r]), where))
+                tables.append(self.parse([r["Data"]], self._fills([r], shard), where))
                 kept.append(r)
             except (ValueError, pa.ArrowException) as error:
                 reason = (str(error).splitlines()[0] if str(error) else type(error).__name__).removeprefix(f"{where}: ")
                 self.rejected.append(dead_letter(None, where, None, r["Data"], reason, sequence=r["SequenceNumber"]))
-        table = pa.concat_tables(tables) if tables else self.parse([], _fills([]), where)
+        table = pa.concat_tables(tables) if tables else self.parse([], self._fills([], shard), where)
         return table, [r["SequenceNumber"] for r in kept]
 
     def _read(self, shard: _Shard, first_start_us: int) -> tuple[list, bool]:
@@ -261,10 +271,20 @@ class KinesisSource(RowtimeMerge):
         raise AssertionError("unreachable")
 
 
-def _fills(records: list) -> dict:
-    """The columns the records' metadata fill (io.staging's parse): their arrival instant (µs)."""
-    arrived = [int(r["ApproximateArrivalTimestamp"].timestamp() * 1_000_000) for r in records]
-    return {ARRIVED: arrived, ARRIVAL: arrived}
+def _metadata(record: dict, what: str, shard: str, arrived_us: int):
+    """One INCLUDE column's value: the partition key (RisingWave's `key`, bytes), the shard, the
+    sequence number, the arrival instant, or the record's data as text (`payload`)."""
+    if what == "key":
+        return record["PartitionKey"]
+    if what == "partition":
+        return shard
+    if what == "offset":
+        return record["SequenceNumber"]
+    if what == "timestamp":
+        return arrived_us
+    if what == "payload":
+        return bytes(record["Data"]).decode("utf-8", errors="replace")
+    return None
 
 
 # ---------------------------------------------------------------------- producing (demos, tests)

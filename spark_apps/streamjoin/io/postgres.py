@@ -131,30 +131,32 @@ def _select_expr(col, dtype: pa.DataType):
     """The SQL expression casting `col` to the PostgreSQL type that reads back as `dtype`."""
     from psycopg2 import sql
 
+    return sql.SQL("({})::" + _pg_type(dtype)).format(col)
+
+
+def _pg_type(dtype: pa.DataType) -> str:
     t = pa.types
     if t.is_string(dtype) or t.is_large_string(dtype) or t.is_string_view(dtype):
-        pg = "text"
-    elif t.is_boolean(dtype):
-        pg = "boolean"
-    elif t.is_integer(dtype):
-        width = dtype.bit_width
+        return "text"
+    if t.is_boolean(dtype):
+        return "boolean"
+    if t.is_integer(dtype):
         if t.is_signed_integer(dtype):
-            pg = {8: "smallint", 16: "smallint", 32: "integer", 64: "bigint"}[width]
-        else:
-            pg = "bigint" if width < 64 else "numeric(20, 0)"
-    elif t.is_float32(dtype):
-        pg = "real"
-    elif t.is_float64(dtype):
-        pg = "double precision"
-    elif t.is_decimal(dtype):
-        pg = f"numeric({dtype.precision}, {dtype.scale})"
-    elif t.is_date(dtype):
-        pg = "date"
-    elif t.is_timestamp(dtype):
-        pg = "timestamptz"
-    else:
-        raise ValueError(f"Arrow type {dtype} is not supported by the PostgreSQL reader")
-    return sql.SQL("({})::" + pg).format(col)
+            return {8: "smallint", 16: "smallint", 32: "integer", 64: "bigint"}[dtype.bit_width]
+        return "bigint" if dtype.bit_width < 64 else "numeric(20, 0)"
+    if t.is_float32(dtype):
+        return "real"
+    if t.is_float64(dtype):
+        return "double precision"
+    if t.is_decimal(dtype):
+        return f"numeric({dtype.precision}, {dtype.scale})"
+    if t.is_date(dtype):
+        return "date"
+    if t.is_timestamp(dtype):
+        return "timestamptz"
+    if t.is_list(dtype) or t.is_large_list(dtype):  # an ARRAY column (double precision[])
+        return _pg_type(dtype.value_type) + "[]"
+    raise ValueError(f"Arrow type {dtype} is not supported by the PostgreSQL reader")
 
 
 def _arrow_to_spark(dtype: pa.DataType) -> str:
@@ -171,6 +173,8 @@ def _arrow_to_spark(dtype: pa.DataType) -> str:
         return f"DECIMAL({dtype.precision},{dtype.scale})"
     if t.is_timestamp(dtype):
         return "TIMESTAMP" if dtype.tz else "TIMESTAMP_NTZ"
+    if t.is_list(dtype) or t.is_large_list(dtype):
+        return f"ARRAY<{_arrow_to_spark(dtype.value_type)}>"
     raise ValueError(f"Arrow type {dtype} has no Spark equivalent in the PostgreSQL reader")
 
 

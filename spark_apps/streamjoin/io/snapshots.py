@@ -49,11 +49,22 @@ def root_path(root: str) -> str:
 def content_hash(table: pa.Table) -> str:
     """Order-independent: the same rows in any order hash the same."""
     if table.num_rows:
-        table = table.sort_by([(c, "ascending") for c in table.column_names])
+        import json
+
+        import pyarrow.compute as pc
+
+        keys = pa.table({c: _sortable(table.column(c), json) for c in table.column_names})  # nested values by their JSON text
+        table = table.take(pc.sort_indices(keys, [(c, "ascending") for c in keys.column_names]))
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, table.schema) as writer:
         writer.write_table(table)
     return hashlib.sha256(sink.getvalue().to_pybytes()).hexdigest()
+
+
+def _sortable(column: pa.ChunkedArray, json) -> pa.ChunkedArray | pa.Array:
+    if pa.types.is_nested(column.type):
+        return pa.array([json.dumps(v, sort_keys=True, default=str) for v in column.to_pylist()], pa.string())
+    return column
 
 
 def versions(root: str) -> list[int]:

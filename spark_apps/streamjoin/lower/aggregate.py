@@ -13,7 +13,7 @@ from streamjoin.lower.expressions import spark_sql
 from streamjoin.plan.model import Aggregation, Query, sql
 from streamjoin.plan.windows import UNIT_MS
 
-AGGREGATES = (exp.Count, exp.Sum, exp.Min, exp.Max, exp.Avg)
+AGGREGATES = (exp.Count, exp.Sum, exp.Min, exp.Max, exp.Avg, exp.WithinGroup)  # WITHIN GROUP: PERCENTILE_DISC / _CONT
 BUCKET, BUCKET_END = "__bucket", "__bucket_end"
 _BOUND_GROUP, _BOUNDS = "__bound_group", "__bounds"
 

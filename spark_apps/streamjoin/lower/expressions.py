@@ -25,13 +25,26 @@ def spark_sql(expression: exp.Expression) -> str:
             continue
         tree = replacement if col is tree else tree
         col.replace(replacement)
-    for kind, spell in ((exp.Floor, _floor), (exp.Anonymous, _scalar), (exp.Overlaps, _overlaps), (StepBy, _step)):
+    for kind, spell in ((exp.Floor, _floor), (exp.Anonymous, _scalar), (exp.Overlaps, _overlaps), (StepBy, _step),
+                        (exp.WithinGroup, _percentile)):
         for node in list(tree.find_all(kind)):
             spelt = spell(node)
             if spelt is not None:
                 tree = spelt if node is tree else tree
                 node.replace(spelt)
     return tree.sql(dialect="spark")
+
+
+def _percentile(node: exp.WithinGroup) -> exp.Expression | None:
+    """PERCENTILE_DISC / _CONT(p) WITHIN GROUP (ORDER BY x) as Spark spells it (sqlglot's Spark
+    writes the approximate PERCENTILE_APPROX for DISC)."""
+    function = {exp.PercentileDisc: "percentile_disc", exp.PercentileCont: "percentile_cont"}.get(type(node.this))
+    order = node.expression
+    if function is None or not isinstance(order, exp.Order) or len(order.expressions) != 1:
+        return None
+    key = order.expressions[0]
+    direction = " DESC" if key.args.get("desc") else ""
+    return exp.var(f"{function}({node.this.this.sql(dialect='spark')}) WITHIN GROUP (ORDER BY {key.this.sql(dialect='spark')}{direction})")
 
 
 def _floor(floor: exp.Floor) -> exp.Expression | None:

@@ -100,12 +100,15 @@ def kinesis_options(relation: Relation) -> dict:
     stream = expand(relation.option("stream") or "")
     if not stream:
         raise Unsupported(f"stream '{relation.name}': connector 'kinesis' needs stream = 'NAME' (the Kinesis stream)")
-    start = (relation.option("start") or "trim_horizon").lower()
+    mode = (relation.option("scan.startup.mode") or "").lower()  # RisingWave's spelling
+    start = (relation.option("start") or {"earliest": "trim_horizon", "timestamp": "at_timestamp"}.get(mode, mode) or "trim_horizon").lower()
     if start not in STARTS:
         raise Unsupported(f"stream '{relation.name}': start = '{start}': use {', '.join(STARTS)}")
     start_us = None
     if start == "at_timestamp":
-        text = expand(relation.option("start_timestamp") or "")
+        millis = relation.option("scan.startup.timestamp.millis") or relation.option("scan.startup.timestamp_millis")
+        text = expand(relation.option("start_timestamp") or "") or (
+            dt.datetime.fromtimestamp(int(millis) / 1000, dt.UTC).isoformat() if millis and millis.isdigit() else "")
         if not text:
             raise Unsupported(f"stream '{relation.name}': start = 'at_timestamp' needs start_timestamp = 'YYYY-MM-DD HH:MM:SS'")
         try:
@@ -117,7 +120,8 @@ def kinesis_options(relation: Relation) -> dict:
     if (relation.option("format") or "json").lower() != "json":
         raise Unsupported(f"stream '{relation.name}': a Kinesis stream's records are read as JSON (format = 'json')")
     idle_ms = duration_option(relation, "idle_timeout", 10_000)
-    return {"stream": stream, "start": start, "start_timestamp_us": start_us, "idle_ms": idle_ms}
+    fills = {k.removeprefix("include."): v for k, v in relation.options if k.startswith("include.")}
+    return {"stream": stream, "start": start, "start_timestamp_us": start_us, "idle_ms": idle_ms, "fills": fills}
 
 
 def duration_option(relation: Relation, name: str, default_ms: int, kind: str = "stream") -> int:

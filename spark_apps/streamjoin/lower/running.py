@@ -43,6 +43,8 @@ def measure_problem(node: exp.Expression) -> str | None:
     """Why `run` cannot keep `node` (an aggregate of the query) running; None: it can."""
     if isinstance(node, exp.Filter):
         return f"{node.sql()}: FILTER (WHERE ...) in a running aggregate is not supported by `run` yet"
+    if isinstance(node, exp.WithinGroup):
+        return f"{node.sql()}: a percentile in a running aggregate (GROUP BY without a time bucket) is not supported by `run` yet"
     if isinstance(node.this, exp.Distinct) and not (isinstance(node, exp.Count) and len(node.this.expressions) == 1):
         return f"{node.sql()}: of the DISTINCT aggregates, a running aggregate keeps COUNT(DISTINCT x)"
     return None
@@ -113,7 +115,9 @@ def running_frame(joined, query: Query, time_column: str, sign: str | None = Non
     key_fields = [StructField(name, types[name]) for _, name in keys.values()]
     out = StructType([StructField(CHANGE, StringType()), *key_fields, *fields, StructField(TIME, LongType())])
     state = StructType([StructField("acc", BinaryType())])
-    group = [name for _, name in keys.values()] or [F.lit(0).alias("__rn_all")]
+    group = [name for _, name in keys.values()]
+    if not group:  # one group of every row: a column of its own (a literal grouping loses its attribute in a stream)
+        frame, group = frame.withColumn("__rn_all", F.lit(0)), ["__rn_all"]
     changes = frame.groupBy(*group).applyInPandasWithState(
         Running(tuple(measures), tuple(name for _, name in keys.values()), tuple(name for _, name in aggregates.values()),
                 signed=sign is not None),

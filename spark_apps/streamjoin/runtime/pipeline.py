@@ -107,11 +107,16 @@ class Pipeline:
         if len(self.script.runs) == 1:
             lowered = self.lower(spark, checkpoint, late_root, until_idle)
             return {"query": run_query(spark, lowered, checkpoint, output, until_idle, self.filename)}
-        outputs = []
+        outputs, tables = [], {}
         for query in self.script.runs:
             where = checkpoint / "outputs" / query.name
-            outputs.append((query.name, self.lower(spark, where, late_root, until_idle, query), where))
-        return run_outputs(spark, outputs, output, until_idle, self.filename)
+            if query.kind == Kind.TABLE and not running_aggregate(query):  # a view of tables only: one batch
+                tables[query.name] = run_table_query(spark, self.script, query, where, output, f"{self.filename} ({query.name})",
+                                                     suffix=f"-{query.name}")
+            else:
+                outputs.append((query.name, self.lower(spark, where, late_root, until_idle, query), where))
+        statuses = run_outputs(spark, outputs, output, until_idle, self.filename) if outputs else {}
+        return {q.name: tables.get(q.name) or statuses[q.name] for q in self.script.runs}
 
 
 def default_late_root(checkpoint: Path, output: str) -> Path:
@@ -119,7 +124,7 @@ def default_late_root(checkpoint: Path, output: str) -> Path:
     return Path(output) / "late" if output != "-" and not output.startswith(("kafka://", "kinesis://")) else checkpoint / "late"
 
 
-def run_table_query(spark, script: Script, query: Query, checkpoint: Path, output: str, query_file: str) -> dict:
+def run_table_query(spark, script: Script, query: Query, checkpoint: Path, output: str, query_file: str, suffix: str = "") -> dict:
     """A query over tables only (RisingWave's materialized view of tables, after the file's
     INSERT, UPDATE and DELETE): one batch over the tables' snapshots, its rows written once, as
     the view stands. Every run writes them again."""
@@ -132,7 +137,7 @@ def run_table_query(spark, script: Script, query: Query, checkpoint: Path, outpu
     checkpoint.mkdir(parents=True, exist_ok=True)
     started = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     rows = NativeLowering(spark, script, {}, checkpoint).table_frame(query).toArrow()
-    row_writer(output, "", checkpoint).write_table("part-00000000", rows)
+    row_writer(output, suffix, checkpoint).write_table("part-00000000", rows)
     status = {"query": query_file, "state": "finished", "error": None, "inputs": {}, "rows_emitted": rows.num_rows,
               "rows_emitted_this_run": rows.num_rows, "late_rows": 0, "rejected_rows": 0, "started_at": started,
               "updated_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}

@@ -23,7 +23,7 @@ def order_within(select: exp.Select, scope, output: tuple[OutputColumn, ...]) ->
     if isinstance(first, exp.Column) and not first.table and ident_name(first.this) in by_name \
             and not is_rowtime(first) and not is_rowtime(by_name[ident_name(first.this)].expression):
         return None  # an output column by its alias (ORDER BY n, where n is COUNT(*)): not the rowtime
-    if not is_rowtime(scope.qualify(first, output_rowtime=True)):
+    if not is_rowtime(scope.qualify(first, output_rowtime=True)) and not _time_bucket(first, select, scope):
         return None
     keys = []
     for key in order.expressions[1:]:
@@ -39,6 +39,21 @@ def order_within(select: exp.Select, scope, output: tuple[OutputColumn, ...]) ->
             return None
         keys.append((name, bool(key.args.get("desc"))))
     return tuple(keys)
+
+
+def _time_bucket(first: exp.Expression, select: exp.Select, scope) -> bool:
+    """The first key is the query's GROUP BY time bucket (`ORDER BY FLOOR(s.ROWTIME TO MINUTE), k`
+    under `GROUP BY FLOOR(s.ROWTIME TO MINUTE), k`): a bucket's rows all leave at its one rowtime,
+    so this orders as `ORDER BY ROWTIME, k`."""
+    group = select.args.get("group")
+    if group is None or isinstance(first, exp.Column):
+        return False
+    try:
+        key = scope.qualify(first.copy(), output_rowtime=True)
+        grouped = {sql(scope.qualify(g.copy(), output_rowtime=True)) for g in group.expressions}
+    except SqlError:
+        return False
+    return sql(key) in grouped and any(is_rowtime(c) for c in key.find_all(exp.Column))
 
 
 def table_sort(select: exp.Select, scope, output: tuple[OutputColumn, ...], unrun: tuple[str, ...]) -> dict:

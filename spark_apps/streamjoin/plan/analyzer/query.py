@@ -17,6 +17,7 @@ from streamjoin.plan.analyzer.analytics import analytics_of
 from streamjoin.plan.analyzer.buckets import clock_window, stepped, window_end_bucket
 from streamjoin.plan.analyzer.names import Item, Scope, is_rowtime
 from streamjoin.plan.analyzer.ordering import order_within, table_sort
+from streamjoin.plan.analyzer.percentiles import within_group
 from streamjoin.plan.analyzer.window_specs import WindowSpecs
 from streamjoin.plan.conditions import split
 from streamjoin.plan.model import (
@@ -46,7 +47,7 @@ class Relations(Protocol):
 
     def relation(self, table: exp.Table) -> Relation: ...
 
-AGGREGATES = (exp.Count, exp.Sum, exp.Min, exp.Max, exp.Avg)
+AGGREGATES = (exp.Count, exp.Sum, exp.Min, exp.Max, exp.Avg, exp.WithinGroup)  # WITHIN GROUP: PERCENTILE_DISC / _CONT
 
 
 class QueryAnalysis:
@@ -55,7 +56,7 @@ class QueryAnalysis:
     def __init__(self, analyzer: Relations, select: exp.Select, named_windows: dict):
         self.a = analyzer
         self.where = analyzer.where
-        self.select = select
+        self.select = within_group(select)
         self.windows = WindowSpecs(self.where, named_windows)
         self.scope = Scope(self.where)
         self.joins: list[Join] = []

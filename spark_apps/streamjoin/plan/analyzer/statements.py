@@ -1,10 +1,10 @@
 """The statements of a SQL file: declarations (CREATE STREAM / TABLE / SOURCE / SINK), views
 (CREATE VIEW, Lenses' `WITH v AS (...);`), SET, and the one final query (or INSERT INTO).
-
 A Kinesis Analytics / s-Server application declares in-application streams without a connector
-and fills them with pumps (`CREATE PUMP p AS INSERT INTO s SELECT STREAM ...`). A pump whose
+and fills them with pumps (`CREATE PUMP p AS INSERT INTO s SELECT STREAM ...`): a pump whose
 stream another pump (or query) reads is a view of that stream, its columns named as the stream
-declares them; the pump whose stream nothing reads is the final query (docs/applications.md)."""
+declares them; the pump whose stream nothing reads is the final query (docs/applications.md);
+materialized views that nothing reads are the outputs of a file of views (analyzer.outputs)."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from streamjoin.dialect.profiles import DEFAULT, Profile, fold
 from streamjoin.errors import SqlError
 from streamjoin.plan.analyzer.compound import distinct_as_groups, passed_through, union_read, union_view
 from streamjoin.plan.analyzer.foreign import as_declaration, options_of
+from streamjoin.plan.analyzer.outputs import as_outputs
 from streamjoin.plan.analyzer.pumps import Application, is_pump
 from streamjoin.plan.analyzer.query import QueryAnalysis
 from streamjoin.plan.analyzer.script_order import command_text, in_order
@@ -71,17 +72,11 @@ class Analyzer:
         if any(is_pump(s) for s in statements):
             Application(self).analyze(statements)
         else:
+            statements, self.outputs = as_outputs(statements, self.where)
             for statement in statements:
                 self.statement(statement)
-        return Script(
-            relations=tuple(self.relations.values()),
-            sinks=tuple(self.sinks.values()),
-            settings=tuple(self.settings),
-            queries=tuple(self.queries),
-            pumps=tuple(self.pumps),
-            outputs=tuple(self.outputs),
-            notes=tuple(self.notes),
-        )
+        return Script(relations=tuple(self.relations.values()), sinks=tuple(self.sinks.values()), settings=tuple(self.settings),
+                      queries=tuple(self.queries), pumps=tuple(self.pumps), outputs=tuple(self.outputs), notes=tuple(self.notes))
 
     def statement(self, st: exp.Expression) -> None:
         if isinstance(st, exp.Create):
