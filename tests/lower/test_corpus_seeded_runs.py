@@ -29,13 +29,8 @@ def _fills_its_tables(path) -> bool:
 
 PROGRAMS = sorted(p for p in CORPUS.glob("*/*.sql") if _fills_its_tables(p))
 
-# an APPEND ONLY table is a stream, and INSERT INTO ... VALUES seeds tables only: its rows would have to
-# come from files (or a topic), so the program does not run as written with its INSERTs (`check` says so)
-SEEDS_A_STREAM = {"risingwave/11_temporal_join_proctime_eowc": "INSERT INTO 'scans' VALUES seeds a table declared "
-                                                               "without a connector; 'scans' is a stream"}
 RUN_REFUSES = {
-    # a query over tables only writes a sink (CREATE SINK ... INTO a table; INSERT INTO an Iceberg table)
-    "risingwave/02_wide_table_sink_into_joins": "not INSERT INTO a sink yet",
+    # a query over tables only writes a sink (INSERT INTO an Iceberg table)
     "risingwave/06_clickstream_left_join_chain_iceberg": "not INSERT INTO a sink yet",
 }
 
@@ -72,12 +67,8 @@ def test_the_corpus_has_programs_that_fill_their_own_tables():
 
 @pytest.mark.parametrize("path", PROGRAMS, ids=[f"{p.parent.name}/{p.stem}" for p in PROGRAMS])
 def test_a_corpus_program_runs_on_generated_seed_rows_and_writes_its_columns(spark, tmp_path, path):
-    from streamjoin.errors import SqlError, Unsupported
+    from streamjoin.errors import Unsupported
 
-    if f"{path.parent.name}/{path.stem}" in SEEDS_A_STREAM:
-        with pytest.raises(SqlError, match=re.escape(SEEDS_A_STREAM[f"{path.parent.name}/{path.stem}"])):
-            compile_sql(seeded(path.read_text(), path.name, random.Random(path.name)), path.name)
-        return
     sql = seeded(path.read_text(), path.name, random.Random(path.name))
     refused = RUN_REFUSES.get(f"{path.parent.name}/{path.stem}")
     if refused is not None:
@@ -86,3 +77,44 @@ def test_a_corpus_program_runs_on_generated_seed_rows_and_writes_its_columns(spa
         return
     rows = run_whole(spark, tmp_path, Pipeline.from_sql(sql, path.name))
     assert rows, "generated seed rows give the program rows to write"
+
+
+def test_an_append_only_table_seeded_by_insert_is_a_stream_of_those_rows_in_the_order_inserted(spark, tmp_path):
+    """RisingWave's APPEND ONLY table is a stream: `INSERT INTO` gives it its rows (their rowtime
+    the watermark's column), read as a files input written in the checkpoint; a temporal join
+    against a seeded table reads its rows (they never change); both views are outputs."""
+    program = """create table scans(scan_id int, kiosk int, scanned_at timestamp,
+  watermark for scanned_at as scanned_at - interval '10' second) append only;
+create table kiosk_info(kiosk_id int, zone int, primary key (kiosk_id));
+insert into kiosk_info values (1, 10), (2, 20);
+insert into scans values (1, 1, '2026-11-27 10:00:01'), (2, 2, '2026-11-27 10:00:03'), (3, 3, '2026-11-27 10:00:07');
+insert into scans values (4, 1, '2026-11-27 10:00:12');
+create materialized view zoned as select scan_id, zone from scans left join kiosk_info for system_time as of proctime() on kiosk = kiosk_id;
+create materialized view counted as select window_start, count(*) as n from tumble(scans, scanned_at, interval '5 s')
+  group by window_start emit on window close;
+"""
+    pipeline = Pipeline.from_sql(program, "seeded.sql", dialect="risingwave")
+    rows = run_whole(spark, tmp_path, pipeline)
+    assert sorted((r["scan_id"], r["zone"]) for r in rows if r["stream"] == "zoned") == [(1, 10), (2, 20), (3, None), (4, 10)]
+    assert sorted((r["window_start"], r["n"]) for r in rows if r["stream"] == "counted") == [
+        ("2026-11-27 10:00:00.000", 2), ("2026-11-27 10:00:05.000", 1), ("2026-11-27 10:00:10.000", 1)]
+
+
+@pytest.mark.parametrize("conflict, expected", [
+    ("ON CONFLICT DO UPDATE IF NOT NULL", [(1, 100, 200, 300), (2, 110, 210, None), (3, 100, None, 300)]),  # as written
+    ("", [(1, None, None, 300), (2, None, 210, None), (3, None, None, 300)]),  # DO UPDATE FULL: the last sink's row
+])
+def test_table_sinks_into_a_wide_table_merge_their_rows_by_its_key_as_its_on_conflict_says(spark, tmp_path, conflict, expected):
+    """risingwave/02 (RisingWave's wide table fed by table sinks), with its tables' rows inserted:
+    `run` writes the wide table's rows, each sink's rows merged into it in the file's order."""
+    sql = (CORPUS / "risingwave" / "02_wide_table_sink_into_joins.sql").read_text()
+    sql = sql.replace("ON CONFLICT DO UPDATE IF NOT NULL", conflict)
+    seeds = """INSERT INTO parcel VALUES (1, 10, 20, 30), (2, 11, 21, 99), (3, 10, NULL, 30);
+INSERT INTO carrier VALUES (10, 100), (11, 110);
+INSERT INTO depot VALUES (20, 200), (21, 210);
+INSERT INTO lane VALUES (30, 300);
+"""
+    at = sql.index("CREATE SINK parcel_sink")
+    pipeline = Pipeline.from_sql(sql[:at] + seeds + sql[at:], "02.sql")
+    rows = run_whole(spark, tmp_path, pipeline)
+    assert sorted((r["pk"], r["carrier_v"], r["depot_v"], r["lane_v"]) for r in rows) == expected

@@ -134,12 +134,15 @@ def sql_of(column) -> str:
     return sql(column.expression)
 
 
-def test_insert_values_seeds_a_table_and_is_refused_for_a_stream_or_a_non_literal():
+def test_insert_values_seeds_a_table_or_a_stream_without_a_connector_and_is_refused_for_one_read_from_a_connector():
     ddl = "CREATE TABLE t (k INT, name VARCHAR);\nCREATE STREAM s (k INT) WITH (connector = 'files', path = '/s');\n"
     script = compile_sql(ddl + "INSERT INTO t VALUES (1, 'a'), (-2, NULL);\nSELECT STREAM s.k, t.name FROM s JOIN t ON s.k = t.k;")
     assert dict(script.relation("t").options)["connector"] == "values"
-    with pytest.raises(SqlError, match="seeds a table declared without a connector; 's' is a stream"):
+    with pytest.raises(SqlError, match="seeds a table or stream declared without a connector; 's' is read from 'files'"):
         compile_sql(ddl + "INSERT INTO s VALUES (1);\nSELECT STREAM k FROM s;")
+    seeded = compile_sql("CREATE STREAM a (k INT, ts TIMESTAMP) WITH (rowtime = 'ts');\n"
+                         "INSERT INTO a VALUES (1, '2026-11-27 10:00:00');\nSELECT STREAM k FROM a;")
+    assert dict(seeded.relation("a").options)["connector"] == "values"  # a stream of those rows (lower.inputs.seed_folder)
     with pytest.raises(SqlError, match=r"q.sql:3:23: error: a seed row's value must be a literal, not 1 \+ 1"):
         compile_sql(ddl + "INSERT INTO t VALUES (1 + 1, 'a');\nSELECT STREAM k FROM s;", "q.sql")
 

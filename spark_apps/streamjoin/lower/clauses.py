@@ -87,7 +87,7 @@ def _table_query_reason(script: Script, query: Query) -> str | None:
         reasons.append("a UNION ALL")
     if query.aggregation is not None and query.aggregation.bucket is not None:
         reasons.append("a GROUP BY of time buckets over tables")
-    if query.sink:
+    if query.sink and not into_program_table(script, query):
         reasons.append("INSERT INTO a sink")
     for i in query.inputs:
         relation = script.relation(i.relation)
@@ -99,3 +99,13 @@ def _table_query_reason(script: Script, query: Query) -> str | None:
     if streamed is not None:
         reasons.append(f"a {streamed} of tables")
     return reasons[0] if reasons else None
+
+
+def into_program_table(script: Script, query: Query) -> bool:
+    """The query is RisingWave's `CREATE SINK s INTO t AS ...` into a table t the program itself
+    holds (declared without a connector, no view reads it): run merges the sinks' rows into t
+    (runtime.table_sinks)."""
+    relation = next((r for r in script.relations if r.name == query.sink), None)
+    if relation is None or relation.view or relation.kind != Kind.TABLE or relation.option("connector") not in (None, "values"):
+        return False
+    return not any(i.relation == relation.name for q in script.queries for i in q.inputs)

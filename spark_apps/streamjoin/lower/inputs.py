@@ -37,7 +37,8 @@ def input_specs(script: Script, query: Query, checkpoint: Path, late_root: Path,
         kafka = kafka_options(r) if connector == "kafka" else None
         cdc = cdc_options(r, str(checkpoint / "sources" / folder(key))) if connector == "postgres-cdc" else None
         path = (f"kinesis://{kinesis['stream']}" if kinesis else f"kafka://{kafka['topic']}" if kafka
-                else f"postgres-cdc://{cdc['schema']}.{cdc['table']}" if cdc else expand(r.option("path")))
+                else f"postgres-cdc://{cdc['schema']}.{cdc['table']}" if cdc
+                else seed_folder(r, checkpoint / "sources" / folder(key)) if connector == "values" else expand(r.option("path")))
         check_stream_path(r, connector, path)
         specs.append(
             InputSpec(
@@ -62,6 +63,26 @@ def input_specs(script: Script, query: Query, checkpoint: Path, late_root: Path,
             )
         )
     return specs
+
+
+def seed_folder(relation: Relation, state_dir: Path) -> str:
+    """A stream's rows the program inserted (`INSERT INTO s VALUES`: RisingWave's APPEND ONLY
+    table), in the order inserted, as one JSON Lines file in the input's state folder, read as
+    any files input. Written once: a restart reads the same file (its name is its content's)."""
+    import hashlib
+    import json
+    import os
+
+    rows = json.loads(relation.option("rows") or "[]")
+    text = "".join(json.dumps(row) + "\n" for row in rows)
+    seeds = state_dir / "seeded"
+    target = seeds / f"rows-{hashlib.sha1(text.encode()).hexdigest()[:12]}.json"
+    if not target.exists():
+        seeds.mkdir(parents=True, exist_ok=True)
+        tmp = seeds / f".{target.name}.tmp"
+        tmp.write_text(text)
+        os.replace(tmp, target)
+    return str(seeds)
 
 
 def _schema(relation: Relation):

@@ -214,7 +214,8 @@ class NativeLowering:
         if item.temporal:
             join = next(j for j in query.joins if j.right == item.alias)
             tables.check_temporal_key(relation, join)
-            return tables.temporal_frame(self.spark, relation, item.alias)
+            if relation.option("connector") != "values":  # rows the program inserted never change: read once, below
+                return tables.temporal_frame(self.spark, relation, item.alias)
         view_rows = self.table_view_rows(relation) if relation.view else None
         frame, snapshot = tables.load_snapshot(
             self.spark, relation, item.alias, query, item, self.checkpoint / "snapshots", view_rows

@@ -186,14 +186,14 @@ def _view_input(ctx: Context, alias: str, view: Query) -> str | None:
 
 def _stream(relation: Relation, alias: str) -> str | None:
     connector = (relation.option("connector") or "files").lower()
-    if connector not in STREAM_CONNECTORS:
+    if connector not in (*STREAM_CONNECTORS, "values"):  # values: rows the program inserted (inputs.seed_folder)
         return (f"input '{alias}': connector '{relation.option('connector')}' is not supported for streams yet "
                 "(use 'files', 's3', 'kinesis', 'kafka' or, for a table, 'postgres-cdc')")
-    if connector in LOGS:
+    if connector in (*LOGS, "values"):
         try:
             if connector == "postgres-cdc":
                 cdc_options(relation, "")
-            else:
+            elif connector != "values":
                 (kinesis_options if connector == "kinesis" else kafka_options)(relation)
         except Unsupported as error:
             return str(error)
@@ -400,9 +400,9 @@ def _custom_inputs(ctx: Context) -> str | None:
             check_query(Context(ctx.script, ctx.script.view(relation.name), False, ctx.options))
             continue
         connector = (relation.option("connector") or "files").lower()
-        if connector not in STREAM_CONNECTORS:
+        if connector not in (*STREAM_CONNECTORS, "values"):
             return f"input '{i.alias}': connector '{connector}' is not supported for streams yet (use 'files', 's3', 'kinesis', 'kafka' or, for a table, 'postgres-cdc')"
-        if not relation.option("path") and connector not in LOGS:
+        if not relation.option("path") and connector not in (*LOGS, "values"):
             return f"stream '{relation.name}' needs WITH (path = '...') to be read"
         if problem := csv_problem(relation):
             return problem

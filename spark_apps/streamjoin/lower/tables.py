@@ -139,7 +139,7 @@ def temporal_frame(spark, relation: Relation, alias: str):
     if (relation.option("connector") or "").lower() != "postgres":
         raise Unsupported(
             f"FOR SYSTEM_TIME AS OF PROCTIME() needs a table that can be re-read: '{relation.name}' "
-            "must use connector = 'postgres'"
+            "must use connector = 'postgres' (or hold the rows the program inserts)"
         )
     url = expand(relation.option("url"))
     pg_source.register(spark)

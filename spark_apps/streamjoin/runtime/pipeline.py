@@ -16,6 +16,7 @@ from streamjoin.errors import Unsupported
 from streamjoin.faults import arm
 from streamjoin.io import retry
 from streamjoin.io.staging import InputSpec
+from streamjoin.lower.clauses import into_program_table
 from streamjoin.lower.inputs import input_specs
 from streamjoin.lower.lowered import Lowered
 from streamjoin.lower.strategy import LoweringOptions, running_aggregate
@@ -24,6 +25,7 @@ from streamjoin.plan.compile import compile_sql
 from streamjoin.plan.model import Kind, Query, Script
 from streamjoin.runtime.checkpoint import ran_on
 from streamjoin.runtime.runner import Runner, run_outputs, run_query
+from streamjoin.runtime.table_sinks import run_table_sinks
 from streamjoin.settings import Settings
 
 
@@ -102,21 +104,28 @@ class Pipeline:
         if len(self.script.runs) == 1:
             output = topic_target(self.script, self.query) or output  # a declared Kafka sink's topic
         late_root = default_late_root(checkpoint, output)
-        if len(self.script.runs) == 1 and self.query.kind == Kind.TABLE and not running_aggregate(self.query):
+        alone = len(self.script.runs) == 1 and not into_program_table(self.script, self.query)
+        if alone and self.query.kind == Kind.TABLE and not running_aggregate(self.query):
             return {"query": run_table_query(spark, self.script, self.query, checkpoint, output, self.filename)}
-        if len(self.script.runs) == 1:
+        if alone:
             lowered = self.lower(spark, checkpoint, late_root, until_idle)
             return {"query": run_query(spark, lowered, checkpoint, output, until_idle, self.filename)}
-        outputs, tables = [], {}
+        outputs, tables, sinks = [], {}, {}
         for query in self.script.runs:
             where = checkpoint / "outputs" / query.name
-            if query.kind == Kind.TABLE and not running_aggregate(query):  # a view of tables only: one batch
+            if query.kind == Kind.TABLE and not running_aggregate(query) and into_program_table(self.script, query):
+                sinks.setdefault(query.sink, []).append(query)  # RisingWave's table sinks: merged into the table, below
+            elif query.kind == Kind.TABLE and not running_aggregate(query):  # a view of tables only: one batch
                 tables[query.name] = run_table_query(spark, self.script, query, where, output, f"{self.filename} ({query.name})",
                                                      suffix=f"-{query.name}")
             else:
                 outputs.append((query.name, self.lower(spark, where, late_root, until_idle, query), where))
+        several = len(sinks) + len(tables) + len(outputs) > 1
+        for target, into in sinks.items():
+            tables[target] = run_table_sinks(spark, self.script, target, into, checkpoint / "outputs" / target, output,
+                                             self.filename, suffix=f"-{target}" if several else "")
         statuses = run_outputs(spark, outputs, output, until_idle, self.filename) if outputs else {}
-        return {q.name: tables.get(q.name) or statuses[q.name] for q in self.script.runs}
+        return {name: tables.get(name) or statuses[name] for name in [*tables, *statuses]}
 
 
 def default_late_root(checkpoint: Path, output: str) -> Path:

@@ -8,8 +8,8 @@ from dataclasses import replace
 
 from sqlglot import exp
 
-from streamjoin.plan.model import Query
-from streamjoin.plan.scope import relation_name
+from streamjoin.plan.model import OutputColumn, Query
+from streamjoin.plan.scope import ident_name, relation_name
 
 
 def passed_through(analyzer, select: exp.Expression) -> Query | None:
@@ -90,3 +90,20 @@ def distinct_as_groups(select: exp.Select) -> exp.Select:
     select.set("distinct", None)
     select.set("group", exp.Group(expressions=[e.unalias().copy() for e in select.expressions]))
     return select
+
+
+def into_columns(analyzer, query: Query, into: exp.Expression) -> Query:
+    """RisingWave's `CREATE SINK s INTO t (a, b) AS query`: the query's columns are t's columns
+    listed (all of t's, in order, without a list), by position."""
+    table = analyzer.relations[relation_name(into.this if isinstance(into, exp.Schema) else into)]
+    named = into.expressions if isinstance(into, exp.Schema) else into.this.expressions if isinstance(into.this, exp.Anonymous) else []
+    listed = [ident_name(c.this if isinstance(c, exp.Column) else c) for c in named] or \
+        [c.name for c in table.columns if c.name != table.rowtime or not table.implicit_rowtime]
+    unknown = [c for c in listed if c not in [t.name for t in table.columns]]
+    if unknown:
+        analyzer.where.fail(f"sink into '{table.name}': it has no column '{unknown[0]}'", into,
+                            f"its columns are: {', '.join(c.name for c in table.columns)}")
+    if len(listed) != len(query.output):
+        analyzer.where.fail(f"the sink's query writes {len(query.output)} columns into {len(listed)} of '{table.name}' "
+                            f"({', '.join(listed)})", into, "select one column for each column the sink writes, in order")
+    return replace(query, output=tuple(OutputColumn(name, c.expression) for name, c in zip(listed, query.output, strict=True)))

@@ -18,7 +18,7 @@ import streamjoin.plan.analyzer.dml as dml
 from streamjoin.dialect import directives, parse_script
 from streamjoin.dialect.profiles import DEFAULT, Profile, fold
 from streamjoin.errors import SqlError
-from streamjoin.plan.analyzer.compound import distinct_as_groups, passed_through, union_read, union_view
+from streamjoin.plan.analyzer.compound import distinct_as_groups, into_columns, passed_through, union_read, union_view
 from streamjoin.plan.analyzer.foreign import as_declaration, options_of
 from streamjoin.plan.analyzer.outputs import as_outputs
 from streamjoin.plan.analyzer.pumps import Application, is_pump
@@ -216,11 +216,9 @@ class Analyzer:
                 self.where.fail(f"'{name}' is declared twice", st.this, "give each stream, table and sink its own name")
             self.sinks[name] = sink
             target = name
-        view = passed_through(self, st.expression)
-        if view is not None:  # `FROM mv`: the view's own query writes the sink (its joins run as the output's)
-            self.queries.append(replace(view, name=name, sink=target))
-        else:
-            self.queries.append(self.query(st.expression, name, target))
+        view = passed_through(self, st.expression)  # `FROM mv`: the view's own query writes the sink (its joins run as the output's)
+        query = replace(view, name=name, sink=target) if view is not None else self.query(st.expression, name, target)
+        self.queries.append(into_columns(self, query, into) if into is not None else query)
         self.outputs.append(name)
 
     def view(self, name: str, query: exp.Expression, node: exp.Expression) -> None:
