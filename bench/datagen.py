@@ -181,3 +181,42 @@ def generate_table(root: Path, spec: Spec) -> tuple[Path, Path, dict]:
         _, lk, _ = _stream(spec, 0)
         done.write_text(json.dumps({"spec": asdict(spec), "SNAPSHOT": int(np.isin(lk, table_ids()).sum())}, indent=1))
     return l_dir, table, {**counts, **json.loads(done.read_text())}
+
+
+def changed_ids(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the ids the changing table updates: every 10th; the ids it deletes: those that are 5 mod 20)."""
+    return ids[ids % 10 == 0], ids[ids % 20 == 5]
+
+
+def generate_changing_table(root: Path, spec: Spec) -> tuple[Path, Path, dict]:
+    """(folder of l, folder of the changing table, exact counts with "CHANGING"): the table of
+    `generate_table` as Debezium JSON events, one file in order: a create for every row, then an
+    update of every 10th id's price, then a delete of every id that is 5 mod 20. The regular join
+    `l JOIN t ON l.k = t.id` over it folds to the stream rows whose key is an id left at the end
+    (a changelog: each update withdraws a joined row and adds it again, each delete withdraws)."""
+    l_dir, _, counts = generate(root, spec)
+    table = root / f"table-changes-{TABLE_ROWS}"
+    ids = table_ids()
+    updated, deleted = changed_ids(ids)
+    if not (table / "part-0.json").exists():
+        table.mkdir(parents=True, exist_ok=True)
+        cents = dict(zip(ids.tolist(), np.random.default_rng(spec.seed).integers(100, 100_000, len(ids)).tolist(), strict=True))
+
+        def row(i: int, c: int) -> str:
+            return f'{{"id":{i},"name":"product {i}","price":{c // 100}.{c % 100:02d}}}'
+
+        tmp = table / "part-0.tmp"
+        with tmp.open("w") as out:
+            for i, c in cents.items():
+                out.write(f'{{"op":"c","before":null,"after":{row(i, c)}}}\n')
+            for i in updated.tolist():
+                out.write(f'{{"op":"u","before":{row(i, cents[i])},"after":{row(i, cents[i] + 1)}}}\n')
+            for i in deleted.tolist():
+                out.write(f'{{"op":"d","before":{row(i, cents[i])},"after":null}}\n')
+        tmp.rename(table / "part-0.json")
+    done = l_dir.parent / "counts-changing.json"
+    if not done.exists():
+        _, lk, _ = _stream(spec, 0)
+        left = np.setdiff1d(ids, deleted)
+        done.write_text(json.dumps({"spec": asdict(spec), "CHANGING": int(np.isin(lk, left).sum())}, indent=1))
+    return l_dir, table, {**counts, **json.loads(done.read_text())}

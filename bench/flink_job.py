@@ -5,6 +5,7 @@ never in the project's environment.
     bench/.venv-flink/bin/python bench/flink_job.py L_DIR R_DIR INNER|FULL WINDOW_MS
     bench/.venv-flink/bin/python bench/flink_job.py L_DIR R_DIR INNER3 WINDOW_MS M_DIR
     bench/.venv-flink/bin/python bench/flink_job.py L_DIR TABLE_DIR SNAPSHOT WINDOW_MS
+    bench/.venv-flink/bin/python bench/flink_job.py L_DIR CHANGES_DIR CHANGING WINDOW_MS
     bench/.venv-flink/bin/python bench/flink_job.py NEXMARK_DIR - NEXMARK-Q3|NEXMARK-Q8|NEXMARK-Q20 0
 
 INNER3 is the three-stream workload: `l JOIN m ... JOIN r ...`, both interval conditions on l's
@@ -17,6 +18,9 @@ streamjoin reads) with every result row to stdout.
 SNAPSHOT joins the stream with a table (`id`, `name`, `price`) read as a bounded filesystem
 source: a regular join, which keeps both inputs in state (Flink SQL's lookup join needs a lookup
 source such as JDBC; the files have none).
+
+CHANGING joins the stream with a table that changes, read from Debezium JSON events (format
+`debezium-json`): a regular join whose output is a changelog (+I, -U, +U, -D printed).
 """
 
 from __future__ import annotations
@@ -43,6 +47,16 @@ def main(left: str, right: str, join: str, window_ms: int, middle: str | None = 
             env.execute_sql(table)
         env.execute_sql(f"CREATE VIEW q AS {select}")
         env.from_path("q").execute_insert(_print_sink(env, query)).wait()
+        return
+    if join == "CHANGING":
+        env.execute_sql(f"""
+            CREATE TABLE l (rowtime TIMESTAMP(3), k INT, v INT)
+            WITH ('connector' = 'filesystem', 'path' = '{left}', 'format' = 'json')""")
+        env.execute_sql(f"""
+            CREATE TABLE t (id INT, name STRING, price DOUBLE)
+            WITH ('connector' = 'filesystem', 'path' = '{right}', 'format' = 'debezium-json')""")
+        env.execute_sql("CREATE TABLE sink (k INT, lv INT, name STRING, price DOUBLE) WITH ('connector' = 'print')")
+        env.execute_sql("INSERT INTO sink SELECT l.k, l.v, t.name, t.price FROM l JOIN t ON l.k = t.id").wait()
         return
     if join == "SNAPSHOT":
         env.execute_sql(f"""

@@ -56,7 +56,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 import nexmark  # noqa: E402
-from datagen import Spec, generate, generate_table, generate_three, rows_window_count  # noqa: E402
+from datagen import Spec, generate, generate_changing_table, generate_table, generate_three, rows_window_count  # noqa: E402
 
 MILLION = 1_000_000
 WORKLOADS = {  # name: (join, keys, partners per row)
@@ -79,6 +79,11 @@ WORKLOADS = {  # name: (join, keys, partners per row)
     # the same files as a regular join of two append-only streams (RisingWave's join without a time
     # bound, issue 40): every row of both kept; rows/s counts both streams' rows
     "regular": ("REGULAR", 50_000, 1),
+    # the l stream joined with a table that changes (issue 40: RisingWave's regular join with a CDC
+    # table): the snapshot workload's table as Debezium JSON events, every 10th row updated and every
+    # id 5 mod 20 deleted after; both engines write a changelog, counted folded (inserts less
+    # withdrawals: the stream rows whose key is left in the table); rows/s counts the stream's rows
+    "changing": ("CHANGING", 50_000, 1),
     # Nexmark's join queries (bench/nexmark.py) on 1M events x size (persons, auctions and bids, the
     # Nexmark model's mix); rows/s counts the events of the streams the query reads
     "nexmark-q3": ("NEXMARK-Q3", 0, 0),
@@ -91,6 +96,10 @@ FLINK_VENV = HERE / ".venv-flink"
 
 REGULAR_SQL = """CREATE SOURCE l (k INT, v INT) WITH (connector = 'files', path = '{l}') FORMAT PLAIN ENCODE JSON;
 CREATE SOURCE t (id INT, name VARCHAR, price DOUBLE) WITH (connector = 'files', path = '{r}') FORMAT PLAIN ENCODE JSON;
+CREATE MATERIALIZED VIEW joined AS SELECT l.k AS k, l.v AS lv, t.name AS name, t.price AS price FROM l JOIN t ON l.k = t.id;
+"""
+CHANGING_SQL = """CREATE SOURCE l (k INT, v INT) WITH (connector = 'files', path = '{l}') FORMAT PLAIN ENCODE JSON;
+CREATE TABLE t (id INT PRIMARY KEY, name VARCHAR, price DOUBLE) WITH (connector = 'files', path = '{r}') FORMAT DEBEZIUM ENCODE JSON;
 CREATE MATERIALIZED VIEW joined AS SELECT l.k AS k, l.v AS lv, t.name AS name, t.price AS price FROM l JOIN t ON l.k = t.id;
 """
 SNAPSHOT_SQL = """CREATE STREAM l (k INT, v INT) WITH (connector = 'files', format = 'json', path = '{l}');
@@ -166,14 +175,21 @@ def flink_python() -> Path:
     return python
 
 
+CHANGELOG = b"changelog"  # a changelog's rows counted folded: inserts less withdrawals
+
+
 class Counter(threading.Thread):
-    """Counts result rows on a pipe: lines, or for Flink's print sink the `+I[` records."""
+    """Counts result rows on a pipe: lines, or for Flink's print sink the `+I[` records; a
+    changelog (marker CHANGELOG) folded: Flink's `+I[` and `+U[` less `-U[` and `-D[`, streamjoin's
+    lines less twice its `"op": "-D"` ones."""
 
     def __init__(self, stream, marker: bytes | None):
         super().__init__(daemon=True)
         self.stream, self.marker, self.rows = stream, marker, 0
 
     def run(self) -> None:
+        if self.marker == CHANGELOG:
+            return self._changelog()
         carry = b""
         while chunk := self.stream.read(1 << 20):
             if self.marker is None:
@@ -182,6 +198,16 @@ class Counter(threading.Thread):
                 data = carry + chunk
                 self.rows += data.count(self.marker)
                 carry = data[-(len(self.marker) - 1):]
+
+
+    def _changelog(self) -> None:
+        for line in self.stream:  # Flink's print sink leads a line with its subtask ("2> +I[...]")
+            if line.startswith(b"{"):
+                self.rows += -1 if b'"op": "-D"' in line else 1
+            elif b"+I[" in line or b"+U[" in line:
+                self.rows += 1
+            elif b"-U[" in line or b"-D[" in line:
+                self.rows -= 1
 
 
 def _state_rows(status: Path | None) -> int | None:
@@ -243,6 +269,9 @@ def workload_data(data: Path, workload: str, size: float) -> tuple[Spec, dict[st
     if join == "INNER3":
         l_dir, m_dir, r_dir, counts = generate_three(data, spec)
         return spec, {"l": l_dir, "m": m_dir, "r": r_dir}, counts[join]
+    if join == "CHANGING":
+        l_dir, t_dir, counts = generate_changing_table(data, spec)
+        return spec, {"l": l_dir, "r": t_dir}, counts["CHANGING"]
     if join in ("SNAPSHOT", "REGULAR"):
         l_dir, t_dir, counts = generate_table(data, spec)
         return spec, {"l": l_dir, "r": t_dir}, counts["SNAPSHOT"]
@@ -261,7 +290,7 @@ def not_applicable(engine: str, workload: str) -> str:
         return f"n/a: no streaming ASOF join in {engine}; compared with its {COMPARED[workload]} run"
     if join == "ROWS" and engine != "streamjoin":
         return f"n/a: no ROWS-window join in {engine}; compared with its {COMPARED[workload]} run"
-    if engine == "pyspark" and join == "REGULAR":
+    if engine == "pyspark" and join in ("REGULAR", "CHANGING"):
         return "n/a: a Spark streaming join needs a time bound to end (bench/pyspark_job.py)"
     if engine == "pyspark" and join.startswith("NEXMARK-"):
         return "n/a: the hand-written PySpark job (bench/pyspark_job.py) runs the interval join only"
@@ -288,15 +317,16 @@ def command(engine: str, join: str, spec: Spec, dirs: dict[str, Path], run_dir: 
         query = run_dir / "q.sql"
         key = "l.k" if join in ("INNER", "INNER3") else "COALESCE(l.k, r.k)"
         text = {"ASOF LEFT": ASOF_SQL, "INNER3": THREE_SQL, "ROWS": ROWS_SQL, "SNAPSHOT": SNAPSHOT_SQL,
-                "REGULAR": REGULAR_SQL}.get(join, SQL)
+                "REGULAR": REGULAR_SQL, "CHANGING": CHANGING_SQL}.get(join, SQL)
         query.write_text(text.format(l=l_dir, m=dirs.get("m"), r=r_dir, join=join, key=key, s=spec.window_ms // 1000))
-        dialect = ["--dialect", "risingwave"] if join == "REGULAR" else []
+        dialect = ["--dialect", "risingwave"] if join in ("REGULAR", "CHANGING") else []
         return [str(ROOT / ".venv" / "bin" / "streamjoin"), "run", str(query), *dialect, "--until-idle",
-                "--checkpoint", str(run_dir / "checkpoint")], None
+                "--checkpoint", str(run_dir / "checkpoint")], CHANGELOG if join == "CHANGING" else None
     if engine == "flink":
         more = [str(dirs["m"])] if join == "INNER3" else []
+        marker = CHANGELOG if join == "CHANGING" else b"+I["
         join = "SNAPSHOT" if join == "REGULAR" else join  # Flink's job for it is a regular join already
-        return [str(flink_python()), str(HERE / "flink_job.py"), l_dir, r_dir, join, str(spec.window_ms), *more], b"+I["
+        return [str(flink_python()), str(HERE / "flink_job.py"), l_dir, r_dir, join, str(spec.window_ms), *more], marker
     return [str(ROOT / ".venv" / "bin" / "python"), str(HERE / "pyspark_job.py"), l_dir, r_dir, join,
             str(spec.window_ms), str(run_dir / "checkpoint")], None
 
@@ -355,7 +385,7 @@ def input_rows(workload: str, spec: Spec, dirs: dict[str, Path]) -> int:
 
 def streams(workload: str) -> int:
     """The streams whose rows a workload's rows/s counts (a table's rows are not counted)."""
-    return {"INNER3": 3, "SNAPSHOT": 1}.get(WORKLOADS[workload][0], 2)
+    return {"INNER3": 3, "SNAPSHOT": 1, "CHANGING": 1}.get(WORKLOADS[workload][0], 2)
 
 
 def run_steady(rates: list[int], seconds: int) -> list[dict]:
@@ -529,6 +559,14 @@ def workload_notes(workloads: set[str]) -> list[str]:
             "(`--dialect risingwave`, `l JOIN t ON l.k = t.id` without a time bound: every row of both kept, issue 40),",
             "run by streamjoin's own operator; Flink runs the same regular join (its snapshot job). rows/s counts both",
             "streams' rows."]
+    if "changing" in workloads:
+        notes += [
+            "", "`changing`: the l stream joined with a table that changes (issue 40: RisingWave's regular join with a CDC",
+            "table), `l JOIN t ON l.k = t.id`: the snapshot workload's table as Debezium JSON events (a create per row,",
+            "then an update of every 10th row, then a delete of every id 5 mod 20; `datagen.generate_changing_table`),",
+            "read by streamjoin as `FORMAT DEBEZIUM ENCODE JSON` and by Flink as `debezium-json`. Both write a",
+            "changelog; the count is folded (inserts less withdrawals), which must be the stream rows whose key is left",
+            "in the table. rows/s counts the stream's rows; the table's 1.15M events are in the time."]
     if "snapshot" in workloads:
         notes += [
             "", "`snapshot`: the inner-sparse l stream joined with a 1M-row table, `l JOIN t ON l.k = t.id`, about 91%",
