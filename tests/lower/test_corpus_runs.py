@@ -184,6 +184,9 @@ def assert_finished(statuses: dict) -> None:
 def assert_columns(rows: list[dict], pipeline) -> None:
     """Each row holds only columns the program writes (and the rowtime, stream and op keys)."""
     columns = {c.name for q in pipeline.script.runs for c in q.output}
+    # a table sink's output is its table's rows (runtime.table_sinks): the table's columns
+    columns |= {c.name for q in pipeline.script.runs for r in pipeline.script.relations if r.name == q.sink and not r.view
+                for c in r.columns}
     for row in rows:
         assert set(row) - {"rowtime", "stream", "ROWTIME", "op"} <= columns | {c.lower() for c in columns}, (row, columns)
 

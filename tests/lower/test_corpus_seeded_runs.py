@@ -118,3 +118,18 @@ INSERT INTO lane VALUES (30, 300);
     pipeline = Pipeline.from_sql(sql[:at] + seeds + sql[at:], "02.sql")
     rows = run_whole(spark, tmp_path, pipeline)
     assert sorted((r["pk"], r["carrier_v"], r["depot_v"], r["lane_v"]) for r in rows) == expected
+
+
+def test_table_sinks_merge_rows_of_other_types_into_the_tables_own_with_its_seeded_rows(spark, tmp_path):
+    """A sink's SUM of a DECIMAL into a DOUBLE column, an INT into a VARCHAR one, and a row the
+    program inserted into the wide table itself (its TIMESTAMP kept): each value takes t's type."""
+    program = """CREATE TABLE ev (id INT PRIMARY KEY, pk INT, amount DECIMAL(10, 2));
+CREATE TABLE wide (pk INT PRIMARY KEY, total DOUBLE, at TIMESTAMP, label VARCHAR) ON CONFLICT DO UPDATE IF NOT NULL;
+INSERT INTO ev VALUES (1, 1, 2.50), (2, 1, 1.25), (3, 2, 4.00);
+INSERT INTO wide VALUES (1, NULL, TIMESTAMP '2024-01-01 00:00:00', 'one');
+CREATE SINK totals INTO wide (pk, total) AS SELECT pk, SUM(amount) FROM ev GROUP BY pk;
+CREATE SINK labels INTO wide (pk, label) AS SELECT pk, pk * 1 AS n FROM ev WHERE pk = 2;
+"""
+    rows = run_whole(spark, tmp_path, Pipeline.from_sql(program, "wide.sql", dialect="risingwave"))
+    assert sorted((r["pk"], r["total"], r["at"], r["label"]) for r in rows) == [
+        (1, 3.75, "2024-01-01 00:00:00.000", "one"), (2, 4.0, None, "2")]

@@ -105,7 +105,10 @@ def into_program_table(script: Script, query: Query) -> bool:
     """The query is RisingWave's `CREATE SINK s INTO t AS ...` into a table t the program itself
     holds (declared without a connector, no view reads it): run merges the sinks' rows into t
     (runtime.table_sinks)."""
+    if query.kind != Kind.TABLE or query.streams():  # over streams: a sink of its own, as any other
+        return False
     relation = next((r for r in script.relations if r.name == query.sink), None)
-    if relation is None or relation.view or relation.kind != Kind.TABLE or relation.option("connector") not in (None, "values"):
+    if relation is None or relation.view or relation.kind != Kind.TABLE or relation.option("connector") not in (None, "values") \
+            or relation.option("engine"):  # (ENGINE = iceberg: a table streamjoin does not hold)
         return False
     return not any(i.relation == relation.name for q in script.queries for i in q.inputs)

@@ -68,18 +68,17 @@ def input_specs(script: Script, query: Query, checkpoint: Path, late_root: Path,
 def seed_folder(relation: Relation, state_dir: Path) -> str:
     """A stream's rows the program inserted (`INSERT INTO s VALUES`: RisingWave's APPEND ONLY
     table), in the order inserted, as one JSON Lines file in the input's state folder, read as
-    any files input. Written once: a restart reads the same file (its name is its content's)."""
-    import hashlib
+    any files input. A restart finds the same file; if the INSERTs (or a DEFAULT NOW()) give other
+    rows, the file is replaced and the stager reports it changed, as for any input file."""
     import json
     import os
 
-    rows = json.loads(relation.option("rows") or "[]")
-    text = "".join(json.dumps(row) + "\n" for row in rows)
+    text = "".join(json.dumps(row) + "\n" for row in json.loads(relation.option("rows") or "[]"))
     seeds = state_dir / "seeded"
-    target = seeds / f"rows-{hashlib.sha1(text.encode()).hexdigest()[:12]}.json"
-    if not target.exists():
+    target = seeds / "rows.json"
+    if not target.exists() or target.read_text() != text:
         seeds.mkdir(parents=True, exist_ok=True)
-        tmp = seeds / f".{target.name}.tmp"
+        tmp = seeds / ".rows.json.tmp"
         tmp.write_text(text)
         os.replace(tmp, target)
     return str(seeds)

@@ -26,20 +26,24 @@ def run_table_sinks(spark, script: Script, target: str, sinks: list[Query], chec
     """Merge the sinks' rows into `target` and write its rows; the status of `target`'s output."""
     import pyarrow as pa
 
+    from streamjoin.io.tables import read_table
     from streamjoin.io.types import arrow_schema
     from streamjoin.lower.native import NativeLowering
     from streamjoin.runtime.writer import row_writer
 
     table = script.relation(target)
+    schema = arrow_schema(table.columns)
     columns = [c.name for c in table.columns]
     key = list(table.primary_key)
-    conflict = " ".join((table.option("on_conflict") or "DO UPDATE FULL").upper().split())
+    replace_row, _, non_null = _conflict(table.option("on_conflict"), target)
     held: dict = {}
     appended: list[dict] = []
     started = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     checkpoint.mkdir(parents=True, exist_ok=True)
-    seeded = json.loads(table.option("rows") or "[]")  # rows the program inserted into t itself
-    batches = [seeded] + [NativeLowering(spark, script, {}, checkpoint).table_frame(q).toArrow().to_pylist() for q in sinks]
+    # rows the program inserted into t itself, then each sink's, all of t's column types
+    batches = [read_table(target, {"connector": "values", "rows": table.option("rows") or "[]"}, schema).rows.to_pylist()]
+    for q in sinks:
+        batches.append(_typed(NativeLowering(spark, script, {}, checkpoint).table_frame(q).toArrow(), schema, q.name).to_pylist())
     for rows in batches:
         for row in rows:
             written = {c: v for c, v in row.items() if c in columns}
@@ -48,12 +52,13 @@ def run_table_sinks(spark, script: Script, target: str, sinks: list[Query], chec
                 appended.append(full)
                 continue
             k = tuple(full[c] for c in key)
-            if k not in held or not (conflict.endswith("IF NOT NULL") or conflict.endswith("NOTHING")):
-                held[k] = full if k not in held or "NOTHING" not in conflict else held[k]
-            elif conflict.endswith("IF NOT NULL"):
+            if k not in held or replace_row:
+                held[k] = full
+            elif non_null:
                 held[k].update({c: v for c, v in written.items() if v is not None})
+            # else (IGNORE, DO NOTHING): t keeps the row it holds
     rows = list(held.values()) + appended
-    result = pa.Table.from_pylist(rows, schema=arrow_schema(table.columns)) if rows else arrow_schema(table.columns).empty_table()
+    result = pa.Table.from_pylist(rows, schema=schema) if rows else schema.empty_table()
     if suffix:  # one output of several: its rows led by their stream key, as every output's are
         result = result.add_column(0, "stream", pa.array([target] * result.num_rows, pa.string()))
     row_writer(output, suffix, checkpoint).write_table("part-00000000", result)
@@ -63,3 +68,31 @@ def run_table_sinks(spark, script: Script, target: str, sinks: list[Query], chec
               "updated_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}
     (checkpoint / "status.json").write_text(json.dumps(status, indent=1))
     return status
+
+
+def _conflict(option: str | None, target: str) -> tuple[bool, bool, bool]:
+    """(a later row replaces the row, the first row stays, only non-NULL columns update) from t's
+    ON CONFLICT: OVERWRITE / DO UPDATE FULL (RisingWave's default), IGNORE / DO NOTHING, DO UPDATE
+    IF NOT NULL; another is refused, naming it."""
+    from streamjoin.errors import Unsupported
+
+    text = " ".join((option or "DO UPDATE FULL").upper().split())
+    if text in ("OVERWRITE", "DO UPDATE FULL", "DO UPDATE"):
+        return True, False, False
+    if text in ("IGNORE", "DO NOTHING"):
+        return False, True, False
+    if text == "DO UPDATE IF NOT NULL":
+        return False, False, True
+    raise Unsupported(f"table '{target}': ON CONFLICT {option} is not carried out by table sinks (use DO UPDATE FULL, "
+                      "DO NOTHING or DO UPDATE IF NOT NULL)")
+
+
+def _typed(rows, schema, sink: str):
+    """A sink's rows (Arrow) with t's column types, the columns it writes only."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    try:
+        return pa.table({c: pc.cast(rows.column(c), schema.field(c).type, safe=False) for c in rows.column_names if c in schema.names})
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
+        raise ValueError(f"sink '{sink}': its rows do not fit the table's column types: {str(error).splitlines()[0]}") from None

@@ -86,9 +86,9 @@ def seed_rows(analyzer, st: exp.Insert | exp.Update | exp.Delete) -> None:
         analyzer.where.fail(f"INSERT INTO '{name}' VALUES: '{name}' is not a declared table", target,
                         f"declare it first: CREATE TABLE {name} (...)")
     connector = relation.option("connector")
-    if connector and connector != "values":  # a stream too: RisingWave's APPEND ONLY table, its rows in the order inserted
+    if (connector and connector != "values") or relation.option("path"):  # a stream too: RisingWave's APPEND ONLY table
         analyzer.where.fail(f"INSERT INTO '{name}' VALUES seeds a table or stream declared without a connector; '{name}' is "
-                            f"read from {connector!r}", target, "put the rows in the input's files instead")
+                            f"read from {connector or relation.option('path')!r}", target, "put the rows in the input's files instead")
     listed = [ident_name(c) for c in st.this.expressions] if isinstance(st.this, exp.Schema) else []
     columns = listed or [c.name for c in relation.columns]
     rows = json.loads(relation.option("rows") or "[]")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from streamjoin.dialect.expressions import StepBy
 from streamjoin.errors import SqlError
 from streamjoin.plan.analyzer.names import is_rowtime
 from streamjoin.plan.model import OutputColumn, sql
@@ -50,10 +51,12 @@ def _time_bucket(first: exp.Expression, select: exp.Select, scope) -> bool:
         return False
     try:
         key = scope.qualify(first.copy(), output_rowtime=True)
-        grouped = {sql(scope.qualify(g.copy(), output_rowtime=True)) for g in group.expressions}
+        timed = [g for g in (scope.qualify(g.copy(), output_rowtime=True) for g in group.expressions)
+                 if any(is_rowtime(c) for c in g.find_all(exp.Column))]
     except SqlError:
         return False
-    return sql(key) in grouped and any(is_rowtime(c) for c in key.find_all(exp.Column))
+    # the one GROUP BY key of the rowtime is the bucket (another, EXTRACT(SECOND ...), varies within it)
+    return len(timed) == 1 and sql(timed[0]) == sql(key) and isinstance(key, (exp.Floor, exp.TimestampTrunc, StepBy))
 
 
 def table_sort(select: exp.Select, scope, output: tuple[OutputColumn, ...], unrun: tuple[str, ...]) -> dict:

@@ -29,8 +29,8 @@ def unread_materialized(statements: list[exp.Expression]) -> list[exp.Create]:
         if isinstance(st, exp.Query) or kind in ("SINK", "PUMP") or isinstance(st, exp.Insert) and not isinstance(st.expression, exp.Values):
             return []  # a final query, an INSERT INTO a sink (not seed rows), a sink or a pump: those are written
     views = [st for st in statements if _view(st)]
-    read = {name for st in views for name in _reads(st.expression)}
-    unread = [st for st in views if st.meta.get("materialized") and _name(st) not in read]
+    read = {name.rsplit(".", 1)[-1] for st in views for name in _reads(st.expression)}  # `public.v` reads v (Analyzer.relation)
+    unread = [st for st in views if st.meta.get("materialized") and _name(st).rsplit(".", 1)[-1] not in read]
     return unread if len(unread) > 1 else []
 
 
@@ -61,6 +61,11 @@ def as_outputs(statements: list[exp.Expression], where) -> tuple[list[exp.Expres
                     where.fail(f"'{_name(st)}' has a column named stream, the key that names each row's output view",
                                select, "rename the column")
                 select.set("expressions", [exp.alias_(exp.Literal.string(_name(st)), "stream", quoted=True), *select.expressions])
+            if isinstance(st.this, exp.Schema) and st.this.expressions:  # CREATE VIEW v (a, b): the key is listed first
+                if "stream" in {ident_name(c).lower() for c in st.this.expressions}:
+                    where.fail(f"'{_name(st)}' has a column named stream, the key that names each row's output view",
+                               st.this, "rename the column")
+                st.this.set("expressions", [exp.to_identifier("stream", quoted=True), *st.this.expressions])
             names.append(_name(st))
         out.append(st)
     return out, names
