@@ -25,6 +25,7 @@ PART, POS = "__part", "__pos"
 # in the `fills` a source hands its parse (io.staging): each record's arrival instant (µs), the
 # rowtime of an arrival-ordered input (`InputSpec.arrival`); the other keys are columns to fill
 ARRIVED = "__arrived"
+NOTHING = -(2**63)  # a frontier below every rowtime: nothing is released
 
 
 @dataclass
@@ -64,10 +65,18 @@ class RowtimeMerge:
             part.top_us = rt if part.top_us is None else max(part.top_us, rt)
 
     def frontier(self) -> int | None:
-        """The rowtime up to which every part still delivering has come (None: no limit)."""
+        """The rowtime up to which every part still delivering has come (None: no limit). A part
+        still delivering that has given no row yet holds everything back (NOTHING): its first rows
+        may come before every other part's (before 2026-11-29 it held nothing back, and a
+        partition whose first fetch came late found its rows late)."""
         now = time.time()
-        holding = [p.top_us for p in self.parts.values() if p.top_us is not None and not p.finished
-                   and not (p.caught_up and p.quiet_since and now - p.quiet_since >= self.idle_ms / 1000)]
+        holding = []
+        for p in self.parts.values():
+            if p.finished or (p.caught_up and p.quiet_since and now - p.quiet_since >= self.idle_ms / 1000):
+                continue
+            if p.top_us is None:
+                return NOTHING
+            holding.append(p.top_us)
         return min(holding) if holding else None
 
     def release(self, everything: bool) -> tuple[pa.Table | None, dict[str, str]]:
