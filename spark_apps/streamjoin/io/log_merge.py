@@ -3,8 +3,9 @@
 
 Each part (a shard, a partition) keeps its own order; records read but not staged yet are *held*.
 A held record is released (staged) once every part still delivering has reached its rowtime (the
-input's clock is the slowest part's): so a fast part does not make a slow part's rows late. A part
-read to its end, or caught up and silent for `idle_ms`, holds no one back. Released rows come out
+input's clock is the slowest part's): so a fast part does not make a slow part's rows late; a part
+that has given no row yet holds everything back. A part read to its end, or caught up and silent
+for `idle_ms`, holds no one back. Released rows come out
 merged by rowtime, each part's order kept; each part's position is its last *staged* record's
 (the manifest's), so a restart resumes after it: no gap, no duplicate.
 
