@@ -3,7 +3,8 @@ are sqllogictest files copied unedited from RisingWave's e2e suite (a header nam
 Each `query` record's expected rows must be what `streamjoin run --dialect risingwave` writes for
 the materialized view it reads, on a program made of the file's statements up to that point: its
 CREATE TABLEs, the INSERT, UPDATE and DELETE statements run on them so far (a DROP removes a table
-and what was done to it), and that view. `make test` checks each view's last query (its tables
+and what was done to it), and that view (each statement an instant: a temporal join's row looks its table up as it stood at the
+row's statement, plan.rewrites.script_time). `make test` checks each view's last query (its tables
 as they stand at the end); `make test-long` every query, the states between the changes too."""
 
 from __future__ import annotations
@@ -97,6 +98,8 @@ CHECKS = [c for p in sorted(PEERS.glob("*.slt*")) for c in checks(p)]
 def test_the_peer_files_hold_queries_of_views_over_changed_tables():
     assert len(CHECKS) >= 40 and sum(c.last for c in CHECKS) >= 10, len(CHECKS)
     assert any("delete from" in c.program for c in CHECKS)
+    # RisingWave's temporal joins over tables the file changes: a row looks the table up as it stood then
+    assert sum("for system_time as of proctime()" in c.program.lower() for c in CHECKS) >= 20
 
 
 def _run(spark, tmp_path, check: Check) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from streamjoin.errors import Unsupported
 from streamjoin.lower.strategy import changing_alone
 from streamjoin.plan.model import JoinKind, Kind, Query, Script
+from streamjoin.plan.rewrites.script_time import versioned
 
 
 def clauses_not_run(ctx) -> str | None:
@@ -95,7 +96,8 @@ def _table_query_reason(script: Script, query: Query) -> str | None:
             reasons.append(f"the stream view '{i.relation}'")
         elif relation.view and (inner := _table_query_reason(script, script.view(i.relation))):
             reasons.append(f"{inner} (in the view '{i.relation}')")
-    streamed = next((j.kind for j in query.joins if j.kind not in (JoinKind.TABLE_TABLE, JoinKind.ASOF_TABLE)), None)
+    streamed = next((j.kind for j in query.joins if j.kind not in (JoinKind.TABLE_TABLE, JoinKind.ASOF_TABLE)
+                     and not versioned(query, j)), None)
     if streamed is not None:
         reasons.append(f"a {streamed} of tables")
     return reasons[0] if reasons else None

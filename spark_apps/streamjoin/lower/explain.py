@@ -7,6 +7,7 @@ import json
 
 from streamjoin.lower.strategy import LoweringOptions, describe, in_order, staged_views, uses_custom
 from streamjoin.plan.model import ROWS, Emit, Input, Join, Kind, Query, Script, sql
+from streamjoin.plan.rewrites.script_time import VERSIONS
 from streamjoin.plan.windows import format_ms
 
 _EMIT = {
@@ -179,6 +180,10 @@ def _output(name: str, expression: str) -> str:
 
 def _input_detail(i: Input, relation) -> str:
     if i.kind == Kind.TABLE:
+        if i.temporal and relation.name.endswith(VERSIONS):
+            return " [FOR SYSTEM_TIME AS OF PROCTIME(): its versions by the file's statements, read once]"
+        if i.temporal and relation.option("connector") == "values":
+            return " [FOR SYSTEM_TIME AS OF PROCTIME(): the rows the file gives, read once]"
         return " [FOR SYSTEM_TIME AS OF PROCTIME(): re-read per micro-batch]" if i.temporal else " [snapshot at query start]"
     if i.time_window:
         return f" [{i.time_window.describe()}]"

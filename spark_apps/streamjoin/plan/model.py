@@ -294,6 +294,9 @@ class Query:
     table_order: tuple[tuple[str, bool, bool], ...] = ()
     table_limit: int | None = None
     table_unrun: tuple[str, ...] = ()
+    # the file's INSERT / UPDATE / DELETE statements before this query's (its instant on the script's
+    # clock, one statement one epoch: plan.rewrites.script_time)
+    epoch: int = 0
 
     def input(self, alias: str) -> Input:
         return next(i for i in self.inputs if i.alias == alias)

@@ -23,7 +23,9 @@ def classify(where: Located, join: exp.Join, join_type: JoinType, asof: bool, le
              condition: Condition) -> JoinKind:
     left_stream = [i for i in left_items if i.is_stream]
     if right.temporal:
-        return check_temporal(where, join, join_type, left_stream, right, condition)
+        # a table the file seeds and changes looks its rows up as they came (plan.rewrites.script_time)
+        seeded = [i for i in left_items if not i.is_stream and i.relation.option("connector") == "values" and not i.relation.view]
+        return check_temporal(where, join, join_type, left_stream or seeded, right, condition)
     if asof:
         if not condition.keys:
             where.fail("ASOF JOIN needs at least one equality between the two sides", join, "ON a.k = b.k AND b.t <= a.t")
@@ -45,12 +47,16 @@ def classify(where: Located, join: exp.Join, join_type: JoinType, asof: bool, le
 
 
 def check_temporal(where: Located, join, join_type, left_stream, right: Item, condition: Condition) -> JoinKind:
-    if join_type not in (JoinType.INNER, JoinType.LEFT):
+    # rows the file gives: looked up by any condition (an index's equality, a nested loop), several may match
+    seeded = right.relation.option("connector") == "values" and not right.relation.view
+    if join_type not in (JoinType.INNER, JoinType.LEFT) and not (seeded and join_type == JoinType.CROSS):
         where.fail(f"a process-time temporal join is INNER or LEFT, not {join_type}", join, "use JOIN or LEFT JOIN ... FOR SYSTEM_TIME AS OF PROCTIME()")
     if not left_stream:
         where.fail("a process-time temporal join needs a stream on the left", join, "the left side is looked up row by row")
     key_columns = {r.name for _, r in condition.keys if isinstance(r, exp.Column)}
     pk = set(right.relation.primary_key)
+    if seeded:
+        return JoinKind.TEMPORAL
     if pk and not pk <= key_columns:
         where.fail(
             f"the condition must cover the primary key of '{right.relation.name}' ({', '.join(sorted(pk))})",

@@ -4,6 +4,11 @@ table's rows, so that a query reads the table as it stands at the end of the fil
 is evaluated by sqlglot's Python executor over the rows (SQL's NULL logic: a row whose WHERE is
 NULL is left alone).
 
+Each statement is an instant of the script's clock, its epoch (RisingWave's tests flush after each,
+`SET RW_IMPLICIT_FLUSH`): a table keeps, beside its rows, the epoch each row took its values at
+(option `epochs`) and the versions its UPDATEs and DELETEs ended (`retired`: [from, to, row]), which
+a process-time temporal join reads (plan.rewrites.script_time).
+
     UPDATE t SET w = w + 1 WHERE k = 1;   DELETE FROM t WHERE k > 2;   DELETE FROM t;
 """
 
@@ -19,8 +24,8 @@ from streamjoin.plan.model import Kind, Relation
 from streamjoin.plan.scope import Located, ident_name, relation_name
 
 
-def changed(relations: dict[str, Relation], st: exp.Update | exp.Delete, where: Located) -> Relation:
-    """The table `st` changes, with its rows as they stand after it."""
+def changed(relations: dict[str, Relation], st: exp.Update | exp.Delete, where: Located, epoch: int = 0) -> Relation:
+    """The table `st` changes, with its rows as they stand after it (at `epoch`)."""
     target = st.this
     name = relation_name(target)
     relation = relations.get(name)
@@ -28,13 +33,15 @@ def changed(relations: dict[str, Relation], st: exp.Update | exp.Delete, where: 
         what = "UPDATE" if isinstance(st, exp.Update) else "DELETE"
         where.fail(f"{what} changes a table the file declares without a connector and seeds with INSERT INTO ... "
                    f"VALUES; '{name}' is not one", target, "change the rows in the input's files instead")
-    rows = json.loads(relation.option("rows") or "[]")
+    before = json.loads(relation.option("rows") or "[]")
+    epochs, retired = epochs_of(relation, len(before)), json.loads(relation.option("retired") or "[]")
     columns = [c.name for c in relation.columns]
     condition = st.args.get("where").this if st.args.get("where") is not None else exp.true()
+    hit = [r["m"] for r in _select(before, columns, [exp.func("COALESCE", condition.copy(), exp.false())], None, ["m"])]
+    retired += [[e, epoch, row] for e, row, h in zip(epochs, before, hit, strict=True) if h]
     if isinstance(st, exp.Delete):
-        kept = _select(rows, columns, [exp.column(c) for c in columns],
-                       exp.not_(exp.func("COALESCE", condition.copy(), exp.false())))
-        rows = kept
+        rows = [row for row, h in zip(before, hit, strict=True) if not h]
+        epochs = [e for e, h in zip(epochs, hit, strict=True) if not h]
     else:
         sets = {}
         for assignment in st.expressions:
@@ -45,23 +52,39 @@ def changed(relations: dict[str, Relation], st: exp.Update | exp.Delete, where: 
             sets[column] = assignment.expression
         chosen = [exp.Case(ifs=[exp.If(this=exp.func("COALESCE", condition.copy(), exp.false()), true=sets[c].copy())],
                            default=exp.column(c)) if c in sets else exp.column(c) for c in columns]
-        rows = _select(rows, columns, chosen, None)
-    options = {**dict(relation.options), "connector": "values", "rows": json.dumps(rows, default=str)}
+        rows = _select(before, columns, chosen, None)
+        epochs = [epoch if h else e for e, h in zip(epochs, hit, strict=True)]
+    return with_rows(relation, rows, epochs, retired)
+
+
+def epochs_of(relation: Relation, count: int) -> list[int]:
+    """The epoch each of the table's `count` rows took its values at (0: before the file's first statement)."""
+    epochs = json.loads(relation.option("epochs") or "[]")
+    return epochs + [0] * (count - len(epochs))
+
+
+def with_rows(relation: Relation, rows: list[dict], epochs: list[int], retired: list) -> Relation:
+    options = {**dict(relation.options), "connector": "values", "rows": json.dumps(rows, default=str),
+               "epochs": json.dumps(epochs)}
+    if retired:
+        options["retired"] = json.dumps(retired, default=str)
     return replace(relation, options=tuple(sorted(options.items())))
 
 
-def _select(rows: list[dict], columns: list[str], values: list[exp.Expression], condition) -> list[dict]:
-    """`SELECT values FROM rows [WHERE condition]` by sqlglot's executor, as dicts of `columns`."""
+def _select(rows: list[dict], columns: list[str], values: list[exp.Expression], condition,
+            names: list[str] | None = None) -> list[dict]:
+    """`SELECT values FROM rows [WHERE condition]` by sqlglot's executor, as dicts of `names` (`columns`)."""
     from sqlglot.executor import execute
 
-    query = exp.select(*[exp.alias_(v, c, quoted=True) for v, c in zip(values, columns, strict=True)]).from_("t")
+    names = names or columns
+    query = exp.select(*[exp.alias_(v, c, quoted=True) for v, c in zip(values, names, strict=True)]).from_("t")
     if condition is not None:
         query = query.where(condition)
     try:
         result = execute(query, tables={"t": [{c: r.get(c) for c in columns} for r in rows]})
     except (SqlglotError, Exception) as error:  # noqa: BLE001 - the executor raises plain exceptions too
         raise ValueError(f"cannot evaluate {query.sql()}: {error}") from None
-    return [dict(zip(columns, row, strict=True)) for row in result.rows]
+    return [dict(zip(names, row, strict=True)) for row in result.rows]
 
 
 def seed_rows(analyzer, st: exp.Insert | exp.Update | exp.Delete) -> None:
@@ -69,11 +92,10 @@ def seed_rows(analyzer, st: exp.Insert | exp.Update | exp.Delete) -> None:
     connector (RisingWave's tests and demos seed their tables so): the rows are the table's
     (`connector = 'values'`, read as its snapshot), added to any inserted before. `UPDATE` and
     `DELETE` change them, in order (plan.analyzer.dml)."""
-    import json
-
+    analyzer.epoch += 1
     if isinstance(st, exp.Update | exp.Delete):
         try:
-            relation = changed(analyzer.relations, st, analyzer.where)
+            relation = changed(analyzer.relations, st, analyzer.where, analyzer.epoch)
         except ValueError as error:
             analyzer.where.fail(str(error), st, "write the change with plain column comparisons and arithmetic")
         analyzer.relations[relation.name] = relation
@@ -90,8 +112,14 @@ def seed_rows(analyzer, st: exp.Insert | exp.Update | exp.Delete) -> None:
         analyzer.where.fail(f"INSERT INTO '{name}' VALUES seeds a table or stream declared without a connector; '{name}' is "
                             f"read from {connector or relation.option('path')!r}", target, "put the rows in the input's files instead")
     listed = [ident_name(c) for c in st.this.expressions] if isinstance(st.this, exp.Schema) else []
-    columns = listed or [c.name for c in relation.columns]
+    implicit = relation.rowtime if relation.implicit_rowtime else None  # not one of `*`: the stager fills it
+    columns = listed or [c.name for c in relation.columns if c.name != implicit]
     rows = json.loads(relation.option("rows") or "[]")
+    epochs, retired = epochs_of(relation, len(rows)), json.loads(relation.option("retired") or "[]")
+    # a table's primary key: a row inserted under a key the table holds overwrites it (RisingWave's
+    # default ON CONFLICT OVERWRITE); a stream (an APPEND ONLY table) keeps every row
+    key = relation.primary_key if relation.kind == Kind.TABLE else ()
+    held = {tuple(r.get(k) for k in key): n for n, r in enumerate(rows)} if key else {}
     for row in st.expression.expressions:
         values = row.expressions if isinstance(row, exp.Tuple) else [row]
         if len(values) != len(columns):
@@ -99,11 +127,18 @@ def seed_rows(analyzer, st: exp.Insert | exp.Update | exp.Delete) -> None:
                             "give one value per column, in order")
         row = {c: literal_value(v, analyzer.where) for c, v in zip(columns, values, strict=True)}
         for column in relation.columns:  # a column the INSERT does not list: its DEFAULT, else NULL
-            if column.name not in row:
+            if column.name not in row and column.name != implicit:
                 row[column.name] = default_value(column, st, analyzer.where)
+        at = held.get(tuple(row.get(k) for k in key)) if key else None
+        if at is not None:
+            retired.append([epochs[at], analyzer.epoch, rows[at]])
+            rows[at], epochs[at] = row, analyzer.epoch
+            continue
+        if key:
+            held[tuple(row.get(k) for k in key)] = len(rows)
         rows.append(row)
-    options = {**dict(relation.options), "connector": "values", "rows": json.dumps(rows, default=str)}
-    analyzer.relations[name] = replace(relation, options=tuple(sorted(options.items())))
+        epochs.append(analyzer.epoch)
+    analyzer.relations[name] = with_rows(relation, rows, epochs, retired)
 
 
 def default_value(column, st: exp.Insert, where: Located):

@@ -66,6 +66,7 @@ class Analyzer:
         self.notes: list[str] = []  # statements dropped, replaced or ignored (script_order)
         self.servers: dict[str, dict[str, str]] = {}  # s-Server's CREATE SERVER, by name
         self.cdc_sources: dict[str, dict[str, str]] = {}  # RisingWave's shared CDC CREATE SOURCE, by name
+        self.epoch = 0  # the INSERT / UPDATE / DELETE statements read so far (plan.analyzer.dml)
 
     def script(self, statements: list[exp.Expression]) -> Script:
         statements, self.notes = in_order(statements, self.where)
@@ -284,7 +285,7 @@ class Analyzer:
         if from_ is None:
             self.where.fail("a query needs a FROM clause", select, "SELECT STREAM ... FROM stream")
         named_windows = {ident_name(w.this): w for w in select.args.get("windows") or []}
-        return QueryAnalysis(self, select, named_windows).run(name, sink)
+        return replace(QueryAnalysis(self, select, named_windows).run(name, sink), epoch=self.epoch)
 
     def parts_as_views(self, select: exp.Select) -> exp.Select:
         """A query's common table expressions (WITH name AS (...)) and the subqueries in its FROM
