@@ -261,3 +261,15 @@ def test_update_and_delete_change_a_seeded_tables_rows_in_order_and_are_refused_
         compile_sql(sql.replace("SET v = v * 2", "SET w = 1"), "t.sql", dialect="risingwave")
     with pytest.raises(SqlError, match=r"DELETE changes a table the file declares without a connector"):
         compile_sql(DDL + "DELETE FROM l WHERE k = 1;\nSELECT STREAM * FROM l;", "t.sql")
+
+
+def test_a_view_may_be_rows_of_values_a_query_in_parentheses_or_a_select_without_from():
+    script = compile_sql("""create materialized view mvb as values (233, 'risingwave'), (233, 'risingwave');
+create materialized view two as (select 'a' as source, 1 as n union all select 'b' as source, 2 as n);
+create materialized view both_ as select * from mvb, two;""", dialect="risingwave")
+    values = script.relation(script.view("mvb").inputs[0].relation)
+    assert values.option("connector") == "values" and [c.name for c in script.view("mvb").output] == ["column1", "column2"]
+    assert len(script.view("two").union_of) == 2
+    branch = script.view(script.view("two").union_of[0])
+    assert [c.name for c in branch.output] == ["source", "n"]
+    assert script.relation(branch.inputs[0].relation).option("rows") == '[{"column1": 0}]'  # one row to select from

@@ -203,7 +203,7 @@ class ScriptStatements:
         description = self._parse_string() if self._match_text_seq("DESCRIPTION") else None
         if not self._match(TokenType.ALIAS):
             self.raise_error("Expected AS and a query after the view's name")
-        query = self._parse_select()
+        query = self._parse_select(nested=True)  # AS (SELECT ... UNION ALL ...): the query in parentheses
         create = self.expression(exp.Create(this=this, kind="VIEW", replace=replace, expression=query, exists=exists))
         if description is not None:  # not one of sqlglot's Create args: set after validation
             create.set("description", Description(this=description))

@@ -146,12 +146,29 @@ def cast_column(col, target: pa.DataType):
     if pa.types.is_timestamp(target):
         if pa.types.is_timestamp(col.type):
             return pc.cast(col, _TS) if col.type.tz else pc.assume_timezone(pc.cast(col, pa.timestamp("us")), "UTC")
-        parsed = pc.cast(pc.cast(col, pa.string()), pa.timestamp("us"))  # ISO 8601, 'T' or ' '
-        return pc.assume_timezone(parsed, "UTC")
+        text = pc.cast(col, pa.string())
+        try:
+            return pc.assume_timezone(pc.cast(text, pa.timestamp("us")), "UTC")  # ISO 8601, 'T' or ' '
+        except pa.ArrowInvalid:  # a zone offset ('+00:00', 'Z': TIMESTAMPTZ text), on some values or all
+            try:
+                return pc.cast(text, _TS)
+            except pa.ArrowInvalid:
+                return _zoned(text)
     if pa.types.is_boolean(target) and pa.types.is_string(col.type):
         lowered = pc.utf8_lower(col)
         return pc.equal(lowered, "true")
     return pc.cast(col, target)
+
+
+def _zoned(text) -> pa.Array:
+    """Timestamps as text, some with a zone offset and some without (UTC), one by one."""
+    values = []
+    for v in text.to_pylist():
+        try:
+            values.append(_nested(v, _TS))
+        except ValueError:
+            raise pa.ArrowInvalid(f"Failed to parse string: '{v}' as a scalar of type timestamp") from None
+    return pa.array(values, _TS)
 
 
 def _nested(value, kind: pa.DataType):

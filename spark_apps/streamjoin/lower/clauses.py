@@ -84,8 +84,6 @@ def _table_query_reason(script: Script, query: Query) -> str | None:
     unrun = query.table_unrun if query.table_order or query.table_limit is not None else query.unrun
     if unrun:  # (ORDER BY output columns and LIMIT n: the batch carries them out)
         reasons.append(unrun[0])
-    if query.union_of:
-        reasons.append("a UNION ALL")
     if query.aggregation is not None and query.aggregation.bucket is not None:
         reasons.append("a GROUP BY of time buckets over tables")
     if query.sink and not into_program_table(script, query):
@@ -96,7 +94,10 @@ def _table_query_reason(script: Script, query: Query) -> str | None:
             reasons.append(f"the stream view '{i.relation}'")
         elif relation.view and (inner := _table_query_reason(script, script.view(i.relation))):
             reasons.append(f"{inner} (in the view '{i.relation}')")
-    streamed = next((j.kind for j in query.joins if j.kind not in (JoinKind.TABLE_TABLE, JoinKind.ASOF_TABLE)
+    for branch in query.union_of:  # a UNION ALL of views of tables: each branch a batch of its own
+        if inner := _table_query_reason(script, script.view(branch)):
+            reasons.append(f"{inner} (in the branch '{branch}')")
+    streamed = next((j.kind for j in query.joins if j.kind not in (JoinKind.TABLE_TABLE, JoinKind.ASOF_TABLE, JoinKind.WINDOW_TVF)
                      and not versioned(query, j)), None)
     if streamed is not None:
         reasons.append(f"a {streamed} of tables")

@@ -106,6 +106,13 @@ class NativeLowering:
 
         from streamjoin.lower.running import input_windows
 
+        if query.union_of:  # UNION ALL of views of tables: every row of each branch, columns by position
+            branches = [self.table_frame(self.script.view(b)) for b in query.union_of]
+            names = [c.name for c in query.output]
+            out = branches[0].toDF(*names)
+            for branch in branches[1:]:
+                out = out.unionAll(branch.toDF(*names))
+            return out
         frames = {i.alias: self.table_input(query, i) for i in query.inputs}
         for i in query.inputs:  # TUMBLE / HOP over a table (RisingWave): each row's windows, as columns
             if i.time_window is not None:
@@ -305,6 +312,7 @@ JOINS = {
     JoinKind.SNAPSHOT: _dataframe_join,
     JoinKind.TEMPORAL: _dataframe_join,
     JoinKind.TABLE_TABLE: _dataframe_join,
+    JoinKind.WINDOW_TVF: _dataframe_join,  # of tables only (one batch): equal windows are keys of the condition
 }
 
 

@@ -120,9 +120,10 @@ def load_snapshot(spark, relation: Relation, alias: str, query: Query, item: Inp
         rows = table.select([flat(alias, c) for c in keep])
     digest = content_hash(rows)
     directory.mkdir(parents=True, exist_ok=True)
-    for old in directory.glob(f"{alias}-*.parquet"):
+    stem = alias if alias[:1] not in ("_", ".") else f"t{alias}"  # Spark's reader skips a file named _x or .x as hidden
+    for old in directory.glob(f"{stem}-*.parquet"):
         old.unlink() if old.is_file() else shutil.rmtree(old)
-    path = directory / f"{alias}-{taken_at.strftime('%Y%m%dT%H%M%S%f')}.parquet"
+    path = directory / f"{stem}-{taken_at.strftime('%Y%m%dT%H%M%S%f')}.parquet"
     pq.write_table(rows, path)
     snapshot = Snapshot(alias, source, taken_at.isoformat(timespec="milliseconds"), rows.num_rows, digest, str(path), version)
     cached = spark.read.parquet(str(path)).persist()
