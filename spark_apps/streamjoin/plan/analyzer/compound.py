@@ -107,3 +107,18 @@ def into_columns(analyzer, query: Query, into: exp.Expression) -> Query:
         analyzer.where.fail(f"the sink's query writes {len(query.output)} columns into {len(listed)} of '{table.name}' "
                             f"({', '.join(listed)})", into, "select one column for each column the sink writes, in order")
     return replace(query, output=tuple(OutputColumn(name, c.expression) for name, c in zip(listed, query.output, strict=True)))
+
+
+def with_rows_from(select: exp.Expression, name: str) -> exp.Expression:
+    """A query of rows written in it as a SELECT from a table of them: `AS VALUES (...), ...` (its
+    columns column1, ..., as PostgreSQL names them) and a SELECT of constants without FROM (one row)."""
+    if isinstance(select, exp.Values):
+        rows = select.copy()
+        rows.set("alias", exp.TableAlias(this=exp.to_identifier(f"{name}_values")))
+        return exp.select("*").from_(rows)
+    if (isinstance(select, exp.Select) and select.args.get("from_") is None and not select.args.get("joins")
+            and select.expressions and not any(e.find(exp.Column, exp.Star) for e in select.expressions)):
+        one = exp.Values(expressions=[exp.Tuple(expressions=[exp.Literal.number(0)])],
+                         alias=exp.TableAlias(this=exp.to_identifier(f"{name}_row")))
+        return select.copy().from_(one)
+    return select

@@ -14,6 +14,7 @@ from dataclasses import replace
 
 from sqlglot import exp
 
+import streamjoin.plan.analyzer.compound as compound
 import streamjoin.plan.analyzer.dml as dml
 from streamjoin.dialect import directives, parse_script
 from streamjoin.dialect.profiles import DEFAULT, Profile, fold
@@ -275,20 +276,12 @@ class Analyzer:
             select = select.unnest()
         if isinstance(select, exp.Union):  # the query itself a UNION ALL: a view of it, read whole
             select = union_read(self, name, select)
-        if isinstance(select, exp.Values):  # `AS VALUES (...), ...`: a table of those rows (PostgreSQL's column1, ...)
-            rows = select.copy()
-            rows.set("alias", exp.TableAlias(this=exp.to_identifier(f"{name}_values")))
-            select = exp.select("*").from_(rows)
+        select = compound.with_rows_from(select, name)
         if not isinstance(select, exp.Select):
             self.where.fail(f"unsupported query form: {select.key.upper()}", select, "write a single SELECT")
         if select.args.get("laterals"):
             self.where.fail("LATERAL is not supported: it flattens a column of each row, it joins no other input",
                             select.args["laterals"][0], "select the array column itself")
-        if (select.args.get("from_") is None and not select.args.get("joins") and select.expressions
-                and not any(e.find(exp.Column, exp.Star) for e in select.expressions)):  # SELECT 1 AS a: one row (PostgreSQL)
-            one = exp.Values(expressions=[exp.Tuple(expressions=[exp.Literal.number(0)])],
-                             alias=exp.TableAlias(this=exp.to_identifier(f"{name}_row")))
-            select = select.copy().from_(one)
         select = self.parts_as_views(distinct_as_groups(select))
         from_ = select.args.get("from_")
         if from_ is None:
