@@ -98,3 +98,12 @@ select * from version;""", dialect="risingwave")
     assert _rows(version, "epochs") == [2, 1]
     assert _rows(version, "retired") == [[1, 2, {"id2": 1, "a2": 10}]]
     assert len(_rows(script.relation("stream"))) == 2
+
+
+def test_an_update_or_delete_of_a_table_with_no_rows_changes_nothing():
+    script = compile_sql(TABLES + """delete from version where id2 = 1;
+update version set a2 = 1 where id2 = 2;
+insert into version values (1, 10);
+select * from version;""", dialect="risingwave")
+    assert _rows(script.relation("version")) == [{"id2": 1, "a2": 10}]
+    assert _rows(script.relation("version"), "epochs") == [3]

@@ -77,6 +77,8 @@ def _select(rows: list[dict], columns: list[str], values: list[exp.Expression], 
     from sqlglot.executor import execute
 
     names = names or columns
+    if not rows:  # (the executor reads a table's columns from its rows: an empty one has none)
+        return []
     query = exp.select(*[exp.alias_(v, c, quoted=True) for v, c in zip(values, names, strict=True)]).from_("t")
     if condition is not None:
         query = query.where(condition)
