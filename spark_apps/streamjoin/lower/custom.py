@@ -272,7 +272,11 @@ def _union_columns(side: int, alias: str, spec: InputSpec, df, keys, types: list
 
     cols = [F.lit(side).alias("sj_side"), F.unix_micros(F.col(q(spec.rowtime))).alias("sj_t"), F.col(SEQUENCE).alias("sj_seq"),
             F.col(BOUND).alias("sj_bound")]
-    cols += [F.expr(local_sql(pair[side], alias)).cast(types[n]).alias(f"sj_k{n}") for n, pair in enumerate(keys)]
+    for n, pair in enumerate(keys):
+        key = F.expr(local_sql(pair[side], alias)).cast(types[n])
+        if types[n] == "timestamp":  # as microseconds too (a bound row's rowtime key, the end of input, is past 2262)
+            key = F.when(~F.col(BOUND), F.unix_micros(key))
+        cols.append(key.alias(f"sj_k{n}"))
     if not keys:
         cols.append(F.lit(0).alias("sj_k0"))
     for other, name, column, dtype in fields:
