@@ -182,7 +182,7 @@ def _input_detail(i: Input, relation) -> str:
     if i.kind == Kind.TABLE:
         if i.temporal and relation.name.endswith(VERSIONS):
             return " [FOR SYSTEM_TIME AS OF PROCTIME(): its versions by the file's statements, read once]"
-        if i.temporal and relation.option("connector") == "values":
+        if i.temporal and relation.given:
             return " [FOR SYSTEM_TIME AS OF PROCTIME(): the rows the file gives, read once]"
         return " [FOR SYSTEM_TIME AS OF PROCTIME(): re-read per micro-batch]" if i.temporal else " [snapshot at query start]"
     if i.time_window:

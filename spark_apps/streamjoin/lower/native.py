@@ -220,7 +220,7 @@ class NativeLowering:
             return stream_frame(self.spark, self.specs[prefix + item.alias], item.alias, ordered, self.joins_streams)
         if item.temporal:
             join = next(j for j in query.joins if j.right == item.alias)
-            if relation.option("connector") != "values":  # rows the program inserted: read once, below
+            if not relation.given:  # rows the program inserted: read once, below
                 tables.check_temporal_key(relation, join)
                 return tables.temporal_frame(self.spark, relation, item.alias)
         view_rows = self.table_view_rows(relation) if relation.view else None

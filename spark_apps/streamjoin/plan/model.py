@@ -115,6 +115,11 @@ class Relation:
         return dict(self.options).get(key, default)
 
     @property
+    def given(self) -> bool:
+        """Rows the file itself gives (INSERT INTO t VALUES, a VALUES table: connector 'values'), not a view's."""
+        return not self.view and self.option("connector") == "values"
+
+    @property
     def changing(self) -> bool:
         """A table fed by its changes (FORMAT DEBEZIUM / UPSERT, a database's change data capture): a
         stream of upserts and deletes by its primary key."""

@@ -24,7 +24,7 @@ def classify(where: Located, join: exp.Join, join_type: JoinType, asof: bool, le
     left_stream = [i for i in left_items if i.is_stream]
     if right.temporal:
         # a table the file seeds and changes looks its rows up as they came (plan.rewrites.script_time)
-        seeded = [i for i in left_items if not i.is_stream and i.relation.option("connector") == "values" and not i.relation.view]
+        seeded = [i for i in left_items if not i.is_stream and i.relation.given]
         return check_temporal(where, join, join_type, left_stream or seeded, right, condition)
     if asof:
         if not condition.keys:
@@ -48,7 +48,7 @@ def classify(where: Located, join: exp.Join, join_type: JoinType, asof: bool, le
 
 def check_temporal(where: Located, join, join_type, left_stream, right: Item, condition: Condition) -> JoinKind:
     # rows the file gives: looked up by any condition (an index's equality, a nested loop), several may match
-    seeded = right.relation.option("connector") == "values" and not right.relation.view
+    seeded = right.relation.given
     if join_type not in (JoinType.INNER, JoinType.LEFT) and not (seeded and join_type == JoinType.CROSS):
         where.fail(f"a process-time temporal join is INNER or LEFT, not {join_type}", join, "use JOIN or LEFT JOIN ... FOR SYSTEM_TIME AS OF PROCTIME()")
     if not left_stream:

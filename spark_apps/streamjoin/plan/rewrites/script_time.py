@@ -39,11 +39,6 @@ def script_time(script: Script) -> Script:
     return replace(script, relations=tuple(relations.values()), queries=tuple(queries))
 
 
-def seeded(relation: Relation) -> bool:
-    """Rows the file gives (INSERT INTO ... VALUES, a VALUES table), not a view's."""
-    return not relation.view and relation.option("connector") == "values"
-
-
 def versioned(query: Query, join) -> bool:
     """A temporal join this rewrite turned into a join with the table's versions (of tables only, a
     join of tables)."""
@@ -51,13 +46,13 @@ def versioned(query: Query, join) -> bool:
 
 
 def _rewrite(query: Query, relations: dict[str, Relation]) -> Query:
-    joins = [j for j in query.joins if j.kind == JoinKind.TEMPORAL and seeded(relations[query.input(j.right).relation])]
+    joins = [j for j in query.joins if j.kind == JoinKind.TEMPORAL and relations[query.input(j.right).relation].given]
     if not joins:
         return query
     inputs = {i.alias: i for i in query.inputs}
     rewritten = list(query.joins)
     for join in joins:
-        left = [a for a in join.left_inputs if seeded(relations[inputs[a].relation])]
+        left = [a for a in join.left_inputs if relations[inputs[a].relation].given]
         if not left:
             continue
         for alias in left:
