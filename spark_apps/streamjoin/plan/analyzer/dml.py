@@ -131,13 +131,11 @@ def seed_rows(analyzer, st: exp.Insert | exp.Update | exp.Delete) -> None:
         for column in relation.columns:  # a column the INSERT does not list: its DEFAULT, else NULL
             if column.name not in row and column.name != implicit:
                 row[column.name] = default_value(column, st, analyzer.where)
-        at = held.get(tuple(row.get(k) for k in key)) if key else None
-        if at is not None:
+        at = held.setdefault(tuple(row.get(k) for k in key), len(rows)) if key else len(rows)
+        if at < len(rows):
             retired.append([epochs[at], analyzer.epoch, rows[at]])
             rows[at], epochs[at] = row, analyzer.epoch
             continue
-        if key:
-            held[tuple(row.get(k) for k in key)] = len(rows)
         rows.append(row)
         epochs.append(analyzer.epoch)
     analyzer.relations[name] = with_rows(relation, rows, epochs, retired)
