@@ -29,7 +29,9 @@ def test_streaming_join_apps_starts_the_app_and_restarts_it_after_it_is_killed(a
     def kill_once_running_then_feed():
         wait_for(lambda: (refresh_ops.status(app_env) or {}).get("inputs", {}).get("city_sales.sales", {}).get("rows_read") == 2,
                  timeout=240, what="the app's first batch")
-        beat = Control(app_env.checkpoint).read_heartbeat()
+        # the heartbeat starts with the first tick after the query starts: a fast first batch is in
+        # status.json before it
+        beat = wait_for(lambda: Control(app_env.checkpoint).read_heartbeat(), timeout=60, what="the app's heartbeat")
         os.kill(beat["pid"], signal.SIGKILL)
         killed.append(beat["pid"])
         put_sales(sales, "01.json", [(3, "Berlin", 1, "2024-01-01 01:10:00"), (4, "Oslo", 2, "2024-01-01 02:30:00")])
