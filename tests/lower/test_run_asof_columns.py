@@ -12,8 +12,8 @@ from streamjoin.lower.explain import explain_text
 from streamjoin.runtime.pipeline import Pipeline
 from streamjoin.settings import Settings
 
-ROWS = Settings(operator_columnar=False)
-COLUMNS = Settings(operator_columnar=True)
+ROWS = Settings(operator_columnar=False, join_operator="custom")  # (a bounded run would take the batch ASOF join)
+COLUMNS = Settings(operator_columnar=True, join_operator="custom")
 
 
 def ddl(left, right, lateness: str = "1 MINUTE") -> str:

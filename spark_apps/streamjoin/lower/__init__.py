@@ -30,7 +30,7 @@ from streamjoin.lower.strategy import (
     uses_custom,
 )
 from streamjoin.lower.support import check_runnable, sink_spec
-from streamjoin.plan.model import Emit, Query, Script
+from streamjoin.plan.model import Emit, JoinKind, Query, Script
 
 
 def lower(spark, script: Script, query: Query, specs: list[InputSpec], checkpoint: Path | None = None,
@@ -48,6 +48,10 @@ def lower(spark, script: Script, query: Query, specs: list[InputSpec], checkpoin
             from streamjoin.lower.strategy import chain_reach
 
             return lower_chain(query, specs, chain_reach(query))
+        if query.joins[0].kind == JoinKind.ASOF:  # `r.rowtime <= / < l.rowtime` (lower.asof_batch)
+            from streamjoin.lower.asof_batch import lower_asof
+
+            return lower_asof(query, specs)
         from streamjoin.lower.batch_join import lower_batch
 
         return lower_batch(spark, query, specs, options)

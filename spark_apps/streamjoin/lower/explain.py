@@ -4,9 +4,24 @@ data (json). Spark-free."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
-from streamjoin.lower.strategy import LoweringOptions, describe, in_order, staged_views, uses_custom
-from streamjoin.plan.model import ROWS, Emit, Input, Join, Kind, Query, Script, sql
+from streamjoin.lower.strategy import (
+    BATCH,
+    CUSTOM,
+    NATIVE,
+    LoweringOptions,
+    batch_reason,
+    by_column,
+    chain_keys,
+    custom_reason,
+    cuts,
+    group_keys,
+    in_order,
+    staged_views,
+    uses_custom,
+)
+from streamjoin.plan.model import ROWS, Emit, Input, Join, JoinKind, Kind, Query, Script, sql
 from streamjoin.plan.rewrites.script_time import VERSIONS
 from streamjoin.plan.windows import format_ms
 
@@ -217,4 +232,72 @@ def _join(n: int, j: Join) -> list[str]:
     lines.append("    residual: " + (" AND ".join(sql(r) for r in c.residual) if c.residual else "none"))
     lines.append("    state:")
     lines.extend(f"      - {s}" for s in j.state)
+    return lines
+
+
+# how each join runs (the physical choices of `lower.strategy`), in explain's words
+
+def describe(script: Script, query: Query, join: Join, options: LoweringOptions = LoweringOptions()) -> list[str]:
+    """explain's lines about the operator of one join."""
+    if join.kind == JoinKind.ASOF_TABLE:
+        return ["operator: a stateless lookup of each stream row's nearest row in the broadcast snapshot"]
+    if not (join.kind.stream_stream or join.kind in (JoinKind.ASOF, JoinKind.WINDOW_TVF, JoinKind.CHANGELOG, JoinKind.REGULAR)):
+        return []
+    reason = custom_reason(query, join, options)
+    if (reason is None or join.kind in (JoinKind.REGULAR, JoinKind.ASOF)) and batch_reason(script, query, options) is None:
+        return _batch_lines(query, join, options)
+    if reason is None:
+        lines = [f"operator: {NATIVE} (time-range condition from the windows; state dropped by the watermark)"]
+        if not options.bounded and batch_reason(script, query, replace(options, bounded=True)) is None:
+            lines.append("    with --until-idle: streamjoin's batch interval join instead (the run is bounded)")
+        if query.joins.index(join) in cuts(query):
+            lines.append("    then: the chain is cut here; this join's rows, released in rowtime order, are the "
+                         "input of the next Spark query (an outer join followed by another join)")
+        return lines
+    keys = group_keys(query, join) if len(query.joins) == 1 else ()
+    if len(query.joins) > 1:
+        groups = _chain_groups(script, query)
+    elif keys:
+        groups = "groups: by the join keys " + ", ".join(f"{sql(a)} = {sql(b)}" for a, b in keys) + " (parallel)"
+    elif join.kind == JoinKind.CHANGELOG:
+        groups = "groups: ONE group: a table row keyed by _key may change its join key, so it runs on one task"
+    else:
+        groups = "groups: ONE group: the join is one ordered sequence (no key partitions every window), so it runs on one task"
+    lines = [f"operator: {CUSTOM}", f"    why: {reason}", f"    {groups}"]
+    if join.kind in (JoinKind.REGULAR, JoinKind.ASOF) and not options.bounded and batch_reason(script, query, replace(options, bounded=True)) is None:
+        lines.append(f"    with --until-idle: streamjoin's batch {'ASOF' if join.kind == JoinKind.ASOF else 'interval'} join instead (the run is bounded)")
+    how = {"asof": "pandas merge_asof over each group's complete rows",
+           "rows": "each row pairs with the latest rows of its key on the other side, counted per key with numpy"}.get(by_column(query, join, options))
+    if how:
+        lines.append(f"    rows: by column ({how}), where both sides' keys have one type and every column is a number, string, "
+                     "boolean or timestamp; else row by row")
+    return lines
+
+
+def _chain_groups(script: Script, query: Query) -> str:
+    keys = chain_keys(script, query)
+    if keys:
+        return (f"groups: by the key every join of the chain shares, {' = '.join(sql(e) for e in keys[0])} (parallel); "
+                "each join's changes the next one's left input")
+    return ("groups: ONE group: a chain of regular joins runs its joins one after another on one task, each "
+            "join's changes the next one's left input (no key joins every input)")
+
+
+def _batch_lines(query: Query, join: Join, options: LoweringOptions) -> list[str]:
+    """explain's lines about a join the batch interval join runs (`lower.batch_join`, `lower.chain_join`)."""
+    lines = [f"operator: {BATCH}", "    state: the staged steps holding rows still in range (no state store)"]
+    if join.kind == JoinKind.ASOF:
+        return [*lines, "    asof: each left row, once the right clock passes it, takes the last right row of its key before "
+                "it, by one window function over the right rows so far (lower.asof_batch)"]
+    if join.kind == JoinKind.REGULAR:
+        return [*lines, "    range: every row of both inputs, for ever (a regular join); no time buckets"]
+    if len(query.joins) > 1:
+        return [*lines, "    chain: every join of the chain in one Spark batch job per micro-batch, each result holding a "
+                "new row once; rows retained while the chain's time bounds let a "
+                "future row of any input meet them"]
+    if options.batch_probe != "scan" and join.condition.keys and not join.condition.residual:
+        when = "on every run" if options.batch_probe == "keyed" else "on a live run"
+        lines.append(f"    pairs: {when}, by key in an index of the retained rows that each task's Python worker keeps "
+                     "between micro-batches (where every key is a plain column of one type); else by scanning the "
+                     "retained steps")
     return lines

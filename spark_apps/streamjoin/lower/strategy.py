@@ -6,11 +6,11 @@ joins is cut into several Spark queries. Spark-free: `check` and `explain` use i
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from sqlglot import exp
 
-from streamjoin.plan.model import Emit, Input, Join, JoinKind, JoinType, Kind, Query, Script, sql
+from streamjoin.plan.model import Emit, Input, Join, JoinKind, JoinType, Kind, Query, Script
 from streamjoin.plan.windows import RowsWindow
 from streamjoin.settings import Settings
 
@@ -94,8 +94,8 @@ def batch_reason(script: Script, query: Query, options: LoweringOptions = Loweri
     if len(query.inputs) != 2 or len(query.joins) != 1 or len(query.streams()) != 2:
         return "it joins two streams only"
     join = query.joins[0]
-    if join.kind == JoinKind.REGULAR:
-        return regular_reason(script, query, options)
+    if join.kind in (JoinKind.REGULAR, JoinKind.ASOF):
+        return (regular_reason if join.kind == JoinKind.REGULAR else _asof_reason)(script, query, options)
     if join.kind not in (JoinKind.INTERVAL, JoinKind.STREAM_STREAM_WINDOW) or custom_reason(query, join, options):
         return "it runs interval joins only"
     if any(script.relation(i.relation).view for i in query.inputs):
@@ -111,6 +111,24 @@ def batch_reason(script: Script, query: Query, options: LoweringOptions = Loweri
         if options.batch_probe == "scan" or not keyed_query(script, query, join):
             return ("the range is long, the run live and the keys not the keyed probe's: re-reading the range every "
                     "micro-batch costs more than Spark's state")
+    return None
+
+
+def _asof_reason(script: Script, query: Query, options: LoweringOptions) -> str | None:
+    """Why the batch ASOF join (`lower.asof_batch`) does not run the query's one join, or None when
+    it does: `r.rowtime <= / < l.rowtime`, INNER or LEFT on keys and nothing else, of two streams
+    read directly, EMIT FINAL, JSON Lines output; by default (`auto`) when the run is bounded."""
+    join = query.joins[0]
+    if join.condition.asof is None or join.condition.asof.op not in (">=", ">"):
+        return "an ASOF join runs on it when its right rowtime is at or before the left one (a left row waits for none)"
+    if join.join_type not in (JoinType.INNER, JoinType.LEFT) or not join.condition.keys or join.condition.residual:
+        return "an ASOF join runs on it when it is INNER or LEFT, on keys, with no other condition"
+    if any(script.relation(i.relation).view for i in query.inputs):
+        return "it reads streams, not views"
+    if query.aggregation is not None or query.emit != Emit.FINAL or query.sink:
+        return "it writes EMIT FINAL rows as JSON Lines, without aggregation"
+    if options.join_operator == "auto" and not options.bounded:
+        return "an ASOF join runs on it when the run is bounded (--until-idle): it retains every right row"
     return None
 
 
@@ -280,69 +298,6 @@ def cuts(query: Query) -> list[int]:
     ]
 
 
-def describe(script: Script, query: Query, join: Join, options: LoweringOptions = LoweringOptions()) -> list[str]:
-    """explain's lines about the operator of one join."""
-    if join.kind == JoinKind.ASOF_TABLE:
-        return ["operator: a stateless lookup of each stream row's nearest row in the broadcast snapshot"]
-    if not (join.kind.stream_stream or join.kind in (JoinKind.ASOF, JoinKind.WINDOW_TVF, JoinKind.CHANGELOG, JoinKind.REGULAR)):
-        return []
-    reason = custom_reason(query, join, options)
-    if (reason is None or join.kind == JoinKind.REGULAR) and batch_reason(script, query, options) is None:
-        return _batch_lines(query, join, options)
-    if reason is None:
-        lines = [f"operator: {NATIVE} (time-range condition from the windows; state dropped by the watermark)"]
-        if not options.bounded and batch_reason(script, query, replace(options, bounded=True)) is None:
-            lines.append("    with --until-idle: streamjoin's batch interval join instead (the run is bounded)")
-        if query.joins.index(join) in cuts(query):
-            lines.append("    then: the chain is cut here; this join's rows, released in rowtime order, are the "
-                         "input of the next Spark query (an outer join followed by another join)")
-        return lines
-    keys = group_keys(query, join) if len(query.joins) == 1 else ()
-    if len(query.joins) > 1:
-        groups = _chain_groups(script, query)
-    elif keys:
-        groups = "groups: by the join keys " + ", ".join(f"{sql(a)} = {sql(b)}" for a, b in keys) + " (parallel)"
-    elif join.kind == JoinKind.CHANGELOG:
-        groups = "groups: ONE group: a table row keyed by _key may change its join key, so it runs on one task"
-    else:
-        groups = "groups: ONE group: the join is one ordered sequence (no key partitions every window), so it runs on one task"
-    lines = [f"operator: {CUSTOM}", f"    why: {reason}", f"    {groups}"]
-    if join.kind == JoinKind.REGULAR and not options.bounded and batch_reason(script, query, replace(options, bounded=True)) is None:
-        lines.append("    with --until-idle: streamjoin's batch interval join instead (the run is bounded)")
-    how = {"asof": "pandas merge_asof over each group's complete rows",
-           "rows": "each row pairs with the latest rows of its key on the other side, counted per key with numpy"}.get(by_column(query, join, options))
-    if how:
-        lines.append(f"    rows: by column ({how}), where both sides' keys have one type and every column is a number, string, "
-                     "boolean or timestamp; else row by row")
-    return lines
-
-
-def _chain_groups(script: Script, query: Query) -> str:
-    keys = chain_keys(script, query)
-    if keys:
-        return (f"groups: by the key every join of the chain shares, {' = '.join(sql(e) for e in keys[0])} (parallel); "
-                "each join's changes the next one's left input")
-    return ("groups: ONE group: a chain of regular joins runs its joins one after another on one task, each "
-            "join's changes the next one's left input (no key joins every input)")
-
-
-def _batch_lines(query: Query, join: Join, options: LoweringOptions) -> list[str]:
-    """explain's lines about a join the batch interval join runs (`lower.batch_join`, `lower.chain_join`)."""
-    lines = [f"operator: {BATCH}", "    state: the staged steps holding rows still in range (no state store)"]
-    if join.kind == JoinKind.REGULAR:
-        return [*lines, "    range: every row of both inputs, for ever (a regular join); no time buckets"]
-    if len(query.joins) > 1:
-        return [*lines, "    chain: every join of the chain in one Spark batch job per micro-batch, each result holding a "
-                "new row once; rows retained while the chain's time bounds let a "
-                "future row of any input meet them"]
-    if options.batch_probe != "scan" and join.condition.keys and not join.condition.residual:
-        when = "on every run" if options.batch_probe == "keyed" else "on a live run"
-        lines.append(f"    pairs: {when}, by key in an index of the retained rows that each task's Python worker keeps "
-                     "between micro-batches (where every key is a plain column of one type); else by scanning the "
-                     "retained steps")
-    return lines
-
-
 def by_column(query: Query, join: Join, options: LoweringOptions) -> str | None:
     """The operator's column-wise engine that runs the join where its columns allow it (`lower.custom`
     checks their types): "asof" for ASOF `right.rowtime <= / < left.rowtime`, "rows" for an inner
@@ -397,10 +352,9 @@ def promotes(view: Query) -> bool:
 
 
 def changing_alone(script: Script, query: Query) -> bool:
-    """One table that changes, read alone (a postgres-cdc or Debezium table's, or a running aggregate's
-    view's (plan Query.changelog_key) rows, or its counts by
-    a GROUP BY without a time bucket): its changes come off the operator (`lower.custom`, a chain
-    of no joins) as a changelog, which the groups follow (`lower.running`)."""
+    """One table that changes, read alone (a postgres-cdc or Debezium table's, or a running aggregate's view's
+    (plan Query.changelog_key) rows, or its counts by a GROUP BY without a time bucket): its changes come off
+    the operator (`lower.custom`, a chain of no joins) as a changelog, which the groups follow (`lower.running`)."""
     return (not query.joins and len(query.inputs) == 1 and (query.aggregation is None or running_aggregate(query))
             and script.relation(query.inputs[0].relation).changing)
 
