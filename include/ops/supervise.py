@@ -208,7 +208,9 @@ class SubprocessLaunch:
     def __init__(self, app: App, run_for_s: float, spark_submit: str | None = None, master: str = "local[2]",
                  log_path: Path | None = None):
         binary = spark_submit or str(Path(sys.executable).with_name("spark-submit"))
-        command = [binary, "--master", master, RUN_APP, str(app.dir), "--run-for", f"{run_for_s:.0f}"]
+        java_options = os.environ.get("STREAMJOIN_DRIVER_JAVA_OPTIONS")  # (docs/deployment.md)
+        command = [binary, "--master", master, *(["--driver-java-options", java_options] if java_options else []),
+                   RUN_APP, str(app.dir), "--run-for", f"{run_for_s:.0f}"]
         app.checkpoint.mkdir(parents=True, exist_ok=True)
         self.log = open(log_path or (app.checkpoint / "app.log"), "ab")  # closed on exit
         env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}

@@ -20,6 +20,9 @@ class Settings:
     # Spark (runtime.session)
     spark_master: str | None = None  # None: local[<cores>], unless spark-submit set one
     driver_memory: str = "2g"
+    # extra JVM options of a driver this process starts (spark.driver.extraJavaOptions; under
+    # spark-submit, its --driver-java-options stand): the tests use a quick-starting JIT
+    driver_java_options: str | None = None
     spark_log_level: str = "ERROR"
     # which operator runs a two-stream RANGE join (lower): auto (the default choice per join),
     # native (Spark's join wherever it gives the answer), custom (streamjoin's own operator),
@@ -43,6 +46,7 @@ class Settings:
         return cls(
             spark_master=env.get("STREAMJOIN_SPARK_MASTER") or None,
             driver_memory=env.get("STREAMJOIN_DRIVER_MEMORY", "2g"),
+            driver_java_options=env.get("STREAMJOIN_DRIVER_JAVA_OPTIONS") or None,
             spark_log_level=env.get("STREAMJOIN_SPARK_LOG_LEVEL", "ERROR"),
             join_operator=operator,
             batch_probe=probe,

@@ -44,6 +44,8 @@ def spark_session(app_name: str = "streamjoin", master: str | None = None, setti
         .config("spark.sql.optimizer.excludedRules",
                 "org.apache.spark.sql.catalyst.optimizer.InferFiltersFromConstraints")
     )
+    if settings.driver_java_options:
+        builder = builder.config("spark.driver.extraJavaOptions", settings.driver_java_options)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(settings.spark_log_level)
     return spark
