@@ -92,6 +92,7 @@ class KinesisSource(RowtimeMerge):
         self.start_us = options.get("start_timestamp_us")
         self.idle_ms = options.get("idle_ms", 10_000)
         self.fills = options.get("fills") or {}  # RisingWave's INCLUDE columns: {column: key | partition | offset | timestamp | payload}
+        self.changelog = options.get("changelog")  # "debezium": each record a Debezium event (a table fed by its changes)
         self.parse = parse
         self.client = client(storage)
         self.parts: dict[str, _Shard] = {}
@@ -175,6 +176,8 @@ class KinesisSource(RowtimeMerge):
         import json
 
         where = f"kinesis://{self.stream}/{shard.id}"
+        if self.changelog == "debezium":
+            records = self._as_changes(where, records)
         try:
             return (self.parse([r["Data"] for r in records], self._fills(records, shard.id), where),
                     [r["SequenceNumber"] for r in records])
@@ -190,6 +193,26 @@ class KinesisSource(RowtimeMerge):
                                      f"{str(bad).splitlines()[0]}") from None
             reason = str(error).splitlines()[0] if str(error) else type(error).__name__
             raise ValueError(reason if reason.startswith(where) else f"{where}: {reason}") from None
+
+    def _as_changes(self, where: str, records: list) -> list:
+        """FORMAT DEBEZIUM: each record's data as the row its event changes, with its CHANGE
+        (io.changelog, as a Debezium file's lines); a record that is not a Debezium event fails the
+        input naming its shard and sequence number, or with on_error 'dead_letter' is set aside."""
+        import json
+
+        from streamjoin.io.changelog import read_debezium
+        from streamjoin.io.rejects import dead_letter
+
+        out = []
+        for r in records:
+            rows, rejected = read_debezium(r["Data"], where, None)
+            if rejected:
+                reason = rejected[0]["reason"]
+                if self.on_error != "dead_letter":
+                    raise ValueError(f"{where}: the record with sequence number {r['SequenceNumber']}: {reason}")
+                self.rejected.append(dead_letter(None, where, None, r["Data"], reason, sequence=r["SequenceNumber"]))
+            out += [{**r, "Data": json.dumps(row, default=str).encode()} for row in rows]
+        return out
 
     def _fills(self, records: list, shard: str) -> dict:
         """The columns the records' metadata fill (io.staging's parse): their arrival instant (µs),

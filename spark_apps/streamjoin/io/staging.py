@@ -237,7 +237,7 @@ class Stager:
         if self.spec.kinesis is not None:
             from streamjoin.io.kinesis import KinesisSource
 
-            return KinesisSource(self.spec.kinesis, self.spec.storage, parse, self.spec.on_error)
+            return KinesisSource({**self.spec.kinesis, "changelog": self.spec.changelog}, self.spec.storage, parse, self.spec.on_error)
         if self.spec.cdc is not None:
             from streamjoin.io.pg_cdc import PostgresCdcSource
 
