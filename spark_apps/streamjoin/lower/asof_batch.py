@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from streamjoin.io.staging import InputSpec
-from streamjoin.lower.batch_join import _LOWEST, UNBOUNDED_MS, BatchJoin, Clocks, _add, read_steps
+from streamjoin.lower.batch_join import _LOWEST, BROADCAST_ROWS, FEW, UNBOUNDED_MS, BatchJoin, Clocks, _add, read_steps
 from streamjoin.lower.columns import ET_COLUMN, ZERO, bound_column, flat, q
 from streamjoin.lower.expressions import spark_sql
 from streamjoin.plan.model import JoinType, Query
@@ -81,6 +81,10 @@ class AsofBatchJoin(BatchJoin):
             F.unix_micros(F.col(q(flat(self.right.alias, self.right.rowtime)))).alias(_T),
             F.lit(ties[1]).alias(_SIDE), F.col(_FILE), F.col(_IDX),
             F.lit(None).cast(lefts.schema[_L].dataType).alias(_L), carried.alias(_R))
+        if sizes is not None and sum(sizes[0]) * FEW <= sum(sizes[1]) and sum(sizes[0]) <= BROADCAST_ROWS:
+            # few left rows can leave (the end of a bounded run: those the right clock had not passed):
+            # only their keys' right rows are sorted, not every right row again
+            rights = rights.join(F.broadcast(lefts.select(*names).distinct()), names, "left_semi")
         window = (Window.partitionBy(*names).orderBy(_T, _SIDE, _FILE, _IDX)
                   .rowsBetween(Window.unboundedPreceding, Window.currentRow))
         matched = (lefts.unionByName(rights).withColumn(_M, F.last(_R, ignorenulls=True).over(window))
