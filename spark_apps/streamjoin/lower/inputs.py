@@ -139,9 +139,6 @@ def kinesis_options(relation: Relation) -> dict:
             raise Unsupported(f"stream '{relation.name}': start_timestamp '{text}' is not a timestamp (YYYY-MM-DD HH:MM:SS)") from None
     if (relation.option("format") or "json").lower() != "json":
         raise Unsupported(f"stream '{relation.name}': a Kinesis stream's records are read as JSON (format = 'json')")
-    if relation.option("changelog") not in (None, "plain", "debezium"):
-        raise Unsupported(f"table '{relation.name}': a Kinesis stream's records are read as rows (FORMAT PLAIN) or as "
-                          f"Debezium events (FORMAT DEBEZIUM), not FORMAT {relation.option('changelog').upper()}")
     idle_ms = duration_option(relation, "idle_timeout", 10_000)
     fills = {k.removeprefix("include."): v for k, v in relation.options if k.startswith("include.")}
     return {"stream": stream, "start": start, "start_timestamp_us": start_us, "idle_ms": idle_ms, "fills": fills}

@@ -40,6 +40,10 @@ def relation_from_create(create: exp.Create, where: Located, arrival: bool = Fal
             how = options["connector"] if options["changelog"] == "cdc" else f"FORMAT {options['changelog'].upper()}"
             where.fail(f"'{name}' is fed by a changelog ({how}), which changes rows by "
                        "their primary key: it declares none", create.this, "declare it: PRIMARY KEY (id)")
+        if options["changelog"] == "upsert" and options.get("connector", "files").lower() != "kafka":
+            where.fail(f"'{name}' is FORMAT UPSERT on connector '{options.get('connector', 'files')}': an upsert is "
+                       "keyed by its record's key, which only a Kafka message has", create.this,
+                       "a file or Kinesis record that is a Debezium event: FORMAT DEBEZIUM ENCODE JSON")
         is_stream = True
     rowtime, lateness, implicit = None, 0, False
     if is_stream and options.get("connector", "").lower() == "kinesis" and "approximate_arrival" not in [c.name for c in columns]:
