@@ -20,8 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from streamjoin.io.staging import InputSpec
-from streamjoin.lower.batch_join import _LOWEST, BROADCAST_ROWS, FEW, UNBOUNDED_MS, BatchJoin, Clocks, _add, read_steps
-from streamjoin.lower.columns import ET_COLUMN, ZERO, bound_column, flat, q
+from streamjoin.lower.batch_join import _LOWEST, BROADCAST_ROWS, FEW, INF, UNBOUNDED_MS, BatchJoin, Clocks, _add, side_frame
+from streamjoin.lower.columns import flat, q
 from streamjoin.lower.expressions import spark_sql
 from streamjoin.plan.model import JoinType, Query
 
@@ -61,11 +61,12 @@ class AsofBatchJoin(BatchJoin):
         leaving = self._leaving(spark, 0, new[0], old[0], self.leave_left(before), upto)
         if leaving is None:
             return None
+        # the right rows below the leaving ones, with where each arrived (its step file, its row there);
+        # none yet: the columns, no rows
         right_files = [*old[1], *new[1]]
-        if right_files:
-            right = self._right(spark, right_files, upto)
-        else:  # no right row yet: its columns, no rows
-            right = self.side(spark, 1, [], 1 << 62).withColumn(_FILE, F.lit("")).withColumn(_IDX, F.lit(0).cast("long"))
+        arrival = (f"_metadata.file_path AS {_FILE}", f"_metadata.row_index AS {_IDX}")
+        right = (side_frame(spark, self.right, right_files, None, upto, arrival) if right_files else
+                 self.side(spark, 1, [], INF).withColumn(_FILE, F.lit("")).withColumn(_IDX, F.lit(0).cast("long")))
         carried = F.struct(*[F.col(q(c)) for c in right.columns if c not in (_FILE, _IDX)])
         keys = [(spark_sql(a), spark_sql(b)) for a, b in self.join.condition.keys]
         names = [f"__asof_k{i}" for i in range(len(keys))]
@@ -93,23 +94,6 @@ class AsofBatchJoin(BatchJoin):
             matched = matched.where(F.col(_M).isNotNull())
         joined = matched.select(f"{_L}.*", f"{_M}.*")
         return self._project(joined)
-
-    def _right(self, spark, files: list[str], below: int):
-        """The right input's data rows below `below` (µs), flat, with where each arrived (step file, row)."""
-        from streamjoin.io.formats import BOUND
-        from streamjoin.io.instants import SHIFT_US
-
-        spec = self.right
-        rowtime = f"unix_micros({q(spec.rowtime)})"
-        keep = [f"({q(BOUND)} IS NULL OR NOT {q(BOUND)})"]
-        if below < (1 << 62):
-            keep.append(f"{rowtime} < {below}")
-        return read_steps(spark, spec, files).where(" AND ".join(keep)).selectExpr(
-            *[f"{q(c)} AS {q(flat(spec.alias, c))}" for c in spec.schema.names],
-            f"false AS {q(bound_column(spec.alias))}",
-            f"{rowtime} * 0 AS {q(flat(spec.alias, ZERO))}",
-            f"timestamp_micros({rowtime} + {SHIFT_US}) AS {q(flat(spec.alias, ET_COLUMN))}",
-            f"_metadata.file_path AS {_FILE}", f"_metadata.row_index AS {_IDX}")
 
 
 def lower_asof(query: Query, specs: list[InputSpec]):

@@ -352,11 +352,13 @@ class BatchJoin:
         return project_output(self.query, joined, [self.left.alias, self.right.alias])
 
 
-def side_frame(spark, spec: InputSpec, files: list[str], low_us: int | None = None, high_us: int | None = None):
+def side_frame(spark, spec: InputSpec, files: list[str], low_us: int | None = None, high_us: int | None = None,
+               extra: tuple[str, ...] = ()):
     """The data rows of an input in its step `files` with `low_us <= rowtime < high_us`, flat
     under its alias as the native lowering names them, or None without files (but for `low_us`
-    INF: the input's columns and no rows, files or not). One `where` and one `selectExpr`: a
-    micro-batch builds several of these, and every DataFrame call is a round trip to the JVM."""
+    INF: the input's columns and no rows, files or not); `extra`: more columns (SQL, over the
+    staged file). One `where` and one `selectExpr`: a micro-batch builds several of these, and
+    every DataFrame call is a round trip to the JVM."""
     from streamjoin.io.instants import SHIFT_US
 
     if not files and low_us != INF:
@@ -374,6 +376,7 @@ def side_frame(spark, spec: InputSpec, files: list[str], low_us: int | None = No
         f"false AS {q(bound_column(alias))}",
         f"{rowtime} * 0 AS {q(flat(alias, ZERO))}",
         f"timestamp_micros({rowtime} + {SHIFT_US}) AS {q(flat(alias, ET_COLUMN))}",
+        *extra,
     )
 
 
