@@ -56,13 +56,13 @@ def _rewrite(query: Query, relations: dict[str, Relation], queries: list[Query],
     inputs = {i.alias: i for i in query.inputs}
     rewritten = list(query.joins)
     for join in joins:
-        left = [a for a in join.left_inputs if _timed(inputs[a], relations, queries, notes, join.right)]
+        timed = {a: _timed(inputs[a], relations, queries, notes, join.right) for a in join.left_inputs}
+        left = [a for a, source in timed.items() if source]
         if not left:
             continue
         for alias in left:
-            item = inputs[alias]
-            if EPOCH not in item.columns:
-                inputs[alias] = replace(item, relation=_timed(item, relations, queries, notes, join.right), columns=(*item.columns, EPOCH))
+            if EPOCH not in inputs[alias].columns:
+                inputs[alias] = replace(inputs[alias], relation=timed[alias], columns=(*inputs[alias].columns, EPOCH))
         table = inputs[join.right]
         versions = _versions(relations[table.relation])
         relations[versions.name] = versions
