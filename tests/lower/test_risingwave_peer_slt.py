@@ -5,7 +5,8 @@ the materialized view it reads, on a program made of the file's statements up to
 CREATE TABLEs, the INSERT, UPDATE and DELETE statements run on them so far (a DROP removes a table
 and what was done to it), and that view (each statement an instant: a temporal join's row looks its table up as it stood at the
 row's statement, plan.rewrites.script_time). `make test` checks each view's last query (its tables
-as they stand at the end); `make test-long` every query, the states between the changes too."""
+as they stand at the end) in the files of issue 40's joins (QUICK_FILES); `make test-long` every
+query of every file, the states between the changes too."""
 
 from __future__ import annotations
 
