@@ -26,11 +26,32 @@ from streamjoin.lower.strategy import (
     changing_alone,
     cuts,
     in_order,
+    rows_join,
     running_aggregate,
     uses_custom,
 )
 from streamjoin.lower.support import check_runnable, sink_spec
 from streamjoin.plan.model import Emit, JoinKind, Query, Script
+
+
+def _lower_batch(spark, query: Query, specs: list[InputSpec], options: LoweringOptions) -> Lowered:
+    """The query on Spark's batch engine (`strategy.batch_reason`): no streaming frame."""
+    if len(query.joins) > 1:  # a chain of INNER interval joins (lower.chain_join)
+        from streamjoin.lower.chain_join import lower_chain
+        from streamjoin.lower.strategy import chain_reach
+
+        return lower_chain(query, specs, chain_reach(query))
+    if query.joins[0].kind == JoinKind.ASOF:  # `r.rowtime <= / < l.rowtime` (lower.asof_batch)
+        from streamjoin.lower.asof_batch import lower_asof
+
+        return lower_asof(query, specs)
+    if rows_join(query, query.joins[0]):  # two ROWS CURRENT ROW windows (lower.rows_batch)
+        from streamjoin.lower.rows_batch import lower_rows
+
+        return lower_rows(query, specs)
+    from streamjoin.lower.batch_join import lower_batch
+
+    return lower_batch(spark, query, specs, options)
 
 
 def lower(spark, script: Script, query: Query, specs: list[InputSpec], checkpoint: Path | None = None,
@@ -43,18 +64,7 @@ def lower(spark, script: Script, query: Query, specs: list[InputSpec], checkpoin
     parts, staged, specs, read = lower_staged_views(spark, script, query, specs, checkpoint, late_root, options)
     inputs = specs + read
     if not parts and batch_reason(script, query, options) is None:
-        if len(query.joins) > 1:  # a chain of INNER interval joins (lower.chain_join)
-            from streamjoin.lower.chain_join import lower_chain
-            from streamjoin.lower.strategy import chain_reach
-
-            return lower_chain(query, specs, chain_reach(query))
-        if query.joins[0].kind == JoinKind.ASOF:  # `r.rowtime <= / < l.rowtime` (lower.asof_batch)
-            from streamjoin.lower.asof_batch import lower_asof
-
-            return lower_asof(query, specs)
-        from streamjoin.lower.batch_join import lower_batch
-
-        return lower_batch(spark, query, specs, options)
+        return _lower_batch(spark, query, specs, options)
     if (uses_custom(query, options) or changing_alone(script, query)) and running_aggregate(query):  # a changelog's groups
         return _running_over_custom(spark, script, query, {**{s.alias: s for s in specs}, **staged}, options, inputs, parts)
     if uses_custom(query, options) or changing_alone(script, query):  # (a changing table's rows: its changelog)

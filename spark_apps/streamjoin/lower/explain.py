@@ -18,6 +18,7 @@ from streamjoin.lower.strategy import (
     cuts,
     group_keys,
     in_order,
+    rows_join,
     staged_views,
     uses_custom,
 )
@@ -244,7 +245,8 @@ def describe(script: Script, query: Query, join: Join, options: LoweringOptions 
     if not (join.kind.stream_stream or join.kind in (JoinKind.ASOF, JoinKind.WINDOW_TVF, JoinKind.CHANGELOG, JoinKind.REGULAR)):
         return []
     reason = custom_reason(query, join, options)
-    if (reason is None or join.kind in (JoinKind.REGULAR, JoinKind.ASOF)) and batch_reason(script, query, options) is None:
+    batched = join.kind in (JoinKind.REGULAR, JoinKind.ASOF) or rows_join(query, join)  # (operator joins a bounded run batches)
+    if (reason is None or batched) and batch_reason(script, query, options) is None:
         return _batch_lines(query, join, options)
     if reason is None:
         lines = [f"operator: {NATIVE} (time-range condition from the windows; state dropped by the watermark)"]
@@ -264,8 +266,9 @@ def describe(script: Script, query: Query, join: Join, options: LoweringOptions 
     else:
         groups = "groups: ONE group: the join is one ordered sequence (no key partitions every window), so it runs on one task"
     lines = [f"operator: {CUSTOM}", f"    why: {reason}", f"    {groups}"]
-    if join.kind in (JoinKind.REGULAR, JoinKind.ASOF) and not options.bounded and batch_reason(script, query, replace(options, bounded=True)) is None:
-        lines.append(f"    with --until-idle: streamjoin's batch {'ASOF' if join.kind == JoinKind.ASOF else 'interval'} join instead (the run is bounded)")
+    if batched and not options.bounded and batch_reason(script, query, replace(options, bounded=True)) is None:
+        which = "ASOF" if join.kind == JoinKind.ASOF else "ROWS" if rows_join(query, join) else "interval"
+        lines.append(f"    with --until-idle: streamjoin's batch {which} join instead (the run is bounded)")
     how = {"asof": "pandas merge_asof over each group's complete rows",
            "rows": "each row pairs with the latest rows of its key on the other side, counted per key with numpy"}.get(by_column(query, join, options))
     if how:
@@ -289,6 +292,9 @@ def _batch_lines(query: Query, join: Join, options: LoweringOptions) -> list[str
     if join.kind == JoinKind.ASOF:
         return [*lines, "    asof: each left row, once the right clock passes it, takes the last right row of its key before "
                 "it, by one window function over the right rows so far (lower.asof_batch)"]
+    if rows_join(query, join):
+        return [*lines, "    rows: each row, once the other input's clock passes it, pairs with the latest row of its key on the "
+                "other side before it, by one window function over both inputs' rows so far (lower.rows_batch)"]
     if join.kind == JoinKind.REGULAR:
         return [*lines, "    range: every row of both inputs, for ever (a regular join); no time buckets"]
     if len(query.joins) > 1:

@@ -94,8 +94,10 @@ def batch_reason(script: Script, query: Query, options: LoweringOptions = Loweri
     if len(query.inputs) != 2 or len(query.joins) != 1 or len(query.streams()) != 2:
         return "it joins two streams only"
     join = query.joins[0]
-    if join.kind in (JoinKind.REGULAR, JoinKind.ASOF):
-        return (regular_reason if join.kind == JoinKind.REGULAR else _asof_reason)(script, query, options)
+    own = (regular_reason if join.kind == JoinKind.REGULAR else _asof_reason if join.kind == JoinKind.ASOF
+           else _rows_reason if rows_join(query, join) else None)  # the joins of the operator a bounded run batches
+    if own is not None:
+        return own(script, query, options)
     if join.kind not in (JoinKind.INTERVAL, JoinKind.STREAM_STREAM_WINDOW) or custom_reason(query, join, options):
         return "it runs interval joins only"
     if any(script.relation(i.relation).view for i in query.inputs):
@@ -129,6 +131,33 @@ def _asof_reason(script: Script, query: Query, options: LoweringOptions) -> str 
         return "it writes EMIT FINAL rows as JSON Lines, without aggregation"
     if options.join_operator == "auto" and not options.bounded:
         return "an ASOF join runs on it when the run is bounded (--until-idle): it retains every right row"
+    return None
+
+
+def rows_join(query: Query, join: Join) -> bool:
+    """A join of two ROWS windows (the batch ROWS join's kind, `lower.rows_batch`)."""
+    return join.kind == JoinKind.STREAM_STREAM_WINDOW and all(
+        isinstance(query.input(a).window, RowsWindow) for a in (join.left_inputs[-1], join.right))
+
+
+def _rows_reason(script: Script, query: Query, options: LoweringOptions) -> str | None:
+    """Why the batch ROWS join (`lower.rows_batch`) does not run the query's one join, or None when
+    it does: INNER on keys and nothing else, both windows ROWS CURRENT ROW partitioned by exactly
+    their join-key columns, two streams read directly, EMIT FINAL, JSON Lines output; by default
+    (`auto`) when the run is bounded."""
+    join = query.joins[0]
+    windows = [query.input(a).window for a in (join.left_inputs[-1], join.right)]
+    if join.join_type != JoinType.INNER or not join.condition.keys or join.condition.residual or join.condition.time_bounds:
+        return "a ROWS join runs on it when it is INNER, on keys, with no other condition"
+    if any(w.count or set(w.partition_by) != {key_column(pair[n]) for pair in join.condition.keys}
+           for n, w in enumerate(windows)):
+        return "a ROWS join runs on it when both windows are ROWS CURRENT ROW partitioned by exactly the join keys"
+    if any(script.relation(i.relation).view for i in query.inputs):
+        return "it reads streams, not views"
+    if query.aggregation is not None or query.emit != Emit.FINAL or query.sink:
+        return "it writes EMIT FINAL rows as JSON Lines, without aggregation"
+    if options.join_operator == "auto" and not options.bounded:
+        return "a ROWS join runs on it when the run is bounded (--until-idle): it retains every row"
     return None
 
 
