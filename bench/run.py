@@ -484,6 +484,48 @@ def full_window_lines(full: list[dict], native: dict) -> list[str]:
 TARGETS = {"three-inner": 1.5, "rows-sparse": 1.0, "asof-sparse": 1.0}
 
 
+def _profile_lines(results: list[Result]) -> list[str]:
+    """Where the report says the slowest workload's time goes (bench/profile.py's report)."""
+    worst = slowest(results)
+    if worst is None:
+        return []
+    profiled = ""
+    if PROFILE.exists() and (line := next((x for x in PROFILE.read_text().splitlines() if x.startswith("Written by")), "")):
+        profiled = f" (that report: {line.removeprefix('Written by ').split(' (')[0]})"
+    return [f"Where the time goes in the workload furthest below its target, `{worst[0]}` ({worst[1]:.2f}x Flink): "
+            f"[benchmarks-profile.md](benchmarks-profile.md){profiled}, written by `bench/profile.py --workload slowest` "
+            "(`make bench` runs it after the runs): the CPU of the JVM and of the Python processes, and the Python "
+            "functions py-spy finds busiest.", ""]
+
+
+def ratios(results: list[Result], size: float = 1) -> dict[str, float]:
+    """streamjoin's input rows/s over Flink's (or the Flink run it is compared with) per workload
+    at `size`, where both ran and every count was exact."""
+    groups: dict[tuple, list[Result]] = {}
+    for r in results:
+        groups.setdefault((r.workload, r.size, r.engine), []).append(r)
+    found = {}
+    for workload in WORKLOADS:
+        runs = groups.get((workload, size, "streamjoin"))
+        own = [r for r in groups.get((workload, size, "flink"), []) if not r.error.startswith("n/a")]
+        flink = own or groups.get((COMPARED.get(workload), size, "flink"))
+        if runs and flink and all(r.ok for r in runs + flink):
+            found[workload] = median(runs, "rows_per_s") / median(flink, "rows_per_s")
+    return found
+
+
+def slowest(results: list[Result]) -> tuple[str, float] | None:
+    """The 1x workload furthest below its target against Flink (bench/profile.py profiles it)."""
+    found = ratios(results)
+    if not found:
+        return None
+    workload = min(found, key=lambda w: found[w] / TARGETS.get(w, 1.0))
+    return workload, found[workload]
+
+
+PROFILE = ROOT / "docs" / "benchmarks-profile.md"
+
+
 def target_lines(groups: dict, keys: list, steady: list[dict]) -> list[str]:
     """The report's table of which target each measured workload meets (issue 42)."""
     lines = ["## Targets", "",
@@ -610,6 +652,7 @@ def report(results: list[Result], path: Path, meta: dict, steady: list[dict] | N
         "slice is joined: an `--until-idle` run whose input is joined in one slice retains none, so 0); for streamjoin's",
         "own operator, the rows it holds. Rows waiting in the ordered output (released in rowtime order)",
         "are not counted. It is not comparable between operators, nor with Flink's state.", "",
+        *_profile_lines(results),
         "## Machine", "", *(f"- {k}: {v}" for k, v in meta["machine"].items()), "",
         "## Interval joins, every row to stdout", "",
         "| workload | size | engine | seconds | input rows/s | vs Flink | CPU us/row | peak RSS MB | peak state rows | rows out | exact |",
