@@ -65,13 +65,13 @@ browser:
 
 # streamjoin vs PyFlink (and hand-written PySpark) on the same data: writes docs/benchmarks.md;
 # then the Kinesis input's read rate and latency on the embedded server: docs/benchmarks-kinesis.md;
-# and the Kafka input's on the embedded broker: docs/benchmarks-kafka.md. bench/profile.py profiles the
+# and the Kafka input's on the embedded broker: docs/benchmarks-kafka.md. bench/hotspots.py profiles the
 # workload furthest below its target (docs/benchmarks-profile.md), which the report then links.
 # BENCH_ARGS e.g. "--sizes 1,4,16 --rounds 2" (see bench/run.py --help)
 BENCH_DEFAULT := --sizes 1 --rounds 2 --growth-sizes 4,16 --steady 2000,10000 --hourly 1000,10000
 bench: $(STAMP) check-java
 	@$(PY) bench/run.py $(or $(BENCH_ARGS),$(BENCH_DEFAULT))
-	@$(PY) bench/profile.py
+	@$(PY) bench/hotspots.py
 	@$(PY) bench/run.py --render docs/benchmarks.json
 	@$(PY) bench/kinesis_source.py --report docs/benchmarks-kinesis.md
 	@$(PY) bench/kafka_source.py --report docs/benchmarks-kafka.md

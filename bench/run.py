@@ -485,7 +485,7 @@ TARGETS = {"three-inner": 1.5, "rows-sparse": 1.0, "asof-sparse": 1.0}
 
 
 def _profile_lines(results: list[Result]) -> list[str]:
-    """Where the report says the slowest workload's time goes (bench/profile.py's report)."""
+    """Where the report says the slowest workload's time goes (bench/hotspots.py's report)."""
     worst = slowest(results)
     if worst is None:
         return []
@@ -493,7 +493,7 @@ def _profile_lines(results: list[Result]) -> list[str]:
     if PROFILE.exists() and (line := next((x for x in PROFILE.read_text().splitlines() if x.startswith("Written by")), "")):
         profiled = f" (that report: {line.removeprefix('Written by ').split(' (')[0]})"
     return [f"Where the time goes in the workload furthest below its target, `{worst[0]}` ({worst[1]:.2f}x Flink): "
-            f"[benchmarks-profile.md](benchmarks-profile.md){profiled}, written by `bench/profile.py --workload slowest` "
+            f"[benchmarks-profile.md](benchmarks-profile.md){profiled}, written by `bench/hotspots.py --workload slowest` "
             "(`make bench` runs it after the runs): the CPU of the JVM and of the Python processes, and the Python "
             "functions py-spy finds busiest.", ""]
 
@@ -515,7 +515,7 @@ def ratios(results: list[Result], size: float = 1) -> dict[str, float]:
 
 
 def slowest(results: list[Result]) -> tuple[str, float] | None:
-    """The 1x workload furthest below its target against Flink (bench/profile.py profiles it)."""
+    """The 1x workload furthest below its target against Flink (bench/hotspots.py profiles it)."""
     found = ratios(results)
     if not found:
         return None
