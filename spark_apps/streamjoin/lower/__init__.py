@@ -12,6 +12,7 @@ operator, where a chain is cut), `lowered` (what the runtime gets).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from streamjoin.io.staging import InputSpec
@@ -63,8 +64,13 @@ def lower(spark, script: Script, query: Query, specs: list[InputSpec], checkpoin
     # aggregating views joined with streams run first, as parts of their own (lower.staged_views)
     parts, staged, specs, read = lower_staged_views(spark, script, query, specs, checkpoint, late_root, options)
     inputs = specs + read
-    if not parts and batch_reason(script, query, options) is None:
-        return _lower_batch(spark, query, specs, options)
+    if batch_reason(script, query, options) is None:  # (parts: the stream views of a regular join, staged)
+        if not parts:
+            return _lower_batch(spark, query, specs, options)
+        # the join reads a staged view's steps under the view's alias in the query (its columns
+        # named as a stream's); the runner stages them under the part's name
+        own = [replace(staged[i.alias], alias=i.alias) for i in query.inputs if i.alias in staged]
+        return replace(_lower_batch(spark, query, specs + own, options), inputs=inputs, upstream=parts)
     if (uses_custom(query, options) or changing_alone(script, query)) and running_aggregate(query):  # a changelog's groups
         return _running_over_custom(spark, script, query, {**{s.alias: s for s in specs}, **staged}, options, inputs, parts)
     if uses_custom(query, options) or changing_alone(script, query):  # (a changing table's rows: its changelog)

@@ -163,15 +163,17 @@ def _rows_reason(script: Script, query: Query, options: LoweringOptions) -> str 
 
 def regular_reason(script: Script, query: Query, options: LoweringOptions = LoweringOptions()) -> str | None:
     """Why the batch interval join does not run a regular join (RisingWave's join without a time
-    bound), or None when it does: INNER, of two append-only streams read directly (no changing
-    table), its rows appended (EMIT EAGER), JSON Lines output; by default (`auto`) when the run is
+    bound), or None when it does: INNER, of two append-only streams (read directly, or stream
+    views run as parts of their own: `staged_views`; no changing table), its rows appended (EMIT EAGER), JSON Lines output; by default (`auto`) when the run is
     bounded (`--until-idle`): every row is in range for ever, so a live run would re-read both
     inputs' whole history every micro-batch, where streamjoin's operator keeps it by key."""
     join = query.joins[0]
     if join.join_type != JoinType.INNER or query.emit != Emit.EAGER:
         return "a regular join runs on it when it is INNER and appends (an outer one writes a changelog)"
-    if any(script.relation(i.relation).view or script.relation(i.relation).changing for i in query.inputs):
-        return "a regular join runs on it when it reads append-only streams, not views or changing tables"
+    staged = {sv.alias for sv in staged_views(script, query, options)}  # (a part of its own writes a view's rows as a stream's)
+    if any(script.relation(i.relation).changing or (script.relation(i.relation).view and (
+            i.alias not in staged or script.view(i.relation).changelog_key() is not None)) for i in query.inputs):
+        return "a regular join runs on it when it reads append-only streams or stream views, not changing tables"
     if query.aggregation is not None or query.sink:
         return "it writes rows as JSON Lines, without aggregation"
     if options.join_operator == "auto" and not options.bounded:
