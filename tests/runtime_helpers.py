@@ -85,15 +85,16 @@ def run_in_two_parts(spark, sql: str, workdir: Path, between, settings=(None, No
 
 
 def resume_with_other_settings(spark, sql: str, tmp_path: Path, first: tuple[list, list], later: tuple[list, list],
-                               before, after) -> tuple[dict, list[dict], list[dict]]:
+                               before, after, whole_with=...) -> tuple[dict, list[dict], list[dict]]:
     """Inputs `l` and `r` under tmp_path: `first` (a.json each) processed with settings `before`,
     stop; `later` (b.json) added; the same checkpoint resumed with `after` to the end. Returns the
-    status at the stop, the resumed query's rows, and the rows of one uninterrupted run (`before`)."""
+    status at the stop, the resumed query's rows, and the rows of one uninterrupted run (with
+    settings `whole_with`; by default `before`)."""
     def write(name: str, part: tuple[list, list]) -> None:
         write_jsonl(tmp_path / "l" / name, part[0])
         write_jsonl(tmp_path / "r" / name, part[1])
 
     write("a.json", first)
     stopped, _ = run_in_two_parts(spark, sql, tmp_path / "run", lambda: write("b.json", later), (before, after))
-    whole, _ = run_until_idle(spark, sql, tmp_path / "whole", settings=before)
+    whole, _ = run_until_idle(spark, sql, tmp_path / "whole", settings=before if whole_with is ... else whole_with)
     return stopped, read_output(tmp_path / "run" / "out"), whole

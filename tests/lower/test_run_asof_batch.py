@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from runtime_helpers import read_output, run_in_two_parts, run_until_idle, write_jsonl
+from runtime_helpers import resume_with_other_settings, run_until_idle, write_jsonl
 from streamjoin.lower.explain import explain_text
 from streamjoin.lower.strategy import LoweringOptions
 from streamjoin.runtime.pipeline import Pipeline
@@ -43,17 +43,9 @@ def test_a_bounded_asof_join_on_the_batch_engine_writes_the_operators_rows_in_ro
 def test_a_stopped_batch_asof_join_resumes_and_writes_each_left_row_once(spark, tmp_path):
     first, later = restart_parts(random.Random("asof-batch-restart"))
     sql = ddl(tmp_path / "l", tmp_path / "r", "1 SECOND") + QUERY.format(join="ASOF LEFT JOIN", op="<=")
-    write_jsonl(tmp_path / "l" / "a.json", first[0])
-    write_jsonl(tmp_path / "r" / "a.json", first[1])
-
-    def more():
-        write_jsonl(tmp_path / "l" / "b.json", later[0])
-        write_jsonl(tmp_path / "r" / "b.json", later[1])
-
-    bounded = (Settings(join_operator="batch"), None)  # the first part live, on the batch join as a bounded run would
-    stopped, _ = run_in_two_parts(spark, sql, tmp_path / "run", more, bounded)
-    resumed = read_output(tmp_path / "run" / "out")
-    whole, _ = run_until_idle(spark, sql, tmp_path / "whole", settings=OPERATOR)
+    # the first part live, on the batch join as a bounded run would run it
+    stopped, resumed, whole = resume_with_other_settings(spark, sql, tmp_path, first, later, Settings(join_operator="batch"), None,
+                                                         whole_with=OPERATOR)
     assert 0 < stopped["rows_emitted"] < 40  # left rows decided before the stop, others still waiting
     assert len(resumed) == 80
     assert canonical(resumed) == canonical(whole)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from runtime_helpers import read_output, run_in_two_parts, run_until_idle, write_jsonl
+from runtime_helpers import resume_with_other_settings, run_until_idle, write_jsonl
 from streamjoin.lower.explain import explain_text
 from streamjoin.lower.strategy import LoweringOptions
 from streamjoin.runtime.pipeline import Pipeline
@@ -52,17 +52,9 @@ def test_only_current_row_windows_on_the_join_keys_of_an_inner_join_run_on_the_b
 def test_a_stopped_batch_rows_join_resumes_and_writes_each_pair_once(spark, tmp_path):
     first, later = restart_parts(random.Random("rows-batch-restart"))
     sql = ddl(tmp_path / "l", tmp_path / "r", "1 SECOND") + CURRENT
-    write_jsonl(tmp_path / "l" / "a.json", first[0])
-    write_jsonl(tmp_path / "r" / "a.json", first[1])
-
-    def more():
-        write_jsonl(tmp_path / "l" / "b.json", later[0])
-        write_jsonl(tmp_path / "r" / "b.json", later[1])
-
-    bounded = (Settings(join_operator="batch"), None)  # the first part live, on the batch join as a bounded run would
-    stopped, _ = run_in_two_parts(spark, sql, tmp_path / "run", more, bounded)
-    resumed = read_output(tmp_path / "run" / "out")
-    whole, _ = run_until_idle(spark, sql, tmp_path / "whole", settings=OPERATOR)
+    # the first part live, on the batch join as a bounded run would run it
+    stopped, resumed, whole = resume_with_other_settings(spark, sql, tmp_path, first, later, Settings(join_operator="batch"), None,
+                                                         whole_with=OPERATOR)
     assert stopped["rows_emitted"] > 0
     assert len(resumed) > stopped["rows_emitted"]
     assert canonical(resumed) == canonical(whole)

@@ -125,12 +125,19 @@ def _asof_reason(script: Script, query: Query, options: LoweringOptions) -> str 
         return "an ASOF join runs on it when its right rowtime is at or before the left one (a left row waits for none)"
     if join.join_type not in (JoinType.INNER, JoinType.LEFT) or not join.condition.keys or join.condition.residual:
         return "an ASOF join runs on it when it is INNER or LEFT, on keys, with no other condition"
+    return _bounded_streams_reason(script, query, options, "an ASOF join runs on it when the run is bounded (--until-idle): "
+                                   "it retains every right row")
+
+
+def _bounded_streams_reason(script: Script, query: Query, options: LoweringOptions, live: str) -> str | None:
+    """What the batch ASOF and ROWS joins both need: two streams read directly, EMIT FINAL rows as
+    JSON Lines without aggregation, and by default (`auto`) a bounded run (`live`: why not a live one)."""
     if any(script.relation(i.relation).view for i in query.inputs):
         return "it reads streams, not views"
     if query.aggregation is not None or query.emit != Emit.FINAL or query.sink:
         return "it writes EMIT FINAL rows as JSON Lines, without aggregation"
     if options.join_operator == "auto" and not options.bounded:
-        return "an ASOF join runs on it when the run is bounded (--until-idle): it retains every right row"
+        return live
     return None
 
 
@@ -152,13 +159,8 @@ def _rows_reason(script: Script, query: Query, options: LoweringOptions) -> str 
     if any(w.count or set(w.partition_by) != {key_column(pair[n]) for pair in join.condition.keys}
            for n, w in enumerate(windows)):
         return "a ROWS join runs on it when both windows are ROWS CURRENT ROW partitioned by exactly the join keys"
-    if any(script.relation(i.relation).view for i in query.inputs):
-        return "it reads streams, not views"
-    if query.aggregation is not None or query.emit != Emit.FINAL or query.sink:
-        return "it writes EMIT FINAL rows as JSON Lines, without aggregation"
-    if options.join_operator == "auto" and not options.bounded:
-        return "a ROWS join runs on it when the run is bounded (--until-idle): it retains every row"
-    return None
+    return _bounded_streams_reason(script, query, options, "a ROWS join runs on it when the run is bounded (--until-idle): "
+                                   "it retains every row")
 
 
 def regular_reason(script: Script, query: Query, options: LoweringOptions = LoweringOptions()) -> str | None:
