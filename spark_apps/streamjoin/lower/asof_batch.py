@@ -99,10 +99,15 @@ class AsofBatchJoin(BatchJoin):
 def lower_asof(query: Query, specs: list[InputSpec]):
     """The query as a batch ASOF join (`strategy.batch_reason`): the `AsofBatchJoin` the sink runs,
     no streaming frame (`runtime.batch_sink.BatchJoinQuery`)."""
+    return lower_one_join(AsofBatchJoin, query, specs, strict=query.joins[0].condition.asof.op == ">")
+
+
+def lower_one_join(kind: type[BatchJoin], query: Query, specs: list[InputSpec], **extra):
+    """The query's one join as a `kind` of batch join over its two inputs with no time range (the
+    batch ASOF and ROWS joins), for the batch sink to run: no streaming frame."""
     from streamjoin.lower.lowered import Lowered
 
     join = query.joins[0]
     by_alias = {s.alias: s for s in specs}
-    batch = AsofBatchJoin(query, join, by_alias[join.left_inputs[-1]], by_alias[join.right], -UNBOUNDED_MS, UNBOUNDED_MS, None,
-                          strict=join.condition.asof.op == ">")
+    batch = kind(query, join, by_alias[join.left_inputs[-1]], by_alias[join.right], -UNBOUNDED_MS, UNBOUNDED_MS, None, **extra)
     return Lowered(None, list(specs), [c.name for c in query.output], 0, batch=batch)

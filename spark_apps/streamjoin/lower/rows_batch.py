@@ -23,7 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from streamjoin.io.staging import InputSpec
-from streamjoin.lower.batch_join import _LOWEST, UNBOUNDED_MS, BatchJoin, Clocks, _add, side_frame
+from streamjoin.lower.asof_batch import lower_one_join
+from streamjoin.lower.batch_join import _LOWEST, BatchJoin, Clocks, _add, side_frame
 from streamjoin.lower.columns import flat, q
 from streamjoin.lower.expressions import spark_sql
 from streamjoin.plan.model import Query
@@ -108,10 +109,4 @@ class RowsBatchJoin(BatchJoin):
 def lower_rows(query: Query, specs: list[InputSpec]):
     """The query as a batch ROWS join (`strategy.batch_reason`): the `RowsBatchJoin` the sink runs,
     no streaming frame (`runtime.batch_sink.BatchJoinQuery`)."""
-    from streamjoin.lower.lowered import Lowered
-
-    join = query.joins[0]
-    by_alias = {s.alias: s for s in specs}
-    batch = RowsBatchJoin(query, join, by_alias[join.left_inputs[-1]], by_alias[join.right], -UNBOUNDED_MS, UNBOUNDED_MS, None)
-    return Lowered(None, list(specs), [c.name for c in query.output], 0, batch=batch)
-
+    return lower_one_join(RowsBatchJoin, query, specs)
