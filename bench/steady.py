@@ -4,6 +4,7 @@ p50, p99) and CPU per input row over the measured window.
 
     .venv/bin/python bench/steady.py [--rates 2000,10000] [--window 60] [--seconds 60]
                                      [--engines streamjoin,flink] [--operator auto|native|batch]
+                                     [--query interval|eager|rows]
 
 A generator writes one JSON Lines file per stream every second (tmp name, then renamed into the
 folder: the landing), `rate` rows each, rowtimes spread over the second before it (the wall
@@ -11,7 +12,8 @@ clock), keys drawn so that a row has about one partner inside the window (keys =
 window). `v` numbers each stream's rows, so the file (and landing time) of both inputs of an
 output row is known. Both engines read the folders continuously with a 2 s watermark lag:
 `streamjoin run` (lateness = '2 SECONDS', EMIT FINAL: rows come out in rowtime order, once the
-watermark passes them), and Flink SQL's filesystem source (`source.monitor-interval` 1 s,
+watermark passes them; `--query eager`: EMIT EAGER, each row as soon as the join finds it), and
+Flink SQL's filesystem source (`source.monitor-interval` 1 s,
 WATERMARK rowtime - 2 s, print sink). Each engine gets a warm-up before the generator starts;
 the rows of the first 10 s of files are left out of the figures, and so is the CPU of the
 warm-up. `--measure-from S` leaves out the rows of the first S seconds' files and the CPU before
@@ -58,7 +60,10 @@ CREATE STREAM r (k BIGINT, v BIGINT) WITH (connector = 'files', format = 'json',
 SELECT STREAM ROWTIME, l.k AS k, l.v AS lv, r.v AS rv
   FROM l OVER (PARTITION BY k ROWS CURRENT ROW) JOIN r OVER (PARTITION BY k ROWS CURRENT ROW) ON l.k = r.k;
 """
-QUERIES = {"interval": SQL, "rows": ROWS_SQL}
+# the interval join with EMIT EAGER (`--query eager`): an INNER join's rows as soon as the batch join
+# has found them, not once the watermark passes them (issue 42's latency; Flink runs its interval join)
+EAGER_SQL = SQL.replace("SECOND;\n", "SECOND EMIT EAGER;\n")
+QUERIES = {"interval": SQL, "rows": ROWS_SQL, "eager": EAGER_SQL}
 
 FLINK_LINE = re.compile(rb"\+I\[[^,]*, (-?\d+), (\d+), (\d+)\]")
 
@@ -77,6 +82,7 @@ class Steady:
     measured_from_s: int = 0  # the figures leave out the rows of earlier files and the CPU before (--measure-from)
     peak_rss_gb: float = 0.0  # the engine's processes together, sampled every 5 s
     error: str = ""
+    query: str = "interval"  # streamjoin's query (QUERIES): "eager" is the interval join under EMIT EAGER
 
     def pct(self, q: float) -> float:
         s = sorted(self.latencies_ms)
@@ -90,7 +96,8 @@ class Steady:
         return {"engine": self.engine, "operator": self.operator, "rate": self.rate, "window_s": self.window_s,
                 "seconds": self.seconds, "rows_in": self.rows_in, "rows_out": self.rows_out,
                 "p50_ms": self.pct(0.5), "p99_ms": self.pct(0.99), "cpu_us_per_row": self.cpu_us_per_row,
-                "measured_from_s": self.measured_from_s, "peak_rss_gb": round(self.peak_rss_gb, 2), "error": self.error}
+                "measured_from_s": self.measured_from_s, "peak_rss_gb": round(self.peak_rss_gb, 2), "error": self.error,
+                "query": self.query}
 
 
 class Generator(threading.Thread):
@@ -139,7 +146,8 @@ def _command(engine: str, run_dir: Path, dirs: dict[str, Path], window_s: int, o
 
 def run_steady(engine: str, rate: int, window_s: int, seconds: int, operator: str, work: Path, flink_python: Path | None,
                query_kind: str = "interval", measure_from: int = 0) -> Steady:
-    result = Steady(engine, operator if engine == "streamjoin" else "-", rate, window_s, seconds, measured_from_s=measure_from)
+    result = Steady(engine, operator if engine == "streamjoin" else "-", rate, window_s, seconds, measured_from_s=measure_from,
+                    query=query_kind if engine == "streamjoin" else "interval")
     run_dir = Path(tempfile.mkdtemp(prefix=f"steady-{engine}-", dir=work))
     dirs = {"l": run_dir / "l", "r": run_dir / "r"}
     for d in dirs.values():
@@ -239,7 +247,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--operator", default="auto", help="STREAMJOIN_JOIN_OPERATOR for streamjoin (auto, native, batch), or scan: "
                         "the batch join without its keyed probe")
     parser.add_argument("--query", choices=sorted(QUERIES), default="interval",
-                        help="streamjoin's query: the interval join (Flink runs the same), or a ROWS join by column")
+                        help="streamjoin's query: the interval join (Flink runs the same), the same under EMIT EAGER, "
+                        "or a ROWS join by column")
     parser.add_argument("--measure-from", type=int, default=0,
                         help="figures from this second of input on (CPU, rows, latencies): a window full before it")
     parser.add_argument("--json", help="append each result as a JSON line here")

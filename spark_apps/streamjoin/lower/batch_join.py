@@ -1,5 +1,5 @@
 """The batch interval join: a two-stream interval join (`low <= R.rowtime - L.rowtime <= high`,
-INNER, LEFT, RIGHT or FULL, EMIT FINAL) run with Spark's *batch* engine, one join per micro-batch.
+INNER, LEFT, RIGHT or FULL, EMIT FINAL; INNER also EMIT EAGER) run with Spark's *batch* engine, one join per micro-batch.
 
 Spark's streaming join keeps every row in a state store and probes it row by row; its batch
 join is several times faster here (docs/runtime.md, "The batch interval join"). The staged

@@ -16,6 +16,7 @@ from streamjoin.lower.strategy import (
     chain_keys,
     custom_reason,
     cuts,
+    eager_inner,
     group_keys,
     in_order,
     rows_join,
@@ -245,7 +246,8 @@ def describe(script: Script, query: Query, join: Join, options: LoweringOptions 
     if not (join.kind.stream_stream or join.kind in (JoinKind.ASOF, JoinKind.WINDOW_TVF, JoinKind.CHANGELOG, JoinKind.REGULAR)):
         return []
     reason = custom_reason(query, join, options)
-    batched = join.kind in (JoinKind.REGULAR, JoinKind.ASOF) or rows_join(query, join)  # (operator joins a bounded run batches)
+    # (operator joins a bounded run batches; EMIT EAGER of INNER joins, which the batch join runs too)
+    batched = join.kind in (JoinKind.REGULAR, JoinKind.ASOF) or rows_join(query, join) or eager_inner(query)
     if (reason is None or batched) and batch_reason(script, query, options) is None:
         return _batch_lines(query, join, options)
     if reason is None:
@@ -289,6 +291,9 @@ def _chain_groups(script: Script, query: Query) -> str:
 def _batch_lines(query: Query, join: Join, options: LoweringOptions) -> list[str]:
     """explain's lines about a join the batch interval join runs (`lower.batch_join`, `lower.chain_join`)."""
     lines = [f"operator: {BATCH}", "    state: the staged steps holding rows still in range (no state store)"]
+    if query.emit == Emit.EAGER:
+        lines.append("    release: a micro-batch's rows are written as soon as its join has found them (EMIT EAGER of "
+                     "INNER joins: no wait for the clock; each release in rowtime order, the releases not)")
     if join.kind == JoinKind.ASOF:
         return [*lines, "    asof: each left row, once the right clock passes it, takes the last right row of its key before "
                 "it, by one window function over the right rows so far (lower.asof_batch)"]

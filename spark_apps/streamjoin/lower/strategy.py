@@ -6,7 +6,7 @@ joins is cut into several Spark queries. Spark-free: `check` and `explain` use i
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sqlglot import exp
 
@@ -98,12 +98,12 @@ def batch_reason(script: Script, query: Query, options: LoweringOptions = Loweri
            else _rows_reason if rows_join(query, join) else None)  # the joins of the operator a bounded run batches
     if own is not None:
         return own(script, query, options)
-    if join.kind not in (JoinKind.INTERVAL, JoinKind.STREAM_STREAM_WINDOW) or custom_reason(query, join, options):
+    if join.kind not in (JoinKind.INTERVAL, JoinKind.STREAM_STREAM_WINDOW) or _interval_custom_reason(query, join, options):
         return "it runs interval joins only"
     if any(script.relation(i.relation).view for i in query.inputs):
         return "it reads streams, not views"
-    if query.aggregation is not None or query.emit != Emit.FINAL or query.sink:
-        return "it writes EMIT FINAL rows as JSON Lines, without aggregation"
+    if query.aggregation is not None or query.sink or query.emit != Emit.FINAL and not eager_inner(query):
+        return "it writes EMIT FINAL rows (or an INNER join's EMIT EAGER rows) as JSON Lines, without aggregation"
     span = interval(join)
     if span is None:
         return "the time range is unbounded"
@@ -114,6 +114,24 @@ def batch_reason(script: Script, query: Query, options: LoweringOptions = Loweri
             return ("the range is long, the run live and the keys not the keyed probe's: re-reading the range every "
                     "micro-batch costs more than Spark's state")
     return None
+
+
+def _interval_custom_reason(query: Query, join: Join, options: LoweringOptions) -> str | None:
+    """`custom_reason`, where EMIT EAGER of INNER joins is the batch join's too (`eager_inner`)."""
+    return custom_reason(replace(query, emit=Emit.FINAL) if eager_inner(query) else query, join, options)
+
+
+def eager_on_batch(script: Script, query: Query, options: LoweringOptions) -> bool:
+    """The query's joins need streamjoin's operator only for EMIT EAGER, which the batch join runs."""
+    return (eager_inner(query) and not uses_custom(replace(query, emit=Emit.FINAL), options)
+            and batch_reason(script, query, options) is None)
+
+
+def eager_inner(query: Query) -> bool:
+    """EMIT EAGER of INNER joins: the rows of FINAL, each written as soon as the join finds it
+    (`runtime.batch_sink.BatchJoinSink`: no wait for the clock, not in rowtime order); an outer
+    join's EAGER NULL-extended rows run on streamjoin's operator."""
+    return query.emit == Emit.EAGER and all(j.join_type == JoinType.INNER for j in query.joins)
 
 
 def _asof_reason(script: Script, query: Query, options: LoweringOptions) -> str | None:
@@ -186,22 +204,23 @@ def regular_reason(script: Script, query: Query, options: LoweringOptions = Lowe
 def chain_reason(script: Script, query: Query, options: LoweringOptions = LoweringOptions()) -> str | None:
     """Why the chain's batch interval join (`lower.chain_join`) does not run a chain of joins, or
     None when it does: streams read directly, every join INNER with a time range (windows or
-    BETWEEN) that bounds every input against every other (`chain_reach`), EMIT FINAL, JSON Lines
+    BETWEEN) that bounds every input against every other (`chain_reach`), EMIT FINAL or EAGER, JSON Lines
     output; by default (`auto`) when the run is bounded (`--until-idle`): a live chain re-reads
-    every input's range each micro-batch, not measured yet against Spark's state."""
+    every input's range each micro-batch, not measured yet against Spark's state (a live EMIT
+    EAGER chain runs on it: Spark's joins wait for the clock, the operator joins two inputs)."""
     if len(query.streams()) != len(query.inputs):
         return "a chain runs on it when it joins streams only"
     if any(j.join_type != JoinType.INNER or j.kind not in (JoinKind.INTERVAL, JoinKind.STREAM_STREAM_WINDOW)
-           or custom_reason(query, j, options) for j in query.joins):
+           or _interval_custom_reason(query, j, options) for j in query.joins):
         return "a chain runs on it when every join is an INNER interval join"
     if any(script.relation(i.relation).view for i in query.inputs):
         return "it reads streams, not views"
-    if query.aggregation is not None or query.emit != Emit.FINAL or query.sink:
-        return "it writes EMIT FINAL rows as JSON Lines, without aggregation"
+    if query.aggregation is not None or query.sink or query.emit not in (Emit.FINAL, Emit.EAGER):
+        return "it writes EMIT FINAL or EAGER rows as JSON Lines, without aggregation"
     if chain_reach(query) is None:
         return "a time range between two of the chain's inputs is unbounded"
-    if options.join_operator == "auto" and not options.bounded:
-        return "a chain runs on it when the run is bounded (--until-idle)"
+    if options.join_operator == "auto" and not options.bounded and query.emit == Emit.FINAL:
+        return "a chain runs on it when the run is bounded (--until-idle), or EMIT EAGER (which nothing else runs)"
     return None
 
 

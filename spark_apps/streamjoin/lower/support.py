@@ -29,7 +29,16 @@ from streamjoin.lower.inputs import (
     kinesis_options,
 )
 from streamjoin.lower.lowered import OP
-from streamjoin.lower.strategy import LoweringOptions, alone, chain_problem, cuts, running_aggregate, staged_views, uses_custom
+from streamjoin.lower.strategy import (
+    LoweringOptions,
+    alone,
+    chain_problem,
+    cuts,
+    eager_on_batch,
+    running_aggregate,
+    staged_views,
+    uses_custom,
+)
 from streamjoin.plan.model import Emit, JoinKind, JoinType, Kind, Query, Relation, Script, sql
 from streamjoin.plan.windows import BucketWindow, RangeWindow
 
@@ -57,7 +66,8 @@ def check_runnable(script: Script, query: Query, options: LoweringOptions = Lowe
 
 
 def check_query(ctx: Context) -> None:
-    rules = CUSTOM_RULES if uses_custom(ctx.query, ctx.options) else NATIVE_RULES
+    custom = uses_custom(ctx.query, ctx.options) and not eager_on_batch(ctx.script, ctx.query, ctx.options)
+    rules = CUSTOM_RULES if custom else NATIVE_RULES
     for _, rule in (("DISTINCT, UNION ALL", clauses_not_run), ("changing tables in regular joins", changing_outside_regular),
                     *rules):
         message = rule(ctx)

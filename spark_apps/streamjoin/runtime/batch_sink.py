@@ -12,7 +12,8 @@ retained steps are recorded with them in one atomic write of `output/state.json`
 `OrderedSink` records its carry). A crash before that write redoes the steps (perhaps with
 more); a crash after it but before a release is written releases the same rows again under
 the same file name, as `OrderedSink` does. Output leaves in rowtime order once final
-(`BatchJoin.release_below`).
+(`BatchJoin.release_below`); under EMIT EAGER (INNER joins) each join's rows leave as soon as it
+has found them, each release in rowtime order, the releases not.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from streamjoin.io.instants import END_US, engine_us, spark_time
 from streamjoin.io.staging import Stager
 from streamjoin.lower.batch_join import INF, BatchJoin, Clocks, clock_of
 from streamjoin.lower.chain_join import ChainJoin
+from streamjoin.plan.model import Emit
 from streamjoin.runtime.ordered_sink import OrderedSink
 from streamjoin.runtime.writer import RowWriter
 
@@ -51,6 +53,9 @@ class BatchJoinSink(OrderedSink):
         self._joiner: threading.Thread | None = None  # a join the feeder started (`staged`)
         self.join_error: Exception | None = None
         self.on_join: Callable[[int], None] | None = None  # after each join, its milliseconds (BatchJoinQuery)
+        # EMIT EAGER (INNER joins, and a regular join's appended rows): a join's rows are written as
+        # soon as it has found them, not once the clocks pass them (`release_final`)
+        self.eager = batch.query.emit == Emit.EAGER
 
     def release(self, watermark: str | None) -> None:
         """After `Runner.process_available`: whatever is staged and not joined yet, then what is final."""
@@ -120,7 +125,7 @@ class BatchJoinSink(OrderedSink):
             lows = [st[0] for st in pending if st[2]]
             if lows:
                 lowest = min(lows) if lowest is None else min(lowest, *lows)
-        below = self.batch.final_below(clocks, Clocks(*staged), lowest)
+        below = INF if self.eager else self.batch.final_below(clocks, Clocks(*staged), lowest)
         if joined is not None:
             self._release(None if below >= INF else below - 1)
         return waiting
