@@ -220,7 +220,7 @@ def _run_on_spark(pipeline, settings, checkpoint: Path, args) -> dict[str, dict]
     from streamjoin.runtime.session import spark_session
 
     _log_progress()
-    spark = spark_session(settings=settings)
+    spark = spark_session(settings=settings, bounded=args.until_idle)
     try:
         return pipeline.run(spark, checkpoint, args.output, args.until_idle)
     finally:
