@@ -10,7 +10,7 @@ import random
 from collections import Counter
 
 import pytest
-from runtime_helpers import ms, read_output, run_to_end, run_until_idle, start, ts, write_jsonl
+from runtime_helpers import ms, read_output, run_in_two_parts, run_to_end, run_until_idle, start, ts, write_jsonl
 from streamjoin.lower.explain import explain_text
 from streamjoin.lower.strategy import LoweringOptions
 from streamjoin.runtime.pipeline import Pipeline
@@ -82,6 +82,27 @@ def test_a_live_eager_join_writes_its_pairs_before_the_clocks_pass_them(spark, t
                          until_idle=True))
     assert pairs(read_output(tmp_path / "EAGER" / "out"), "lv", "rv") == pairs(written["EAGER"], "lv", "rv")
     assert pairs(read_output(tmp_path / "FINAL" / "out"), "lv", "rv") == pairs(written["EAGER"], "lv", "rv")
+
+
+def test_a_stopped_live_eager_join_resumes_and_writes_each_pair_once(spark, tmp_path):
+    """The rows written before the stop are not written again, and the pairs of a row before the
+    stop with a row after it are written once (an hour's lateness: no clock passes any row)."""
+    rng = random.Random("eager restart")
+    first = {n: stream_rows(rng, 50, 30_000) for n in "lr"}
+    later = {n: [{**r, "rowtime": ts(25_000 + ms(r["rowtime"]))} for r in stream_rows(rng, 50, 30_000)] for n in "lr"}
+    for n in "lr":
+        write_jsonl(tmp_path / n / "a.json", first[n])
+    sql = ddl(tmp_path, "lr", "1 HOUR") + TWO.format(how="JOIN", emit="EAGER")
+    stopped, _ = run_in_two_parts(spark, sql, tmp_path / "run",
+                                  lambda: [write_jsonl(tmp_path / n / "b.json", later[n]) for n in "lr"])
+    whole, _ = run_until_idle(spark, sql, tmp_path / "whole")
+    resumed = read_output(tmp_path / "run" / "out")
+    assert 0 < stopped["rows_emitted"] < len(resumed)
+    assert pairs(resumed, "lv", "rv") == pairs(whole, "lv", "rv")
+    crossing = Counter((a["v"], b["v"]) for a, b in [*((x, y) for x in first["l"] for y in later["r"]),
+                                                      *((x, y) for x in later["l"] for y in first["r"])]
+                       if a["k"] == b["k"] and abs(ms(a["rowtime"]) - ms(b["rowtime"])) <= 5000)
+    assert crossing and all(Counter((r["lv"], r["rv"]) for r in resumed)[pair] == n for pair, n in crossing.items())
 
 
 def test_an_eager_chain_of_inner_interval_joins_writes_the_final_rows_on_the_batch_engine(spark, tmp_path):
