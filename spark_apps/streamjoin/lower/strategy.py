@@ -121,10 +121,10 @@ def _interval_custom_reason(query: Query, join: Join, options: LoweringOptions) 
     return custom_reason(replace(query, emit=Emit.FINAL) if eager_inner(query) else query, join, options)
 
 
-def eager_on_batch(script: Script, query: Query, options: LoweringOptions) -> bool:
-    """The query's joins need streamjoin's operator only for EMIT EAGER, which the batch join runs."""
-    return (eager_inner(query) and not uses_custom(replace(query, emit=Emit.FINAL), options)
-            and batch_reason(script, query, options) is None)
+def runs_custom(script: Script, query: Query, options: LoweringOptions) -> bool:
+    """`uses_custom`, but for joins that need the operator only for EMIT EAGER, which the batch join runs."""
+    return uses_custom(query, options) and not (eager_inner(query) and not uses_custom(replace(query, emit=Emit.FINAL), options)
+                                                and batch_reason(script, query, options) is None)
 
 
 def eager_inner(query: Query) -> bool:

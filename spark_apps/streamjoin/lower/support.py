@@ -4,7 +4,7 @@ when a query breaks it (exit 2, before Spark starts or any data is read). Spark-
 A rule is `(what it checks, function)`; the function gets a `Context` and returns None, or the
 message. Rules run in table order and the first message wins. `NATIVE_RULES` hold for queries on
 Spark's joins (and views, recursively), `CUSTOM_RULES` for a query whose join needs streamjoin's
-operator (`strategy.uses_custom`); `check_runnable` picks the table.
+operator (`strategy.runs_custom`); `check_runnable` picks the table.
 """
 
 from __future__ import annotations
@@ -29,16 +29,7 @@ from streamjoin.lower.inputs import (
     kinesis_options,
 )
 from streamjoin.lower.lowered import OP
-from streamjoin.lower.strategy import (
-    LoweringOptions,
-    alone,
-    chain_problem,
-    cuts,
-    eager_on_batch,
-    running_aggregate,
-    staged_views,
-    uses_custom,
-)
+from streamjoin.lower.strategy import LoweringOptions, alone, chain_problem, cuts, running_aggregate, runs_custom, staged_views
 from streamjoin.plan.model import Emit, JoinKind, JoinType, Kind, Query, Relation, Script, sql
 from streamjoin.plan.windows import BucketWindow, RangeWindow
 
@@ -66,8 +57,7 @@ def check_runnable(script: Script, query: Query, options: LoweringOptions = Lowe
 
 
 def check_query(ctx: Context) -> None:
-    custom = uses_custom(ctx.query, ctx.options) and not eager_on_batch(ctx.script, ctx.query, ctx.options)
-    rules = CUSTOM_RULES if custom else NATIVE_RULES
+    rules = CUSTOM_RULES if runs_custom(ctx.script, ctx.query, ctx.options) else NATIVE_RULES
     for _, rule in (("DISTINCT, UNION ALL", clauses_not_run), ("changing tables in regular joins", changing_outside_regular),
                     *rules):
         message = rule(ctx)
