@@ -226,6 +226,11 @@ OPERATOR_SHAPES = {
         "OVER (PARTITION BY c ROWS 3 PRECEDING)", ("rows", 3, ("c",)),
         "OVER (RANGE INTERVAL '1' SECOND PRECEDING)", ("range", 1000, 0),
         "INNER", "AND s0.v < s1.v", lambda a, b: a["v"] < b["v"], "FINAL"),
+    # (an INNER join's EAGER rows are FINAL's: a bounded run of it is on the batch interval join)
+    "range-lag-inner-eager": (
+        "OVER (RANGE INTERVAL '2' SECOND PRECEDING)", ("range", 2000, 0),
+        "OVER (RANGE BETWEEN INTERVAL '3' SECOND AND INTERVAL '1' SECOND PRECEDING)", ("range", 3000, 1000),
+        "INNER", "AND s0.k = s1.k", key, "EAGER"),
     "rows-left-eager": (
         "OVER (PARTITION BY c, k ROWS 1 PRECEDING)", ("rows", 1, ("c", "k")),
         "OVER (PARTITION BY c ROWS 2 PRECEDING)", ("rows", 2, ("c",)),
