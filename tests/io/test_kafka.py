@@ -110,13 +110,15 @@ def spec(tmp_path: Path, topic: str, servers: str, **options) -> InputSpec:
                      lateness_ms=0, state_dir=str(tmp_path / "state"), late_dir=str(tmp_path / "late"), kafka=kafka)
 
 
-def advance_until_staged(stager: Stager, timeout_s: float = 30) -> None:
-    """Staging passes until one stages rows: a pass takes what the broker returns within its poll,
-    which a loaded machine's first fetch can leave empty (a later pass reads it)."""
+def advance_until(stager: Stager, want: list[int], timeout_s: float = 30) -> None:
+    """Staging passes until the staged keys are `want` (then the caller's assertion holds), or the
+    timeout: a pass takes what the broker returns within its short read, which a loaded machine's
+    first fetch can leave empty (the next pass reads it). Rows that must wait are still checked:
+    staged too early, they never make the keys `want`."""
     deadline = time.time() + timeout_s
     stager.advance()
-    while not staged(stager) and time.time() < deadline:
-        time.sleep(0.5)
+    while staged(stager) != want and time.time() < deadline:
+        time.sleep(0.3)
         stager.advance()
 
 
@@ -132,10 +134,10 @@ def test_a_fast_partition_does_not_make_a_slow_partitions_rows_late_the_clock_is
     stager = Stager(spec(tmp_path, kafka_topic, kafka_broker.servers))
     produce(kafka_broker, kafka_topic, [{"rowtime": ts(t * 1000), "k": t} for t in (10, 11, 12, 20)], partition=0)  # fast
     produce(kafka_broker, kafka_topic, [{"rowtime": ts(t * 1000), "k": t} for t in (1, 2)], partition=1)  # slow
-    advance_until_staged(stager)
+    advance_until(stager, [1, 2])
     assert staged(stager) == [1, 2]  # the fast partition's rows wait for the slow one
     produce(kafka_broker, kafka_topic, [{"rowtime": ts(t * 1000), "k": t} for t in (3, 15)], partition=1)
-    stager.advance()
+    advance_until(stager, [1, 2, 3, 10, 11, 12, 15])
     assert staged(stager) == [1, 2, 3, 10, 11, 12, 15]
     again = Stager(spec(tmp_path, kafka_topic, kafka_broker.servers))  # a restart: 20 was held, never staged
     (again.dir / "END").touch()
@@ -567,7 +569,7 @@ def test_a_broker_that_goes_away_and_comes_back_within_the_timeout_loses_and_dou
     produce(broker, "events", [{"rowtime": ts(t * 1000), "k": t} for t in (1, 2)])
     # broker_timeout 20 s: each request waits 5 s, so the 5-second outage fails one or two of them
     stager = Stager(spec(tmp_path, "events", broker.servers, broker_timeout_ms=20_000, idle_ms=0))
-    stager.advance()
+    advance_until(stager, [1, 2])
     assert staged(stager) == [1, 2]
     broker.stop()
     back = EmbeddedKafka(port=broker.port, storage=storage, log_path=str(tmp_path / "tansu.log"))
@@ -601,7 +603,7 @@ def test_a_caught_up_silent_partition_stops_holding_the_others_back_after_the_id
     stager = Stager(spec(tmp_path, kafka_topic, kafka_broker.servers, idle_ms=1000))
     try:
         first = time.monotonic()  # no idle timeout can start before this
-        stager.advance()
+        advance_until(stager, [0])  # (the idle timeout counts from when partition 1 is seen caught up: after 0 is read)
         assert staged(stager) == [0]  # 10 and 11 wait: partition 1 may still bring rows before them
         # partition 1 is caught up and silent: after the idle timeout (counted from when the stager
         # saw it caught up, which a busy machine may take a pass or two to see) 10 and 11 come
