@@ -607,9 +607,7 @@ def test_a_caught_up_silent_partition_stops_holding_the_others_back_after_the_id
         assert staged(stager) == [0]  # 10 and 11 wait: partition 1 may still bring rows before them
         # partition 1 is caught up and silent: after the idle timeout (counted from when the stager
         # saw it caught up, which a busy machine may take a pass or two to see) 10 and 11 come
-        while staged(stager) == [0] and time.monotonic() - first < 20:
-            time.sleep(0.3)
-            stager.advance()
+        advance_until(stager, [0, 10, 11], timeout_s=20)
         assert staged(stager) == [0, 10, 11]
         assert time.monotonic() - first >= 1.0, "released before the idle timeout passed"
     finally:
