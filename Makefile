@@ -9,9 +9,15 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt constraints.txt pyproject.toml | sha1sum | cut -c1-12)
 
-.PHONY: test test-long test-quick test-ui browser demo lint setup check-java clean airflow bench
+.PHONY: test test-long test-quick test-ui browser demo lint setup class-archive check-java clean airflow bench
 
-setup: $(STAMP)
+setup: $(STAMP) class-archive
+
+# the driver JVM's class archive (spark_apps/streamjoin/runtime/class_archive.py): built once per .venv, about
+# two minutes (a few small runs list the classes Spark loads, then one JVM writes them); each run then starts
+# 3-4 s sooner. Nothing to do when it is there and current.
+class-archive: $(STAMP) check-java
+	@$(PY) -m streamjoin.warmup
 
 check-java:
 	@command -v java >/dev/null 2>&1 || { echo "streamjoin needs Java 17 or newer (Spark runs on the JVM): install it, e.g. apt-get install openjdk-17-jre-headless" >&2; exit 1; }
@@ -37,7 +43,7 @@ lint: $(STAMP)
 # SparkSession, S3 server, broker and PostgreSQL cluster: the tests wait on Spark's micro-batches
 # more than they compute, so two workers on two cores take about half the time; TEST_WORKERS=0: one process
 TEST_WORKERS ?= 2
-test: $(STAMP) check-java lint
+test: setup check-java lint
 	$(VENV)/bin/pytest -m "not long and not ui" --durations=25 -n $(TEST_WORKERS) --dist loadfile
 
 # the pure-Python tests alone (dialect, plan, operator engine, reference, CLI check/explain, docs):
@@ -46,13 +52,13 @@ test-quick: $(STAMP)
 	$(VENV)/bin/pytest -m "not long and not spark and not airflow and not s3 and not postgres and not kafka"
 
 # the long variants (tests marked `long`: wide differential sweeps, slow end-to-end runs)
-test-long: $(STAMP) check-java lint
+test-long: setup check-java lint
 	$(VENV)/bin/pytest -m long --durations=25 -n $(TEST_WORKERS) --dist loadfile
 
 # the operator's first hour in a real browser (tests/ui/): `make airflow`, log in, trigger the report, open it.
 # Playwright (pinned in requirements.txt) drives Debian's chromium, installed here when missing (browser
 # downloads are not reachable); about 3 minutes. .ci/run runs it after `make test`.
-test-ui: $(STAMP) check-java browser
+test-ui: setup check-java browser
 	$(VENV)/bin/pytest -m ui --durations=5
 
 browser:
@@ -69,18 +75,18 @@ browser:
 # workload furthest below its target (docs/benchmarks-profile.md), which the report then links.
 # BENCH_ARGS e.g. "--sizes 1,4,16 --rounds 2" (see bench/run.py --help)
 BENCH_DEFAULT := --sizes 1 --rounds 2 --growth-sizes 4,16 --steady 2000,10000 --hourly 1000,10000
-bench: $(STAMP) check-java
+bench: setup check-java
 	@$(PY) bench/run.py $(or $(BENCH_ARGS),$(BENCH_DEFAULT))
 	@$(PY) bench/hotspots.py
 	@$(PY) bench/run.py --render docs/benchmarks.json
 	@$(PY) bench/kinesis_source.py --report docs/benchmarks-kinesis.md
 	@$(PY) bench/kafka_source.py --report docs/benchmarks-kafka.md
 
-demo: $(STAMP) check-java
+demo: setup check-java
 	@$(PY) include/demo.py
 
 # Airflow standalone on dags/ with the embedded S3 and local Spark; Ctrl-C stops both
-airflow: $(STAMP) check-java
+airflow: setup check-java
 	@$(PY) include/airflow_local.py
 
 clean:

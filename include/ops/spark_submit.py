@@ -8,11 +8,12 @@ module-level imports light (no pyspark).
 
 from __future__ import annotations
 
-import os
 from dataclasses import asdict
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from streamjoin.runtime.app import App
+from streamjoin.runtime.session import driver_java_options
+from streamjoin.settings import Settings
 
 from include.ops.supervise import RUN_APP, HookLaunch, supervise
 
@@ -32,7 +33,7 @@ class SupervisedSparkSubmitOperator(SparkSubmitOperator):
 
         def launch(run_for_s: float) -> HookLaunch:
             self.application_args = [str(app.dir), "--run-for", f"{run_for_s:.0f}"]
-            if java_options := os.environ.get("STREAMJOIN_DRIVER_JAVA_OPTIONS"):  # (docs/deployment.md)
+            if java_options := driver_java_options(Settings.from_env(), bounded=False):  # (docs/deployment.md)
                 self.conf = {**(self.conf or {}), "spark.driver.extraJavaOptions": java_options}
             self._hook = self._get_hook()  # a fresh spark-submit per start
             return HookLaunch(self._hook)

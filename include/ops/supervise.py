@@ -40,6 +40,8 @@ from pathlib import Path
 from typing import Protocol
 
 from streamjoin.runtime.app import App, Control
+from streamjoin.runtime.session import driver_java_options
+from streamjoin.settings import Settings
 
 log = logging.getLogger("streamjoin.supervise")
 TAKE_OVER = "a manually triggered run takes the app over"  # the reason of its stop request
@@ -208,7 +210,8 @@ class SubprocessLaunch:
     def __init__(self, app: App, run_for_s: float, spark_submit: str | None = None, master: str = "local[2]",
                  log_path: Path | None = None):
         binary = spark_submit or str(Path(sys.executable).with_name("spark-submit"))
-        java_options = os.environ.get("STREAMJOIN_DRIVER_JAVA_OPTIONS")  # (docs/deployment.md)
+        # STREAMJOIN_DRIVER_JAVA_OPTIONS and the class archive (docs/deployment.md)
+        java_options = driver_java_options(Settings.from_env(), bounded=False)
         command = [binary, "--master", master, *(["--driver-java-options", java_options] if java_options else []),
                    RUN_APP, str(app.dir), "--run-for", f"{run_for_s:.0f}"]
         app.checkpoint.mkdir(parents=True, exist_ok=True)

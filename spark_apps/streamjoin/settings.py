@@ -23,6 +23,9 @@ class Settings:
     # extra JVM options of a driver this process starts (spark.driver.extraJavaOptions; under
     # spark-submit, its --driver-java-options stand): the tests use a quick-starting JIT
     driver_java_options: str | None = None
+    # the driver JVM's class-data sharing archive (runtime.class_archive): a path, `off`, or None
+    # (the one `make setup` builds in the Python environment, when it is there)
+    class_archive: str | None = None
     spark_log_level: str = "ERROR"
     # which operator runs a two-stream RANGE join (lower): auto (the default choice per join),
     # native (Spark's join wherever it gives the answer), custom (streamjoin's own operator),
@@ -47,6 +50,7 @@ class Settings:
             spark_master=env.get("STREAMJOIN_SPARK_MASTER") or None,
             driver_memory=env.get("STREAMJOIN_DRIVER_MEMORY", "2g"),
             driver_java_options=env.get("STREAMJOIN_DRIVER_JAVA_OPTIONS") or None,
+            class_archive=env.get("STREAMJOIN_CLASS_ARCHIVE") or None,
             spark_log_level=env.get("STREAMJOIN_SPARK_LOG_LEVEL", "ERROR"),
             join_operator=operator,
             batch_probe=probe,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import sys
 
+from streamjoin.runtime import class_archive
 from streamjoin.settings import Settings
 
 # the driver JVM's garbage collector for a bounded run (`--until-idle`) unless
@@ -62,5 +63,7 @@ def spark_session(app_name: str = "streamjoin", master: str | None = None, setti
 
 def driver_java_options(settings: Settings, bounded: bool) -> str | None:
     """The extra JVM options of a driver this process starts: STREAMJOIN_DRIVER_JAVA_OPTIONS, else
-    for a bounded run BOUNDED_JAVA_OPTIONS, else none (the JVM's defaults)."""
-    return settings.driver_java_options or (BOUNDED_JAVA_OPTIONS if bounded else None)
+    for a bounded run BOUNDED_JAVA_OPTIONS, else none (the JVM's defaults); and with either, the
+    class archive's when there is one (class_archive.java_options)."""
+    chosen = settings.driver_java_options or (BOUNDED_JAVA_OPTIONS if bounded else None)
+    return " ".join(filter(None, [chosen, class_archive.java_options(settings)])) or None
