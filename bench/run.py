@@ -57,6 +57,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 import nexmark  # noqa: E402
 from datagen import Spec, generate, generate_changing_table, generate_table, generate_three, rows_window_count  # noqa: E402
+from steady import spawning  # noqa: E402
 
 MILLION = 1_000_000
 WORKLOADS = {  # name: (join, keys, partners per row)
@@ -239,7 +240,7 @@ def timed(cmd: list[str], marker: bytes | None, env: dict, result: Result, log_p
                     with p.oneshot():
                         t = p.cpu_times()
                         cpu[p.pid] = t.user + t.system
-                        rss += p.memory_info().rss
+                        rss += 0 if spawning(p) else p.memory_info().rss
                 except psutil.Error:
                     pass
             result.peak_rss_mb = max(result.peak_rss_mb, rss / 2**20)

@@ -224,7 +224,20 @@ def _sample_memory(tree: psutil.Process, result: Steady, done: threading.Event) 
 
 
 def _rss(tree: psutil.Process) -> int:
-    return _over_tree(tree, lambda p: p.memory_info().rss)
+    return _over_tree(tree, lambda p: 0 if spawning(p) else p.memory_info().rss)
+
+
+def spawning(p: psutil.Process) -> bool:
+    """Whether `p` is a JVM's child between its clone and its exec (Java starts a process by
+    posix_spawn: the child shares the JVM's memory until it execs, so its RSS is the JVM's again):
+    a child of a `java` process with the same command line (its name is the spawning thread's,
+    e.g. "Executor task l"). Memory sums skip it, or a sample that catches Spark starting a Python
+    worker counts the JVM twice."""
+    try:
+        parent = p.parent()
+        return bool(parent) and parent.name() == "java" and p.cmdline() == parent.cmdline()
+    except psutil.Error:
+        return False
 
 
 def _over_tree(tree: psutil.Process, measure):
