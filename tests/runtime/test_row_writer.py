@@ -47,3 +47,20 @@ def test_the_slices_are_formatted_no_further_ahead_than_the_cores_write(tmp_path
 def test_a_release_without_rows_writes_no_file(tmp_path):
     RowWriter(str(tmp_path)).write_table("part-00000000", release(0))
     assert not list(tmp_path.iterdir())
+
+
+def test_rows_written_in_an_order_of_indices_come_out_in_that_order_through_every_writer(tmp_path, monkeypatch):
+    monkeypatch.setattr(writer, "FORMAT_SLICE", 1000)
+    table = release(10_500)
+    order = pa.array([(i * 7919) % 10_500 for i in range(10_500)], pa.uint64())  # a permutation (7919 is prime)
+    writer.write_sorted(RowWriter(str(tmp_path)), "part-00000000", table, order)
+    lines = (tmp_path / "part-00000000.jsonl").read_text().splitlines()
+    assert [json.loads(line)["v"] for line in lines] == order.to_pylist()
+
+    class Other:  # a topic's or a stream's writer: one table, already in order
+        def write_table(self, name, rows):
+            self.got = rows
+
+    other = Other()
+    writer.write_sorted(other, "part-00000000", release(50), pa.array([3, 1, 2, 0], pa.uint64()))
+    assert other.got.column("v").to_pylist() == [3, 1, 2, 0]

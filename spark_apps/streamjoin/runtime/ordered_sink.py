@@ -19,7 +19,7 @@ import pyarrow.ipc as ipc
 from streamjoin.faults import crash_point
 from streamjoin.io.instants import END_US, spark_watermark_rowtime_us
 from streamjoin.lower.columns import ROWTIME_COLUMN
-from streamjoin.runtime.writer import RowWriter
+from streamjoin.runtime.writer import RowWriter, write_sorted
 
 
 @dataclass
@@ -68,6 +68,10 @@ class OrderedSink:
         self._writes = 0  # state.json writes by this sink: `state` parses it again after each
         self._parsed: tuple[int, dict] | None = None
         self._parsed_lock = threading.Lock()
+        # the carry this sink saved last (its file name, its table): loaded again from memory, not
+        # read back from the file (a bounded run's whole output is one carry: read back, it was a
+        # second copy in memory); another sink's carry (after a restart) is read from its file
+        self._held: tuple[str, object] | None = None
 
     def staged(self) -> None:
         """The feeder staged new input (a sink that can release on that alone does: BatchJoinSink)."""
@@ -154,10 +158,11 @@ class OrderedSink:
             table = self._load(state.carry)
             done, rest = None, None
             if table is not None and table.num_rows:
-                if threshold_us is None:
-                    done = table
+                rowtimes = None if threshold_us is None else pc.cast(table.column(ROWTIME_COLUMN), pa.int64())
+                if rowtimes is None or (not rowtimes.null_count and pc.max(rowtimes).as_py() <= threshold_us):
+                    done = table  # all of it final (a bounded run's end): no copy
                 else:
-                    ready = pc.less_equal(pc.cast(table.column(ROWTIME_COLUMN), pa.int64()), threshold_us)
+                    ready = pc.less_equal(rowtimes, threshold_us)
                     done, rest = table.filter(ready), table.filter(pc.invert(ready))
             if self._write(state, done, threshold_us):
                 self._save(state, rest)
@@ -166,8 +171,10 @@ class OrderedSink:
         """Write the released rows `done` (all rows up to `threshold_us`); False: nothing to do."""
         if done is None or not done.num_rows:
             return False
-        rows = done.sort_by(self.sort_keys).select(self.columns)
-        self.writer.write_table(f"part-{state.releases:08d}", rows)  # names sort in emission order
+        # written in sorted order a slice at a time: the indices, not a sorted copy of the rows
+        order = pc.sort_indices(done, sort_keys=self.sort_keys)
+        rows = done.select(self.columns)
+        write_sorted(self.writer, f"part-{state.releases:08d}", rows, order)  # names sort in emission order
         state.releases += 1
         state.rows_emitted += rows.num_rows
         return True
@@ -237,7 +244,7 @@ class OrderedSink:
 
     def _save(self, state: SinkState, carry) -> None:
         old = state.carry
-        state.carry = None
+        state.carry, self._held = None, None
         if carry is not None and carry.num_rows:
             state.carry = f"carry-{state.last_batch:08d}-{state.releases:08d}.arrow"
             with ipc.new_file(self.dir / state.carry, carry.schema) as w:
@@ -247,11 +254,14 @@ class OrderedSink:
         crash_point("sink.before_state")
         os.replace(tmp, self.state_path)
         self._writes += 1
+        self._held = (state.carry, carry) if state.carry else None
         if old and old != state.carry:
             (self.dir / old).unlink(missing_ok=True)
 
     def _load(self, name: str | None):
         if not name:
             return None
+        if self._held is not None and self._held[0] == name:
+            return self._held[1]
         with ipc.open_file(self.dir / name) as reader:
             return reader.read_all()
