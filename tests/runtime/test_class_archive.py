@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from streamjoin import warmup
 from streamjoin.runtime import class_archive
 from streamjoin.runtime.session import BOUNDED_JAVA_OPTIONS, driver_java_options

@@ -50,6 +50,7 @@ from streamjoin.io import input_files, s3
 from streamjoin.io.formats import BOUND, conform, read_text, staged_schema
 from streamjoin.io.input_spec import InputSpec
 from streamjoin.io.instants import EARLIEST_US, END_US, late_rows
+from streamjoin.io.memory import give_back
 
 _TS = pa.timestamp("us", tz="UTC")
 _FORMATS = ("json", "csv", "parquet")
@@ -105,11 +106,9 @@ class Stager:
     def __init__(self, spec: InputSpec):
         self.spec = spec
         self._changes_checked = -1e9  # when the files read before were last looked at (_report_changed)
-        self.dir = Path(spec.state_dir)
-        self.steps_dir = self.dir / "steps"
+        self.dir, self.late_dir = Path(spec.state_dir), Path(spec.late_dir)
+        self.steps_dir, self.manifest_path = self.dir / "steps", self.dir / "manifest.json"
         self.steps_dir.mkdir(parents=True, exist_ok=True)
-        self.late_dir = Path(spec.late_dir)
-        self.manifest_path = self.dir / "manifest.json"
         self._filesystem = None  # pyarrow's S3 filesystem, made on first use (s3:// inputs)
         self._log = None  # io.kinesis.KinesisSource, io.kafka.KafkaSource or io.pg_cdc.PostgresCdcSource, made on first use
 
@@ -265,6 +264,7 @@ class Stager:
         new, ending, now_us = m.pending["files"], m.pending["ending"], m.pending["now_us"]
         reads = [self._read(p, now_us) for p in new]
         table = pa.concat_tables([t for t, _ in reads]) if new else self.staged_schema.empty_table()
+        give_back(table.num_rows)  # what parsing the files kept, after a large read (io.memory)
         if self.spec.arrival:  # its rows arrived at now_us, and no row can arrive before it any more:
             # the bound completes their instant (the join's clock is a millisecond behind the bound)
             table = pa.concat_tables([table, self._bound_row(now_us + 1000)])

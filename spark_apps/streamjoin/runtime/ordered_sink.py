@@ -18,6 +18,7 @@ import pyarrow.ipc as ipc
 
 from streamjoin.faults import crash_point
 from streamjoin.io.instants import END_US, spark_watermark_rowtime_us
+from streamjoin.io.memory import give_back
 from streamjoin.lower.columns import ROWTIME_COLUMN
 from streamjoin.runtime.writer import RowWriter, write_sorted
 
@@ -177,6 +178,7 @@ class OrderedSink:
         write_sorted(self.writer, f"part-{state.releases:08d}", rows, order)  # names sort in emission order
         state.releases += 1
         state.rows_emitted += rows.num_rows
+        give_back(rows.num_rows)  # what formatting the text kept, after a large release (io.memory)
         return True
 
     def _release_buckets(self, threshold_us: int | None) -> None:
