@@ -116,6 +116,31 @@ def test_a_large_arrival_is_staged_as_several_steps_and_joined_a_slice_at_a_time
     assert _got(rows) == expected(windows, steps, streams)
 
 
+@pytest.mark.parametrize("join_type", ["INNER", "FULL"])
+def test_inputs_above_the_broadcast_bound_are_joined_shuffled_with_the_reference_result(spark, tmp_path, monkeypatch, join_type):
+    """A bounded run's 1M rows an input are joined with both sides shuffled (lower.batch_join.BROADCAST_ROWS):
+    here every side is above a bound of 0, the pairs and the NULL-extended rows as the reference says."""
+    from streamjoin.lower import batch_join
+
+    monkeypatch.setattr(batch_join, "BROADCAST_ROWS", 0)
+    planned = []
+    real = batch_join.BatchJoin._bucket_join
+    monkeypatch.setattr(batch_join.BatchJoin, "_bucket_join",
+                        lambda self, own, reach, how, broadcast: planned.append(broadcast) or real(self, own, reach, how, broadcast))
+    windows, steps = [(4, 0), (3, 1)], [(join_type, "key+theta", 0)]
+    streams = _rows(random.Random(12))
+    dirs = [tmp_path / "in0", tmp_path / "in1"]
+    for rows, d in zip(streams, dirs, strict=True):
+        write_jsonl(d / "all.json", [{**r, "rowtime": ts(r["rowtime"])} for r in rows])
+    runner = start(spark, shape_sql(windows, steps, dirs), tmp_path / "run", until_idle=True, settings=SCAN)
+    status = run_to_end(runner)
+    assert planned and not any(planned), "every join of the step shuffled, none broadcast"
+    rows = read_output(tmp_path / "run" / "out")
+    assert [ms(r["rowtime"]) for r in rows] == sorted(ms(r["rowtime"]) for r in rows)
+    assert status["late_rows"] == 0
+    assert _got(rows) == expected(windows, steps, streams)
+
+
 def test_batch_join_is_exactly_once_across_a_stop_and_a_crash_before_a_release(spark, tmp_path, monkeypatch):
     windows, steps = [(2, 0), (3, 0)], [("FULL", "key", 0)]
     streams = _rows(random.Random(7))

@@ -24,7 +24,7 @@ import functools
 from dataclasses import dataclass
 
 from streamjoin.io.staging import InputSpec
-from streamjoin.lower.batch_join import BROADCAST_ROWS, BUCKET, INF, PARTNER_BUCKET, Clocks, _sub, project_output, side_frame
+from streamjoin.lower.batch_join import BUCKET, INF, PARTNER_BUCKET, Clocks, _sub, project_output, side_frame
 from streamjoin.lower.columns import flat, not_bound, q, rowtime_of
 from streamjoin.lower.expressions import spark_sql
 from streamjoin.plan.model import Join, Query
@@ -32,6 +32,10 @@ from streamjoin.plan.model import Join, Query
 # a micro-batch with at least this many times as many new rows as retained ones (a bounded run's
 # slices) joins them all in one chain, less the results of retained rows only (`ChainJoin.step`)
 ALL_AT_ONCE = 1.0
+# the most rows of an input a chain's joins broadcast: a chain keeps the two-stream join's earlier
+# bound (lower.batch_join.BROADCAST_ROWS): bench three-inner took the same time either way, and a
+# live chain's windows (0.6-1.2M rows at 10K rows/s) were not measured shuffled
+CHAIN_BROADCAST_ROWS = 3_000_000
 
 
 @dataclass
@@ -68,10 +72,10 @@ class ChainJoin:
              rows: int | None = None, sizes=None):
         """One micro-batch's output rows (output columns and __rowtime): every result holding a new
         row. `old`: the retained steps' files, read from `retain_from(before)`; `rows`: at most how
-        many rows they hold, per input (a side up to BROADCAST_ROWS is broadcast)."""
+        many rows they hold, per input (a side up to CHAIN_BROADCAST_ROWS is broadcast)."""
         if not any(new):
             return None
-        broadcast = rows is not None and rows <= BROADCAST_ROWS
+        broadcast = rows is not None and rows <= CHAIN_BROADCAST_ROWS
         retain = self.retain_from(before)
         n = len(self.specs)
         if sizes is not None and sum(s[0] for s in sizes) >= ALL_AT_ONCE * sum(s[1] for s in sizes):
