@@ -98,22 +98,27 @@ def test_a_large_arrival_is_staged_as_several_steps_and_joined_a_slice_at_a_time
 
     monkeypatch.setattr(staging, "STEP_ROWS", 9)  # one file per input becomes many steps
     monkeypatch.setattr(batch_sink, "GROUP_ROWS", 20)  # joined a few steps at a time
-    windows, steps = [(4, 0), (3, 1)], [(join_type, "key", 0)]
-    streams = _rows(random.Random(11))
+    runner, streams = _bounded_run_with_the_reference_result(spark, tmp_path, (join_type, "key", 0), 11, BATCH)
+    assert runner.stagers[0].manifest().steps >= len(streams[0]) // 9
+    assert runner.sink.state().last_batch > 3, "joined slice by slice, not all at once"
+    assert len(list((tmp_path / "run" / "out").glob("part-*"))) > 1, "released slice by slice, not all at the end"
+
+
+def _bounded_run_with_the_reference_result(spark, tmp_path, step: tuple, seed: int, settings: Settings):
+    """A bounded run of one file per input (random rows of `seed`) through `step`'s join, its output
+    checked: in rowtime order, nothing late, the reference's rows. (the runner, the inputs' rows)"""
+    windows, steps = [(4, 0), (3, 1)], [step]
+    streams = _rows(random.Random(seed))
     dirs = [tmp_path / "in0", tmp_path / "in1"]
     for rows, d in zip(streams, dirs, strict=True):
         write_jsonl(d / "all.json", [{**r, "rowtime": ts(r["rowtime"])} for r in rows])
-    runner = start(spark, shape_sql(windows, steps, dirs), tmp_path / "run", until_idle=True, settings=BATCH)
+    runner = start(spark, shape_sql(windows, steps, dirs), tmp_path / "run", until_idle=True, settings=settings)
     status = run_to_end(runner)
-    assert runner.stagers[0].manifest().steps >= len(streams[0]) // 9
-    assert runner.sink.state().last_batch > 3, "joined slice by slice, not all at once"
-    out = tmp_path / "run" / "out"
-    assert len(list(out.glob("part-*"))) > 1, "released slice by slice, not all at the end"
-    rows = read_output(out)
-    rowtimes = [ms(r["rowtime"]) for r in rows]
-    assert rowtimes == sorted(rowtimes)
+    rows = read_output(tmp_path / "run" / "out")
+    assert [ms(r["rowtime"]) for r in rows] == sorted(ms(r["rowtime"]) for r in rows)
     assert status["late_rows"] == 0
     assert _got(rows) == expected(windows, steps, streams)
+    return runner, streams
 
 
 @pytest.mark.parametrize("join_type", ["INNER", "FULL"])
@@ -127,18 +132,8 @@ def test_inputs_above_the_broadcast_bound_are_joined_shuffled_with_the_reference
     real = batch_join.BatchJoin._bucket_join
     monkeypatch.setattr(batch_join.BatchJoin, "_bucket_join",
                         lambda self, own, reach, how, broadcast: planned.append(broadcast) or real(self, own, reach, how, broadcast))
-    windows, steps = [(4, 0), (3, 1)], [(join_type, "key+theta", 0)]
-    streams = _rows(random.Random(12))
-    dirs = [tmp_path / "in0", tmp_path / "in1"]
-    for rows, d in zip(streams, dirs, strict=True):
-        write_jsonl(d / "all.json", [{**r, "rowtime": ts(r["rowtime"])} for r in rows])
-    runner = start(spark, shape_sql(windows, steps, dirs), tmp_path / "run", until_idle=True, settings=SCAN)
-    status = run_to_end(runner)
+    _bounded_run_with_the_reference_result(spark, tmp_path, (join_type, "key+theta", 0), 12, SCAN)
     assert planned and not any(planned), "every join of the step shuffled, none broadcast"
-    rows = read_output(tmp_path / "run" / "out")
-    assert [ms(r["rowtime"]) for r in rows] == sorted(ms(r["rowtime"]) for r in rows)
-    assert status["late_rows"] == 0
-    assert _got(rows) == expected(windows, steps, streams)
 
 
 def test_batch_join_is_exactly_once_across_a_stop_and_a_crash_before_a_release(spark, tmp_path, monkeypatch):
