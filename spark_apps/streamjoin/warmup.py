@@ -6,7 +6,7 @@ Runs a few small join programs, one per way a query runs (the batch interval joi
 ASOF join, a stream-table join, windowed aggregations joined on Spark's streaming engine,
 streamjoin's own operator on a regular join and on a changing table), each `streamjoin run
 --until-idle` with its JVM listing the classes it loads; then writes the archive of them all.
-About a minute and a half; nothing to do when the archive is there and built for this Java and
+About two minutes; nothing to do when the archive is there and built for this Java and
 these jars (`--force` builds it again).
 """
 
@@ -123,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if not args.force and class_archive.current(path):
         return 0
-    print("streamjoin warm-up: building the driver's class archive (about a minute and a half, once)", flush=True)
+    print("streamjoin warm-up: building the driver's class archive (about two minutes, once)", flush=True)
     build(path, settings)
     return 0
 
