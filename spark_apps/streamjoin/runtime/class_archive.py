@@ -1,4 +1,4 @@
-"""The driver JVM's class-data sharing archive (Java's CDS): the ~17,000 classes a streamjoin run
+"""The driver JVM's class-data sharing archive (Java's CDS): the ~19,000 classes a streamjoin run
 loads from Spark's jars, parsed and verified once and mapped by every later driver instead of
 loaded again. Starting a run and its first Spark job took 3-4 s less with it on this machine
 (Nexmark q3, a 10 s run: 6.4 s; docs/deployment.md).
