@@ -198,14 +198,14 @@ def _run(args) -> int:
     late = default_late_root(checkpoint, args.output)
     if args.checkpoint or args.output != "-":
         print(f"streamjoin: checkpoint {checkpoint}, late rows under {late}", file=sys.stderr)
+    else:
+        print(f"streamjoin: temporary checkpoint {checkpoint} (removed at exit); late and rejected rows are counted, "
+              "not kept (--output DIR or --checkpoint DIR keeps them)", file=sys.stderr)
     ended = sorted(p.parent.name for p in checkpoint.glob("**/sources/*/END"))
     if ended:  # io.staging: an ended input reads nothing more, whatever has arrived since
         print(f"streamjoin: warning: checkpoint {checkpoint} reached end of input in an earlier --until-idle run "
               f"({', '.join(ended)}): nothing that arrived since is read; give the run a new checkpoint to read it",
               file=sys.stderr)
-    else:
-        print(f"streamjoin: temporary checkpoint {checkpoint} (removed at exit); late and rejected rows are counted, "
-              "not kept (--output DIR or --checkpoint DIR keeps them)", file=sys.stderr)
     try:
         statuses = _run_on_spark(pipeline, settings, checkpoint, args)
     finally:

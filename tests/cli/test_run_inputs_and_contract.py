@@ -106,6 +106,7 @@ def test_a_run_without_checkpoint_leaves_no_temporary_folder_after_success_or_fa
                                 capture_output=True, text=True, timeout=300, env=env)
         assert result.returncode == code, result.stderr[-2000:]
         assert leftovers(temp) == [], f"{name}: {result.stderr[-2000:]}"
+        assert "temporary checkpoint" in result.stderr, result.stderr[-2000:]
     assert result.stderr.strip().splitlines()[-1].startswith("streamjoin: ")
 
 
@@ -117,6 +118,7 @@ def test_a_run_with_checkpoint_keeps_it_to_resume_from(tmp_path):
     assert result.returncode == 0, result.stderr[-2000:]
     assert json.loads((tmp_path / "ck" / "status.json").read_text())["state"] == "finished"
     assert "reached end of input" not in result.stderr
+    assert "temporary checkpoint" not in result.stderr, result.stderr  # it is kept, not removed at exit
     # that run ended its input for good: a later file is not read, and the next run says so
     write_jsonl(tmp_path / "a" / "2.json", [{"rowtime": ts(1_000), "k": 2}])
     again = cli(query, "--until-idle", "--checkpoint", tmp_path / "ck")
