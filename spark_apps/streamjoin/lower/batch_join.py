@@ -389,10 +389,11 @@ def read_steps(spark, spec: InputSpec, files: list[str]):
 
     from streamjoin.io.formats import staged_schema
 
-    schema = from_arrow_schema(staged_schema(spec.schema))
-    if not files:  # an input whose steps hold bounds only (an empty file, every row late): no rows
-        return spark.createDataFrame([], schema)
-    return spark.read.schema(schema).parquet(*files)
+    arrow = staged_schema(spec.schema)
+    if not files:  # bounds only (an empty file, every row late): no rows; from Arrow, as a
+        # Python list's would start Spark's Python workers (~160 MB for no row: Nexmark q8's peak)
+        return spark.createDataFrame(arrow.empty_table())
+    return spark.read.schema(from_arrow_schema(arrow)).parquet(*files)
 
 
 def project_output(query: Query, joined, aliases: list[str]):
