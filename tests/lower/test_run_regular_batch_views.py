@@ -76,3 +76,57 @@ def test_a_bounded_regular_join_of_two_aggregating_views_runs_on_the_batch_engin
     want = answer(people, auctions)
     assert len(want) >= 5 and len(batch) == len(want) and status["late_rows"] == 0
     assert rows(batch) == want  # (the operator's regular joins are checked against the same SQL in test_regular_joins.py)
+
+
+def test_a_bounded_runs_aggregating_views_are_one_batch_job_each_and_a_rerun_after_a_failure_writes_each_row_once(
+        spark, tmp_path, monkeypatch):
+    """A bounded run computes each aggregating view once its inputs have ended, as one Spark batch
+    job (no streaming query: its part's checkpoint holds no offsets), and its sink records that job
+    as batch 0: the join failing after the views were written, a rerun on the same checkpoint
+    neither computes nor stages them again, and every row of the answer comes out once."""
+    from streamjoin.runtime.batch_sink import BatchJoinSink
+    from streamjoin.runtime.runner import OnceQuery
+
+    people, auctions = events(random.Random("q8-once"))
+    # a person 30 s late (beyond the 4 s lateness): set aside as late by staging, in either kind of part
+    late = {"id": 3, "name": "p3", "date_time": (START + dt.timedelta(seconds=5)).isoformat(sep=" ")}
+    write_jsonl(tmp_path / "person" / "a.json", people[:40])
+    write_jsonl(tmp_path / "person" / "b.json", [late, *people[40:]])
+    write_jsonl(tmp_path / "auction" / "a.json", auctions)
+    sql = Q8.format(d=tmp_path)
+    pipeline = Pipeline.from_sql(sql, "q8.sql", dialect="risingwave")
+    checkpoint, out = tmp_path / "run" / "checkpoint", tmp_path / "run" / "out"
+
+    advance, ran = BatchJoinSink.advance, OnceQuery.ran
+    done = []
+
+    def fail(self):  # once both views are written
+        if len(done) == 2:
+            raise RuntimeError("the join fails once")
+        advance(self)
+
+    def count(self, duration_ms):
+        done.append(duration_ms)
+        ran(self, duration_ms)
+
+    monkeypatch.setattr(BatchJoinSink, "advance", fail)
+    monkeypatch.setattr(OnceQuery, "ran", count)
+    runner = pipeline.runner(spark, checkpoint, str(out), until_idle=True).start()
+    try:
+        runner.process_available()
+        runner.end_of_input()
+        raise AssertionError("the join did not fail")
+    except RuntimeError as error:
+        assert "fails once" in str(error)
+        runner.fail(error)
+    parts = sorted((checkpoint / "stages").iterdir())
+    assert len(parts) == 2 and all(not list((p / "spark" / "offsets").glob("*")) for p in parts)
+    staged = {p.name: sorted(f.name for f in (p / "rows").glob("*.parquet")) for p in parts}
+    assert all(staged.values())  # the views' rows are written before the join runs
+    monkeypatch.setattr(BatchJoinSink, "advance", advance)
+    status = run_to_end(pipeline.runner(spark, checkpoint, str(out), until_idle=True).start())
+    assert {p.name: sorted(f.name for f in (p / "rows").glob("*.parquet")) for p in parts} == staged
+    assert len(done) == 2  # the rerun computed neither view again
+    got = [(r["id"], r["name"], dt.datetime.fromisoformat(r["starttime"])) for r in read_output(out)]
+    assert len(got) == len(set(got)) and set(got) == answer(people, auctions)
+    assert status["late_rows"] == 1

@@ -21,20 +21,25 @@ from streamjoin.io.staging import InputSpec, Stager
 SEQUENCE = "__seq"  # with sequence=True: each row's position in its input (SEMANTICS §2)
 
 
-def staged_stream(spark, spec: InputSpec, sequence: bool = False):
+def staged_stream(spark, spec: InputSpec, sequence: bool = False, batch: bool = False):
     """The streaming frame of a staged input: its staged schema (the declared columns, rowtime
     in UTC, the bound marker), plus SEQUENCE if asked: step number, then row within the step,
-    the order the stager read the rows in."""
+    the order the stager read the rows in. `batch`: a batch frame of the steps staged now (a
+    bounded run's part that runs once its inputs have ended: runtime.runner)."""
     from pyspark.sql import functions as F
     from pyspark.sql.pandas.types import from_arrow_schema
 
     stager = Stager(spec)
-    frame = (
-        spark.readStream.schema(from_arrow_schema(stager.staged_schema))
-        # every step is new to the query until it reads it, however old (a stopped query's)
-        .option("maxFileAge", "36500d")
-        .parquet(str(stager.steps_dir))
-    )
+    schema = from_arrow_schema(stager.staged_schema)
+    if batch:
+        frame = spark.read.schema(schema).parquet(str(stager.steps_dir))
+    else:
+        frame = (
+            spark.readStream.schema(schema)
+            # every step is new to the query until it reads it, however old (a stopped query's)
+            .option("maxFileAge", "36500d")
+            .parquet(str(stager.steps_dir))
+        )
     if not sequence:
         return frame
     step = F.substring(F.col("_metadata.file_name"), 1, 8).cast("long")

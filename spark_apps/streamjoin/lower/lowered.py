@@ -38,3 +38,6 @@ class Lowered:
     # (Runner.settle); Spark would move its watermark only with the next row
     prompt: bool = False
     order: tuple = ()  # Query.order_within: the output columns rows of one rowtime are sorted by
+    # a bounded run's aggregating view (lower.staged_views.bounded_aggregation): () -> a batch
+    # frame of its rows over every staged step, which runtime.runner writes once its inputs end
+    bounded_frame: object = None

@@ -54,10 +54,12 @@ class NativeLowering:
     its tables were loaded from."""
 
     def __init__(self, spark, script: Script, specs: dict[str, InputSpec], checkpoint: Path,
-                 staged: dict[str, InputSpec] | None = None, query: Query | None = None):
+                 staged: dict[str, InputSpec] | None = None, query: Query | None = None, batch: bool = False):
         """`staged`: inputs (by alias) that an earlier part stages for this query (lower.staged_views);
-        `query`: the query it lowers (None: tables only)."""
+        `query`: the query it lowers (None: tables only); `batch`: its streams as batch frames of
+        the steps staged when the frame is built (lower.staged_views' bounded parts)."""
         self.spark, self.script, self.specs, self.checkpoint = spark, script, specs, checkpoint
+        self.batch = batch
         self.staged = staged or {}
         self.snapshots = []
         # whether Spark's stream-stream join reads the stream frames (their watermark: stream_frame)
@@ -213,11 +215,11 @@ class NativeLowering:
         relation = self.script.relation(item.relation)
         ordered = bool(query.analytics)  # its rows' order among equal rowtimes (lower.analytic)
         if prefix + item.alias in self.staged:  # a part of its own writes it (lower.staged_views)
-            return stream_frame(self.spark, self.staged[prefix + item.alias], item.alias, ordered, self.joins_streams)
+            return stream_frame(self.spark, self.staged[prefix + item.alias], item.alias, ordered, self.joins_streams, self.batch)
         if relation.view and self.script.view(relation.name).kind == Kind.STREAM:
             return self.view_frame(item, relation, prefix)
         if item.kind == Kind.STREAM:
-            return stream_frame(self.spark, self.specs[prefix + item.alias], item.alias, ordered, self.joins_streams)
+            return stream_frame(self.spark, self.specs[prefix + item.alias], item.alias, ordered, self.joins_streams, self.batch)
         if item.temporal:
             join = next(j for j in query.joins if j.right == item.alias)
             if not relation.given:  # rows the program inserted: read once, below
@@ -366,15 +368,15 @@ def order_delay(query: Query) -> int:
     return sum(getattr(i.window, "size_ms", 0) for i in query.inputs if i.kind == Kind.STREAM)
 
 
-def stream_frame(spark, spec: InputSpec, alias: str, sequence: bool = False, joined: bool = True):
+def stream_frame(spark, spec: InputSpec, alias: str, sequence: bool = False, joined: bool = True, batch: bool = False):
     """A staged stream input with its watermark on its engine time, columns flat under `alias`
     (and, with `sequence`, each row's position in its input: `io.source.SEQUENCE`); `joined`:
-    Spark's stream-stream join reads it."""
+    Spark's stream-stream join reads it; `batch`: the steps staged now, as a batch frame."""
     from pyspark.sql import functions as F
 
     from streamjoin.io.source import staged_stream
 
-    df = staged_stream(spark, spec, sequence).withColumn(ET_COLUMN, engine_time(F.col(q(spec.rowtime))))
+    df = staged_stream(spark, spec, sequence, batch).withColumn(ET_COLUMN, engine_time(F.col(q(spec.rowtime))))
     # Bound rows must reach the watermark operator, and Spark pushes any filter on them below
     # it. So they go through: no join condition accepts them, and they leave after the joins.
     # Spark's join drops a row at or below its watermark, SEMANTICS §1 only a row below the clock

@@ -100,10 +100,19 @@ def _part(spark, script: Script, view: Query, prefix: str, key: str, mine: list[
         frame, more = table_changes(frame, view)
         columns += more
     rowtime = script.relation(view.name).rowtime
-    if rowtime not in columns:  # the view's implicit rowtime: the bucket start, or its rows' output rowtime
-        frame = frame.withColumn(rowtime, F.col(ROWTIME_COLUMN))
-        columns.append(rowtime)
-    rows = frame.drop(ET_COLUMN)
+    implicit = rowtime not in columns  # the view's implicit rowtime: the bucket start, or its rows' output rowtime
+    columns += [rowtime] if implicit else []
+
+    def rows_of(frame):
+        return (frame.withColumn(rowtime, F.col(ROWTIME_COLUMN)) if implicit else frame).drop(ET_COLUMN)
+
+    rows = rows_of(frame)
+    bounded = None
+    if options.bounded and not inner and not custom and not changes and bounded_aggregation(script, view):
+        def bounded():
+            """The view's rows over every step its inputs staged (they have ended): one Spark batch job."""
+            batch = NativeLowering(spark, script, {s.alias: s for s in mine}, checkpoint, dict(staged), view, batch=True)
+            return rows_of(batch.query_frame(view, prefix)[0])
     schema = to_arrow_schema(rows.select(*columns).schema, timezone="UTC")
     name = f"__view_{key}"  # the query's own alias at the top, as before nested views were staged
     n = len(parts)
@@ -125,5 +134,18 @@ def _part(spark, script: Script, view: Query, prefix: str, key: str, mine: list[
     parts.append(Lowered(rows, mine + inner, columns, delay, lowering.snapshots, stage_output=spec.path, stage_spec=spec,
                          prompt=bool(view.analytics) or changes,
                          stage_promotes=promotes(view), stage_changes=changes, custom=custom, emit=view.emit,
-                         order=view.order_within))
+                         order=view.order_within, bounded_frame=bounded))
     return spec
+
+
+def bounded_aggregation(script: Script, view: Query) -> bool:
+    """Whether a bounded run computes the view's rows as one Spark batch job once its inputs have
+    ended, instead of a streaming query: a GROUP BY per time bucket (TUMBLE / HOP windows,
+    FLOOR(ROWTIME TO unit)) over one declared stream, without joins, OVER windows or UNION. Its
+    rows are those the streaming query writes: every bucket closes at end of input (SEMANTICS §1),
+    and a staged step holds no row late to the clock, so none is dropped either way. (Nexmark q8:
+    two such views joined; 80K rows through two streaming queries cost ~20 CPU s in the JVM.)"""
+    agg = view.aggregation
+    return (agg is not None and agg.bucket is not None and not view.joins and not view.analytics and not view.union_of
+            and len(view.inputs) == 1 and view.inputs[0].kind == Kind.STREAM
+            and not script.relation(view.inputs[0].relation).view)

@@ -11,6 +11,7 @@ import signal
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 from streamjoin.errors import one_line_reason
@@ -77,6 +78,10 @@ class Runner:
         self.listener = ProgressListener(self.status, self.sink, self.name, quiet)
         self.query = None
         self._feeder: threading.Thread | None = None
+        # a bounded run's part whose rows one Spark batch job computes once its inputs have ended
+        # (lower.staged_views.bounded_aggregation), unless a streaming query began it before
+        self.once = (until_idle and lowered.bounded_frame is not None
+                     and not any(p.name.isdigit() for p in (checkpoint / "spark" / "offsets").glob("*")))
 
     def start(self) -> Runner:
         """Stage what the inputs hold, start every part's query (the earlier parts first) and the
@@ -98,6 +103,8 @@ class Runner:
             from streamjoin.runtime.batch_sink import BatchJoinQuery
 
             self.query = BatchJoinQuery(self.sink, self.name, self.listener.reported)
+        elif self.once:  # a bounded run's aggregating view: one batch job once its inputs end (end_of_input)
+            self.query = OnceQuery(self.name, self.listener.reported)
         else:
             self.spark.streams.addListener(self.listener)
             self.query = (
@@ -159,6 +166,8 @@ class Runner:
             part.process_available()
         self._raise_if_failed()
         self.feed()
+        if self.once:
+            return  # its rows are computed once its inputs have ended (end_of_input)
         self.query.processAllAvailable()
         self._raise_if_failed()
         # The listener releases after every batch, but asynchronously, and a restarted query's
@@ -197,6 +206,8 @@ class Runner:
             part.end_of_input()
         self._end_inputs()
         deadline = time.time() + 600
+        if self.once:
+            return self._once(deadline)
         # once the end is staged, processAllAvailable returns only after the batch that reads it
         # and the no-data batch that follows it (Spark constructs that one before reporting idle)
         self.process_available()
@@ -204,6 +215,19 @@ class Runner:
             if time.time() > deadline:
                 raise TimeoutError("the end-of-input flush did not finish within 10 minutes")
             self.process_available()
+        self.sink.finish()
+
+    def _once(self, deadline: float) -> None:
+        """Stage every input to its end, then compute the part's rows in one batch job (batch 0 of
+        its sink: a rerun after a crash past it writes them once) and release them all."""
+        while not all(s.manifest().ended for s in self.stagers):
+            if time.time() > deadline:
+                raise TimeoutError("staging the inputs to their end did not finish within 10 minutes")
+            self.feed()
+        if self.sink.state().last_batch < 0:
+            started = time.time()
+            self.sink(self.lowered.bounded_frame(), 0)
+            self.query.ran(int((time.time() - started) * 1000))
         self.sink.finish()
 
     def _end_inputs(self) -> None:
@@ -261,7 +285,7 @@ class Runner:
         deadline = time.time() + 5  # a missed release is not lost: the rows stay in the carry
         while last is not None and self.listener.handled < last and time.time() < deadline and self.listener.error is None:
             time.sleep(0.05)
-        if self.lowered.batch is None:
+        if self.lowered.batch is None and not self.once:
             self.spark.streams.removeListener(self.listener)  # before stop: no callback into a closing driver
         self.query.stop()
         with self.sink.lock:  # a release still running (a progress event, an idle settle) ends first
@@ -317,3 +341,30 @@ def _raise_if_query_failed(query) -> None:
     error = query.exception()
     if error is not None:
         raise RuntimeError(one_line_reason(error))  # the root cause (a Python error inside Spark's), not Spark's wrapping
+
+
+class OnceQuery:
+    """What the runner reads of a Spark streaming query, for a part computed by one batch job
+    (`Runner._once`): active until stopped, its one job reported as batch 0."""
+
+    def __init__(self, name: str, reported: Callable[[int], None]):
+        self.id, self.name, self.reported = uuid.uuid4(), name, reported
+        self.lastProgress: dict | None = None
+        self.recentProgress: list[dict] = []
+        self.isActive = True
+        self.status = {"message": "waiting for the end of input", "isDataAvailable": False, "isTriggerActive": False}
+
+    def ran(self, duration_ms: int) -> None:
+        self.lastProgress = {"id": str(self.id), "name": self.name, "batchId": 0,
+                             "durationMs": {"triggerExecution": duration_ms}, "eventTime": {}}
+        self.recentProgress = [self.lastProgress]
+        self.reported(0)  # the status and the progress line (which `stop` waits for)
+
+    def processAllAvailable(self) -> None:
+        pass
+
+    def exception(self) -> None:
+        return None
+
+    def stop(self) -> None:
+        self.isActive = False
