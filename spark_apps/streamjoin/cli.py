@@ -217,10 +217,11 @@ def _run(args) -> int:
 
 
 def _run_on_spark(pipeline, settings, checkpoint: Path, args) -> dict[str, dict]:
-    from streamjoin.runtime.session import spark_session
+    from streamjoin.runtime.session import SMALL_INPUT_BYTES, spark_session
 
     _log_progress()
-    spark = spark_session(settings=settings, bounded=args.until_idle)
+    size = pipeline.input_bytes(checkpoint) if args.until_idle else None
+    spark = spark_session(settings=settings, bounded=args.until_idle, small=size is not None and size <= SMALL_INPUT_BYTES)
     try:
         return pipeline.run(spark, checkpoint, args.output, args.until_idle)
     finally:

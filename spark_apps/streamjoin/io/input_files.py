@@ -31,6 +31,11 @@ def new_files(root: Path, seen: set[str], pattern: str | None) -> list[str]:
     return [str(root / n) for n in sorted(names)]
 
 
+def folder_bytes(root: Path) -> int:
+    """The bytes of the files `new_files` would read from the folder `root` (0 if there is none)."""
+    return sum(os.path.getsize(root / name) for name in new_files(root, set(), None)) if root.is_dir() else 0
+
+
 def new_objects(filesystem, path: str, seen: set[str], pattern: str | None) -> list[str]:
     """The objects directly under the s3:// prefix `path` not in `seen`, as full `s3://bucket/key`
     paths in key order (non-empty, not hidden, matching `pattern`)."""

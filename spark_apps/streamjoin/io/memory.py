@@ -5,12 +5,17 @@ for later use: reading a 55 MB JSON Lines file left the process ~200 MB larger a
 was gone (bench inner-dense: two such inputs, then the join). A long run reuses that memory, but
 a bounded run's peak is the sum of what each stage kept. `give_back` returns it: Arrow's pool
 releases its unused pages, glibc trims its heap.
+
+`lean_pool` makes jemalloc Arrow's pool in the driver and in Spark's Python workers (unless
+ARROW_DEFAULT_MEMORY_POOL names one): it returns freed pages by itself within a second, where
+mimalloc keeps them (issue 42: measured in `docs/deployment.md`).
 """
 
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import os
 
 LARGE_ROWS = 262_144  # a read or write of at least this many rows gives back what it freed
 
@@ -34,3 +39,19 @@ def give_back(rows: int | None = None) -> None:
             _libc = False
     if _libc and hasattr(_libc, "malloc_trim"):  # glibc only
         _libc.malloc_trim(0)
+
+
+def lean_pool() -> None:
+    """jemalloc as Arrow's default memory pool of this process and of the processes it starts
+    (Spark's Python workers inherit the variable), unless ARROW_DEFAULT_MEMORY_POOL is set or this
+    pyarrow has no jemalloc."""
+    import pyarrow as pa
+
+    if os.environ.get("ARROW_DEFAULT_MEMORY_POOL"):
+        return
+    try:
+        pool = pa.jemalloc_memory_pool()
+    except NotImplementedError:  # a pyarrow built without it
+        return
+    pa.set_memory_pool(pool)
+    os.environ["ARROW_DEFAULT_MEMORY_POOL"] = "jemalloc"

@@ -68,6 +68,23 @@ class Pipeline:
     def input_specs(self, checkpoint: Path, late_root: Path, query: Query | None = None) -> list[InputSpec]:
         return input_specs(self.script, query or self.query, checkpoint, late_root)
 
+    def input_bytes(self, checkpoint: Path) -> int | None:
+        """The bytes the stream inputs of the runs hold in local folders now; None when one is not
+        a local folder (Kafka, Kinesis, PostgreSQL CDC, S3) or the file declares a table that is
+        not its own rows (a snapshot's size is not known here). `run --until-idle` starts a
+        smaller JVM below runtime.session.SMALL_INPUT_BYTES."""
+        from streamjoin.io.input_files import folder_bytes
+
+        if any(not r.view and r.kind != Kind.STREAM and not r.given for r in self.script.relations):
+            return None
+        total = 0
+        for query in self.script.runs:
+            for spec in self.input_specs(checkpoint, checkpoint / "late", query):
+                if spec.kafka or spec.kinesis or spec.cdc or "://" in spec.path:
+                    return None
+                total += folder_bytes(Path(spec.path))
+        return total
+
     def lower(self, spark, checkpoint: Path, late_root: Path, until_idle: bool = False, query: Query | None = None) -> Lowered:
         """The query (or one output of several) on Spark (tables' snapshots are taken here);
         `until_idle`: a bounded run."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import sys
 
+from streamjoin.io.memory import lean_pool
 from streamjoin.runtime import class_archive
 from streamjoin.settings import Settings
 
@@ -16,12 +17,18 @@ from streamjoin.settings import Settings
 # 64 MB, not the JVM's 1/64 of the machine's memory (384 MB here): a small run's JVM touched
 # 100-200 MB less (Nexmark q8), a large one grows it as before
 BOUNDED_JAVA_OPTIONS = "-XX:+UseParallelGC -XX:MinHeapFreeRatio=5 -XX:MaxHeapFreeRatio=20 -XX:GCTimeRatio=4 -Xms64m"
+# and for a bounded run over little input (SMALL_INPUT_BYTES, Pipeline.input_bytes), the JIT's
+# quick tier only: such a run ends before C2's code pays for its compilations and for the
+# profiling tiers that feed it (Nexmark q3 15.2-16.1 s -> 11.3-11.5 s, q8 22.6-23.7 -> 17.8-18.3 on
+# 18 MB of JSON, 2026-11-30); a run joining 2M rows into 9.75M stays on C2 (37 s against 61 s)
+SMALL_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
+SMALL_INPUT_BYTES = 32 << 20
 
 
 def spark_session(app_name: str = "streamjoin", master: str | None = None, settings: Settings | None = None,
-                  bounded: bool = False):
+                  bounded: bool = False, small: bool = False):
     """The (one) SparkSession of this process, created on first use; `bounded`: for a run that
-    ends when its input does (BOUNDED_JAVA_OPTIONS).
+    ends when its input does (BOUNDED_JAVA_OPTIONS); `small`: over little input (SMALL_JAVA_OPTIONS).
 
     >>> spark = spark_session()  # doctest: +SKIP
     """
@@ -31,6 +38,7 @@ def spark_session(app_name: str = "streamjoin", master: str | None = None, setti
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
+    lean_pool()  # Arrow's memory pool: jemalloc, which gives freed pages back (io.memory)
     cores = os.cpu_count() or 2
     builder = SparkSession.builder.appName(app_name)
     if master or "PYSPARK_GATEWAY_PORT" not in os.environ:  # under spark-submit, its --master stands
@@ -55,7 +63,7 @@ def spark_session(app_name: str = "streamjoin", master: str | None = None, setti
         .config("spark.sql.optimizer.excludedRules",
                 "org.apache.spark.sql.catalyst.optimizer.InferFiltersFromConstraints")
     )
-    java_options = driver_java_options(settings, bounded)
+    java_options = driver_java_options(settings, bounded, small)
     if java_options:
         builder = builder.config("spark.driver.extraJavaOptions", java_options)
     spark = builder.getOrCreate()
@@ -63,9 +71,11 @@ def spark_session(app_name: str = "streamjoin", master: str | None = None, setti
     return spark
 
 
-def driver_java_options(settings: Settings, bounded: bool) -> str | None:
+def driver_java_options(settings: Settings, bounded: bool, small: bool = False) -> str | None:
     """The extra JVM options of a driver this process starts: STREAMJOIN_DRIVER_JAVA_OPTIONS, else
-    for a bounded run BOUNDED_JAVA_OPTIONS, else none (the JVM's defaults); and with either, the
-    class archive's when there is one (class_archive.java_options)."""
-    chosen = settings.driver_java_options or (BOUNDED_JAVA_OPTIONS if bounded else None)
+    for a bounded run BOUNDED_JAVA_OPTIONS (and SMALL_JAVA_OPTIONS over little input), else none
+    (the JVM's defaults); and with either, the class archive's when there is one
+    (class_archive.java_options)."""
+    bounded_options = f"{BOUNDED_JAVA_OPTIONS} {SMALL_JAVA_OPTIONS}" if small else BOUNDED_JAVA_OPTIONS
+    chosen = settings.driver_java_options or (bounded_options if bounded else None)
     return " ".join(filter(None, [chosen, class_archive.java_options(settings)])) or None
