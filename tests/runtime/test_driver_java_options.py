@@ -7,7 +7,7 @@ little input (Pipeline.input_bytes) compiles with C1 only."""
 from __future__ import annotations
 
 from streamjoin.runtime.pipeline import Pipeline
-from streamjoin.runtime.session import BOUNDED_JAVA_OPTIONS, SMALL_JAVA_OPTIONS, driver_java_options
+from streamjoin.runtime.session import BOUNDED_JAVA_OPTIONS, SMALL_JAVA_OPTIONS, driver_java_options, shuffle_partitions
 from streamjoin.settings import Settings
 
 
@@ -48,3 +48,10 @@ def test_a_pipeline_counts_the_bytes_of_its_local_input_files_and_none_for_input
              f"CREATE TABLE t (k INT PRIMARY KEY, v INT) WITH (connector = 'files', path = '{tmp_path / 'b'}');\n"
              "SELECT STREAM a.k, t.v FROM a JOIN t ON a.k = t.k;")
     assert Pipeline.from_sql(table).input_bytes(tmp_path / "ck") is None  # nor a snapshot's
+
+
+def test_a_bounded_run_shuffles_into_four_partitions_a_core_and_a_live_run_into_one():
+    # a bounded run's joined rows are collected a partition at a time (smaller partitions: less
+    # held in the driver JVM); a live query's state stores stay one per core
+    assert shuffle_partitions(2, bounded=True) == 8 and shuffle_partitions(2, bounded=False) == 2
+    assert shuffle_partitions(1, bounded=False) == 2
