@@ -20,7 +20,7 @@ from streamjoin.io.retry import retrying
 from streamjoin.io.source import steps_read
 from streamjoin.io.staging import Stager
 from streamjoin.lower.lowered import Lowered
-from streamjoin.runtime.checkpoint import check_resumable, clear_interrupted_writes, stamp
+from streamjoin.runtime.checkpoint import check_resumable, clear_interrupted_writes, ran_on, stamp
 from streamjoin.runtime.committed_sink import CommittedSink
 from streamjoin.runtime.listener import ProgressListener
 from streamjoin.runtime.ordered_sink import OrderedSink
@@ -80,8 +80,7 @@ class Runner:
         self._feeder: threading.Thread | None = None
         # a bounded run's part whose rows one Spark batch job computes once its inputs have ended
         # (lower.staged_views.bounded_aggregation), unless a streaming query began it before
-        self.once = (until_idle and lowered.bounded_frame is not None
-                     and not any(p.name.isdigit() for p in (checkpoint / "spark" / "offsets").glob("*")))
+        self.once = until_idle and lowered.bounded_frame is not None and ran_on(checkpoint) != "spark"
 
     def start(self) -> Runner:
         """Stage what the inputs hold, start every part's query (the earlier parts first) and the
