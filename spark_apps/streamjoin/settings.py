@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 JOIN_OPERATORS = ("auto", "native", "custom", "batch")
 BATCH_PROBES = ("auto", "keyed", "scan")
+PROBE_PLACES = ("auto", "driver", "tasks")
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,9 @@ class Settings:
     # how the batch interval join finds a micro-batch's pairs (lower.batch_join): auto (keyed on a
     # live run where the keys allow it, else scan), keyed (wherever the keys allow it), scan
     batch_probe: str = "auto"
+    # where the keyed probe runs (lower.keyed_probe.in_driver): auto (the driver on a local master,
+    # else Spark tasks), driver, tasks
+    probe_in: str = "auto"
     operator_groups: int = 32  # hash buckets of the join keys on streamjoin's operator
     operator_columnar: bool = True  # ASOF <= / < joins by column on the operator (off: row by row, to compare)
     home: str | None = None  # the repository root apps live under (STREAMJOIN_HOME)
@@ -54,6 +58,7 @@ class Settings:
             spark_log_level=env.get("STREAMJOIN_SPARK_LOG_LEVEL", "ERROR"),
             join_operator=operator,
             batch_probe=probe,
+            probe_in=_choice(env, "STREAMJOIN_KEYED_PROBE_IN", PROBE_PLACES),
             operator_groups=int(env.get("STREAMJOIN_OPERATOR_GROUPS", "32")),
             operator_columnar=env.get("STREAMJOIN_OPERATOR_COLUMNAR", "1").strip().lower() not in ("0", "false", "no", "off"),
             home=env.get("STREAMJOIN_HOME") or None,

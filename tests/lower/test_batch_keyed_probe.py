@@ -22,7 +22,8 @@ from streamjoin.runtime.pipeline import Pipeline
 from streamjoin.settings import Settings
 from test_run_asof_columns import canonical, ddl, rows
 
-KEYED = Settings(join_operator="batch", batch_probe="keyed")
+KEYED = Settings(join_operator="batch", batch_probe="keyed")  # on the tests' local master: in the driver
+TASKS = Settings(join_operator="batch", batch_probe="keyed", probe_in="tasks")
 SCAN = Settings(join_operator="batch", batch_probe="scan")
 
 QUERY = ("SELECT STREAM ROWTIME, l.id AS lid, r.id AS rid, l.k AS k, r.n AS rn, r.x AS rx, r.ok AS rok, r.seen AS rseen, "
@@ -46,25 +47,67 @@ def _files(rng: random.Random, parts: int) -> list[tuple[list[dict], list[dict]]
 
 @pytest.mark.parametrize("how", ["INNER", "FULL", pytest.param("LEFT", marks=pytest.mark.long),
                                  pytest.param("RIGHT", marks=pytest.mark.long)])
-def test_the_keyed_probe_writes_what_the_scan_writes_over_many_micro_batches_and_a_stop(spark, tmp_path, how):
-    _keyed_against_scan(spark, tmp_path, how)
+@pytest.mark.parametrize("place", ["driver", "tasks"])
+def test_the_keyed_probe_writes_what_the_scan_writes_over_many_micro_batches_and_a_stop(spark, tmp_path, how, place):
+    _keyed_against_scan(spark, tmp_path, how, KEYED if place == "driver" else TASKS)
+
+
+@pytest.mark.parametrize("where", ["", "WHERE r.n > 1 OR l.k IS NULL"])
+def test_the_keyed_probe_in_the_driver_computes_output_expressions_as_spark_does(spark, tmp_path, where):
+    # ROWTIME and plain columns are taken in Arrow; an expression or a WHERE goes through Spark
+    query = ("SELECT STREAM ROWTIME, l.id + r.id AS ids, UPPER(l.k) AS k, l.SEEN AS lseen, r.x * 2 AS x2 "
+             f"FROM l FULL JOIN r ON l.k = r.k AND l.n = r.n "
+             f"AND r.ROWTIME BETWEEN l.ROWTIME - INTERVAL '1' SECOND AND l.ROWTIME + INTERVAL '2' SECOND {where};")
+    sql = ddl(tmp_path / "l", tmp_path / "r", "3 SECONDS") + query
+    runner = start(spark, sql, tmp_path / "run", settings=KEYED)
+    try:
+        for n, (left, right) in enumerate(_files(random.Random(f"driver-{where}"), 4)):
+            write_jsonl(tmp_path / "l" / f"{n:02d}.json", left)
+            write_jsonl(tmp_path / "r" / f"{n:02d}.json", right)
+            runner.process_available()
+    finally:
+        runner.stop("stopped")
+    run_to_end(start(spark, sql, tmp_path / "run", settings=KEYED))
+    driver = read_output(tmp_path / "run" / "out")
+    scanned, _ = run_until_idle(spark, sql, tmp_path / "scan", settings=SCAN)
+    assert len(driver) > 20 and canonical(driver) == canonical(scanned)
+    assert any(r["ids"] is None for r in driver) and any(r["x2"] is not None for r in driver)
+
+
+def test_a_plain_projection_over_the_keyed_probe_in_the_driver_starts_no_spark_job(spark, tmp_path):
+    sql = ddl(tmp_path / "l", tmp_path / "r", "3 SECONDS") + QUERY.format(how="FULL")
+    runner = start(spark, sql, tmp_path / "run", settings=KEYED)
+    tracker = spark.sparkContext.statusTracker()
+    jobs = []
+    try:
+        for n, (left, right) in enumerate(_files(random.Random("no-job"), 4)):
+            write_jsonl(tmp_path / "l" / f"{n:02d}.json", left)
+            write_jsonl(tmp_path / "r" / f"{n:02d}.json", right)
+            before = len(tracker.getJobIdsForGroup(None))
+            runner.process_available()
+            jobs.append(len(tracker.getJobIdsForGroup(None)) - before)
+        assert runner.sink.state().last_batch >= 3
+    finally:
+        runner.stop("stopped")
+    assert jobs == [0, 0, 0, 0], jobs
+    assert len(read_output(tmp_path / "run" / "out")) > 0
 
 
 def test_the_keyed_probe_writes_the_same_rows_when_its_window_grows_past_one_task(spark, tmp_path, monkeypatch):
     # a few rows per task: each part of the run starts with one task and goes to two (every
     # worker's index of the one-task split is dropped and the two-task split read anew)
     monkeypatch.setattr(batch_join, "PROBE_TASK_ROWS", 100)
-    tasks = _keyed_against_scan(spark, tmp_path, "FULL")
+    tasks = _keyed_against_scan(spark, tmp_path, "FULL", TASKS)
     assert tasks == [1, 2] and spark.sparkContext.defaultParallelism >= 2
 
 
-def _keyed_against_scan(spark, tmp_path, how: str) -> list[int]:
+def _keyed_against_scan(spark, tmp_path, how: str, settings: Settings) -> list[int]:
     """Runs the keyed probe on 8 files per input, stopping after 4, and compares its rows with
     the scan's; returns the probe's tasks at the first join and at the stop."""
     rng = random.Random(f"keyed-{how}")
     files = _files(rng, 8)
     sql = ddl(tmp_path / "l", tmp_path / "r", "3 SECONDS") + QUERY.format(how=how)
-    runner = start(spark, sql, tmp_path / "run", settings=KEYED)
+    runner = start(spark, sql, tmp_path / "run", settings=settings)
     assert runner.lowered.batch.keyed == (("k", "n"), ("k", "n"))
     tasks = []
     try:
@@ -79,7 +122,7 @@ def _keyed_against_scan(spark, tmp_path, how: str) -> list[int]:
     for n, (left, right) in enumerate(files[4:], start=4):
         write_jsonl(tmp_path / "l" / f"{n:02d}.json", left)
         write_jsonl(tmp_path / "r" / f"{n:02d}.json", right)
-    status = run_to_end(start(spark, sql, tmp_path / "run", settings=KEYED))
+    status = run_to_end(start(spark, sql, tmp_path / "run", settings=settings))
     keyed = read_output(tmp_path / "run" / "out")
     scanned, _ = run_until_idle(spark, sql, tmp_path / "scan", settings=SCAN)
     assert status["late_rows"] == 0 and len(keyed) > 40

@@ -52,7 +52,7 @@ from streamjoin.lower.columns import (
     rowtime_of,
 )
 from streamjoin.lower.expressions import spark_sql
-from streamjoin.lower.keyed_probe import keyed_sides, probe_task, staged_fields
+from streamjoin.lower.keyed_probe import DriverProbe, flat_schema, in_driver, keyed_sides, probe_task, staged_fields
 from streamjoin.plan.model import Join, JoinType, Query
 
 if TYPE_CHECKING:
@@ -106,6 +106,7 @@ class BatchJoin:
     # the key columns of each input when a micro-batch's pairs are found by the keyed probe
     # (`keyed_rows`, operator.interval_probe); None: by scanning the retained steps (`step`)
     keyed: tuple[tuple[str, ...], tuple[str, ...]] | None = None
+    probe_in: str = "auto"  # where the keyed probe runs: `lower.keyed_probe.in_driver` (auto, driver, tasks)
     # the keyed probe's frames, planned once per session and number of tasks (`_keyed_frame`)
     _frames: dict = field(default_factory=dict, repr=False, compare=False)
     _tasks: int = field(default=1, repr=False, compare=False)  # the keyed probe's tasks (`_probe_tasks`)
@@ -282,14 +283,12 @@ class BatchJoin:
 
     def keyed_rows(self, spark, dirs: tuple[str, str], new: tuple[list[int], list[int]], old: tuple[list[int], list[int]],
                    before: Clocks, after: Clocks, held: int) -> pa.Table | None:
-        """`step`'s rows by the keyed probe (`operator.interval_probe`): Spark tasks on executors,
-        one per hash bucket of the keys, each joining its bucket's new rows with an index of the
-        retained rows that its Python worker keeps between micro-batches. `new`, `old`: step
-        numbers; `held`: the rows of the retained steps (`_probe_tasks`).
-
-        The Spark frame is planned once (`_keyed_frame`) and run again for every micro-batch, its
-        tasks getting the micro-batch's `Probe` as a local property of the job: planning a new
-        frame each time cost the JVM twice the CPU of running it (70 of 125 ms a job, 2026-11-26)."""
+        """`step`'s rows by the keyed probe (`operator.interval_probe`): in the driver on a local
+        master (`lower.keyed_probe.DriverProbe`), else Spark tasks, one per hash bucket of the keys,
+        each joining its bucket's new rows with an index of the retained rows that its Python worker
+        keeps between micro-batches. `new`, `old`: step numbers; `held`: the retained steps' rows.
+        The tasks' frame is planned once (`_keyed_frame`) and run again for every micro-batch, the
+        `Probe` a local property of the job: a new frame each time cost the JVM twice the CPU."""
         from streamjoin.operator.interval_probe import Probe, Side
 
         if not (new[0] or old[0] or new[1] or old[1]):
@@ -299,11 +298,16 @@ class BatchJoin:
             names = tuple(spec.schema.names)
             types = tuple(f.type for f in staged_fields(spec))
             sides.append(Side(dirs[n], self.keyed[n], spec.rowtime, names, tuple(flat(spec.alias, c) for c in names), types))
-        buckets = self._probe_tasks(spark, held)
+        driver = in_driver(spark, self.probe_in)
+        buckets = 1 if driver else self._probe_tasks(spark, held)
         job = Probe(tuple(sides), self.low_ms * 1000, self.high_ms * 1000, (self.keeps_left, self.keeps_right),
                     (tuple(old[0]), tuple(old[1])), (tuple(new[0]), tuple(new[1])),
                     ((self.leave_left(before), self.leave_left(after)), (self.leave_right(before), self.leave_right(after))),
                     buckets, self._property)
+        if driver:
+            if "driver" not in self._frames:
+                self._frames["driver"] = DriverProbe(self.query, self.specs, self._keyed_frame(spark, 1), self._project)
+            return self._frames["driver"].rows(spark, job)
         context = spark.sparkContext  # (the job runs from this thread: PySpark pins it to one JVM thread)
         context.setLocalProperty(self._property, base64.b64encode(pickle.dumps(job)).decode("ascii"))
         try:
@@ -330,15 +334,9 @@ class BatchJoin:
         key = (spark, buckets)
         if key not in self._frames:
             task = functools.partial(probe_task, self._property)
-            frame = spark.range(0, buckets, 1, buckets).mapInArrow(task, self._flat_schema())
+            frame = spark.range(0, buckets, 1, buckets).mapInArrow(task, flat_schema(self.specs))
             self._frames[key] = self._project(frame)
         return self._frames[key]
-
-    def _flat_schema(self):
-        from pyspark.sql.pandas.types import from_arrow_schema
-
-        fields = [pa.field(flat(spec.alias, f.name), f.type) for spec in self.specs for f in staged_fields(spec)]
-        return from_arrow_schema(pa.schema(fields))
 
     def _leaving(self, spark, n: int, new: list, old: list, was: int, now: int):
         """Input n's rows that leave in this micro-batch: new rows below `now`, retained rows
@@ -446,5 +444,5 @@ def lower_batch(spark, query: Query, specs: list[InputSpec], options: LoweringOp
     probe = options.batch_probe
     keyed = keyed_sides(join, left, right) if probe == "keyed" or (probe == "auto" and not options.bounded) else None
     keyed = None if high >= UNBOUNDED_MS else keyed  # (the probe's index is of rows in a time range)
-    batch = BatchJoin(query, join, left, right, low, high, keyed)
+    batch = BatchJoin(query, join, left, right, low, high, keyed, options.probe_in)
     return Lowered(None, list(specs), [c.name for c in query.output], 0, batch=batch)

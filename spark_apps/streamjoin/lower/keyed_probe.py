@@ -1,5 +1,6 @@
 """Where the batch interval join's keyed probe runs (`BatchJoin.keyed_rows`): which joins it
-can find the pairs of (`keyed_sides`), and the Spark task that runs `operator.interval_probe`."""
+can find the pairs of (`keyed_sides`), and the Spark task (`probe_task`) or the driver
+(`DriverProbe`) that runs `operator.interval_probe`."""
 
 from __future__ import annotations
 
@@ -75,3 +76,82 @@ def keyed_query(script: Script, query: Query, join: Join) -> bool:
     sides = [SimpleNamespace(alias=a, schema=arrow_schema(script.relation(query.input(a).relation).columns))
              for a in (join.left_inputs[-1], join.right)]
     return keyed_sides(join, *sides) is not None
+
+
+def flat_schema(specs):
+    """The Spark schema of the probe's rows: every input's staged columns, flat under its alias."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    from streamjoin.lower.columns import flat
+
+    return from_arrow_schema(pa.schema([pa.field(flat(s.alias, f.name), f.type) for s in specs for f in staged_fields(s)]))
+
+
+def in_driver(spark, place: str) -> bool:
+    """Whether the keyed probe runs in the driver's own Python (`DriverProbe`): `driver`, or
+    `auto` on a local master (its executors are this machine, and its Python workers each came
+    to keep an index of the window: two copies of it at two cores); `tasks`: Spark tasks."""
+    return place == "driver" or (place == "auto" and spark.sparkContext.master.startswith("local"))
+
+
+class DriverProbe:
+    """The keyed probe run by the driver itself (`in_driver`): one index of the window (every
+    bucket in this process, `operator.interval_probe`'s cache) and no Spark job a micro-batch. The
+    output columns come from Arrow where they are plain columns (`arrow_output`), else from Spark
+    over the probe's rows; either way as the tasks' frame types them (`schema`)."""
+
+    def __init__(self, query: Query, specs, planned, project):
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        from streamjoin.lower.columns import flat
+
+        self.schema = to_arrow_schema(planned.schema, timezone="UTC", error_on_duplicated_field_names_in_struct=True)
+        self.flat = flat_schema(specs)
+        self.project = project
+        columns = {flat(spec.alias, f.name) for spec in specs for f in staged_fields(spec)}
+        self.output = arrow_output(query, [spec.alias for spec in specs], columns)
+
+    def rows(self, spark, job) -> pa.Table:
+        from streamjoin.operator.interval_probe import probe
+
+        joined = probe(job, 0)
+        if self.output is not None:
+            return self.output(joined).cast(self.schema)
+        return self.project(spark.createDataFrame(joined, schema=self.flat)).toArrow()
+
+
+def arrow_output(query: Query, aliases: list[str], columns: set[str]):
+    """The query's output columns and `__rowtime` over the probe's flat rows, in Arrow: when it has
+    no WHERE, no input a lag, and every output column is an input's column or ROWTIME (as Spark
+    resolves names: without regard to case); else None."""
+    import pyarrow.compute as pc
+    import sqlglot.expressions as exp
+
+    from streamjoin.lower.columns import ROWTIME_COLUMN, flat, lag
+
+    streams = [query.input(a) for a in query.streams() if a in aliases]
+    if query.where is not None or not streams or any(lag(s) for s in streams):
+        return None
+    by_lower: dict[str, list[str]] = {}
+    for name in columns:
+        by_lower.setdefault(name.lower(), []).append(name)
+    picks = []
+    for c in query.output:
+        e = c.expression
+        if isinstance(e, exp.Column) and not e.table and e.name == "ROWTIME" and not e.this.quoted:
+            picks.append(ROWTIME_COLUMN)
+            continue
+        found = by_lower.get(flat(e.table, e.name).lower(), []) if isinstance(e, exp.Column) and e.table in aliases else []
+        if len(found) != 1:
+            return None
+        picks.append(found[0])
+    rowtimes = [flat(s.alias, s.rowtime) for s in streams]
+    names = [*(c.name for c in query.output), ROWTIME_COLUMN]
+
+    def output(joined: pa.Table) -> pa.Table:
+        times = [joined[r] for r in rowtimes]  # (Spark's greatest: the latest non-NULL one)
+        rowtime = times[0] if len(times) == 1 else \
+            pc.max_element_wise(*[t.cast(pa.int64()) for t in times], skip_nulls=True).cast(times[0].type)
+        return pa.Table.from_arrays([rowtime if p == ROWTIME_COLUMN else joined[p] for p in picks] + [rowtime], names)
+
+    return output

@@ -35,11 +35,12 @@ class LoweringOptions:
     bounded: bool = False  # `run --until-idle`: what the inputs hold now is all there is
     columnar: bool = True  # the operator's column-wise engines where they apply (`by_column`)
     batch_probe: str = "auto"  # the batch interval join's probe (`lower.keyed_probe.keyed_sides`)
+    probe_in: str = "auto"  # where the keyed probe runs (`lower.keyed_probe.in_driver`)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> LoweringOptions:
         return cls(settings.join_operator, settings.operator_groups, columnar=settings.operator_columnar,
-                   batch_probe=settings.batch_probe)
+                   batch_probe=settings.batch_probe, probe_in=settings.probe_in)
 
 
 def custom_reason(query: Query, join: Join, options: LoweringOptions = LoweringOptions()) -> str | None:

@@ -22,6 +22,7 @@ micro-batch without a partner among the other input's retained and new rows, NUL
 from __future__ import annotations
 
 import os
+import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 
@@ -80,7 +81,8 @@ class Probe:
 
 class Run:
     """Part of an index (`Kept`): rows sorted by key hash (`hash`, `time`, `step`, `valid`, and
-    `prow`, the row's place in `payload`), and `payload`, the carried and key columns of its
+    `prow`, the row's place in `payload`; step and place 32-bit: a run holds a few million rows,
+    and at a full 1-hour window every byte a row is 72 MB), and `payload`, the carried and key columns of its
     steps' rows one step after another (`spans`: each step's first row there and its rows)."""
 
     __slots__ = ("hash", "time", "step", "prow", "valid", "payload", "spans", "dead", "tmin", "tmax")
@@ -102,8 +104,8 @@ class Run:
         hashes = table["__hash"].to_numpy()
         order = np.argsort(hashes, kind="stable")
         arrays = {"hash": hashes[order], "time": table["__time"].to_numpy()[order],
-                  "step": np.repeat(np.array([s for s, _ in tables], np.int64), sizes)[order],
-                  "prow": order.astype(np.int64), "valid": table["__valid"].to_numpy(zero_copy_only=False)[order]}
+                  "step": np.repeat(np.array([s for s, _ in tables], np.int32), sizes)[order],
+                  "prow": order.astype(np.int32), "valid": table["__valid"].to_numpy(zero_copy_only=False)[order]}
         spans = {s: (int(a), int(n)) for (s, _), a, n in zip(tables, starts, sizes, strict=True)}
         return cls(arrays, table.drop_columns(["__hash", "__valid", "__time"]), spans)
 
@@ -159,7 +161,7 @@ class Run:
         shift = np.array([spans[s][0] - a for a, s, _ in steps], np.int64)
         if len(order):
             sort = np.argsort(order)
-            arrays["prow"] = arrays["prow"] + shift[sort][np.searchsorted(order[sort], arrays["step"])]
+            arrays["prow"] = (arrays["prow"] + shift[sort][np.searchsorted(order[sort], arrays["step"])]).astype(np.int32)
         payload = pa.concat_tables(parts).combine_chunks() if parts else self.payload.slice(0, 0)
         return Run(arrays, payload, spans)
 
@@ -184,7 +186,7 @@ class Rows:
     @staticmethod
     def concat(parts: list[Rows]) -> Rows:
         if not parts:
-            return Rows(*(np.empty(0, t) for t in (np.uint64, np.int64, np.int64, np.int64, bool, np.int64)))
+            return Rows(*(np.empty(0, t) for t in (np.uint64, np.int64, np.int32, np.int32, bool, np.int64)))
         return Rows(*(np.concatenate([getattr(p, name) for p in parts]) for name in (*_FIELDS, "run")))
 
 
@@ -365,11 +367,17 @@ def key_hash(table: pa.Table, keys: tuple[str, ...]) -> tuple[np.ndarray, np.nda
 
 
 _CACHE: OrderedDict[tuple, Kept] = OrderedDict()
+_CACHE_LOCK = threading.Lock()  # (in the driver, lower.keyed_probe.DriverProbe, each output's join runs in its own thread)
 
 
 def kept(side: Side, steps: set[int], new: set[int], bucket: int, buckets: int, epoch: str = "") -> Kept:
     """The cached rows of `steps` of this input and bucket (least recently used entries leave once
     the cache holds more than CACHE_BYTES)."""
+    with _CACHE_LOCK:
+        return _kept(side, steps, new, bucket, buckets, epoch)
+
+
+def _kept(side: Side, steps: set[int], new: set[int], bucket: int, buckets: int, epoch: str) -> Kept:
     key = (side.steps_dir, side.columns, side.keys, bucket, buckets)
     for split in [k for k in _CACHE if k[:3] == key[:3] and k[4] != buckets]:
         del _CACHE[split]  # the probe's tasks changed (lower.batch_join): the other split is read no more
