@@ -15,8 +15,9 @@ import pytest
 from runtime_helpers import read_output, run_to_end, run_until_idle, start, ts, write_jsonl
 from streamjoin.io.staging import InputSpec
 from streamjoin.lower import batch_join
+from streamjoin.lower.columns import flat
 from streamjoin.lower.explain import explain_text
-from streamjoin.lower.keyed_probe import keyed_sides
+from streamjoin.lower.keyed_probe import arrow_output, keyed_sides
 from streamjoin.plan.compile import compile_sql
 from streamjoin.runtime.pipeline import Pipeline
 from streamjoin.settings import Settings
@@ -204,3 +205,27 @@ def test_the_keyed_probe_carries_dates_and_decimals_as_the_scan_does(spark, tmp_
     scanned, _ = run_until_idle(spark, sql, tmp_path / "scan", settings=SCAN)
     assert canonical(keyed) == canonical(scanned)
     assert any(r["ld"] == "2024-02-29" for r in keyed) and any(r["rm"] is not None for r in keyed)
+
+
+def test_the_driver_takes_plain_output_columns_in_arrow_and_leaves_expressions_to_spark(tmp_path):
+    us = pa.timestamp("us", tz="UTC")
+
+    def output(select: str, where: str = ""):
+        sql = ddl(tmp_path / "l", tmp_path / "r") + (
+            f"SELECT STREAM {select} FROM l LEFT JOIN r ON l.k = r.k "
+            f"AND r.ROWTIME BETWEEN l.ROWTIME - INTERVAL '1' SECOND AND l.ROWTIME {where};")
+        specs = [_spec(a, {"id": pa.int32(), "k": pa.string(), "SEEN" if a == "l" else "seen": us}) for a in ("l", "r")]
+        return arrow_output(compile_sql(sql).final, ["l", "r"], {flat(s.alias, f.name) for s in specs for f in s.schema})
+
+    joined = pa.table({"l__id": [1, 2], "l__k": ["a", "b"], "l__SEEN": pa.array([None, 5], us), "l__rowtime": pa.array([10, 20], us),
+                       "r__id": [7, None], "r__k": ["a", None], "r__seen": pa.array([3, None], us),
+                       "r__rowtime": pa.array([15, None], us)})
+    plain = output("ROWTIME AS t, l.id AS lid, r.id AS rid, l.seen AS ls")  # (l.seen: Spark finds l__SEEN too)
+    assert plain is not None
+    rows = plain(joined).to_pylist()
+    # ROWTIME: the later rowtime of the two, the only one of a NULL-extended row
+    assert [r["t"] for r in rows] == [r["__rowtime"] for r in rows] == joined["r__rowtime"].to_pylist()[:1] + [rows[1]["t"]]
+    assert rows[1]["t"] == joined["l__rowtime"].to_pylist()[1] and [r["rid"] for r in rows] == [7, None]
+    assert [r["ls"] for r in rows] == joined["l__SEEN"].to_pylist()
+    assert output("l.id + 1 AS lid") is None and output("UPPER(l.k) AS k") is None
+    assert output("l.id AS lid", "WHERE r.id > 1") is None

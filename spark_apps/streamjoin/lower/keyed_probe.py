@@ -135,17 +135,21 @@ def arrow_output(query: Query, aliases: list[str], columns: set[str]):
     by_lower: dict[str, list[str]] = {}
     for name in columns:
         by_lower.setdefault(name.lower(), []).append(name)
+
+    def column(name: str) -> str | None:
+        found = by_lower.get(name.lower(), [])
+        return found[0] if len(found) == 1 else None
+
     picks = []
     for c in query.output:
         e = c.expression
         if isinstance(e, exp.Column) and not e.table and e.name == "ROWTIME" and not e.this.quoted:
             picks.append(ROWTIME_COLUMN)
-            continue
-        found = by_lower.get(flat(e.table, e.name).lower(), []) if isinstance(e, exp.Column) and e.table in aliases else []
-        if len(found) != 1:
-            return None
-        picks.append(found[0])
-    rowtimes = [flat(s.alias, s.rowtime) for s in streams]
+        else:
+            picks.append(column(flat(e.table, e.name)) if isinstance(e, exp.Column) and e.table in aliases else None)
+    rowtimes = [column(flat(s.alias, s.rowtime)) for s in streams]
+    if None in picks or None in rowtimes:
+        return None
     names = [*(c.name for c in query.output), ROWTIME_COLUMN]
 
     def output(joined: pa.Table) -> pa.Table:
