@@ -391,8 +391,9 @@ def streams(workload: str) -> int:
 
 def run_steady(rates: list[int], seconds: int) -> list[dict]:
     """bench/steady.py's configurations: per rate, streamjoin (its default operator, EMIT FINAL and
-    EMIT EAGER) and Flink with 1-minute windows; at the highest rate, the batch join scanning its retained steps (its
-    keyed probe off), and 1-hour windows on the batch and the native join."""
+    EMIT EAGER), its keyed probe in Spark tasks instead of the driver, and Flink with 1-minute windows; at the highest
+    rate, the batch join scanning its retained steps (its keyed probe off), and 1-hour windows on the batch and the
+    native join."""
     from steady import run_steady as steady
 
     flink = flink_python()
@@ -400,6 +401,7 @@ def run_steady(rates: list[int], seconds: int) -> list[dict]:
     runs = [(engine, rate, 60, "auto", query) for rate in rates
             for engine, query in (("streamjoin", "interval"), ("flink", "interval"), ("streamjoin", "eager"))]
     runs += [("streamjoin", max(rates), 60, "scan", "interval")]  # the batch join without its keyed probe, to compare
+    runs += [("streamjoin", rate, 60, "tasks", "interval") for rate in rates]  # its keyed probe in Spark tasks, to compare
     runs += [("streamjoin", max(rates), 3600, operator, "interval") for operator in ("batch", "native")]
     out = []
     for engine, rate, window, operator, query in runs:
@@ -437,6 +439,8 @@ def steady_lines(steady: list[dict], meta: dict) -> list[str]:
         target = ""
         if r["operator"] == "scan":
             target = "to compare: the batch join scanning its retained steps (STREAMJOIN_BATCH_PROBE=scan)"
+        elif r["operator"] == "tasks":
+            target = "to compare: the keyed probe in Spark tasks, not the driver (STREAMJOIN_KEYED_PROBE_IN=tasks)"
         elif r["engine"] == "streamjoin" and r["window_s"] == 60 and (r["rate"], 60) in flink:
             f = flink[(r["rate"], 60)]
             cpu = r["cpu_us_per_row"] <= f["cpu_us_per_row"]
@@ -456,7 +460,7 @@ def steady_lines(steady: list[dict], meta: dict) -> list[str]:
                 if any((f["rate"], f["window_s"], f["operator"]) == (r["rate"], r["window_s"], r["operator"]) for f in full):
                     target += filled + "with the window full, below"
                 else:
-                    target += filled + "a full window's cost is not measured (the keyed probe holds its rows in the workers' memory)"
+                    target += filled + "a full window's cost is not measured (the keyed probe holds its rows in memory)"
         window = f"{r['window_s'] // 60} min" if r["window_s"] < 3600 else f"{r['window_s'] // 3600} h"
         emit = "-" if r["engine"] != "streamjoin" else "EAGER" if r.get("query") == "eager" else "FINAL"
         lines.append(f"| {r['rate']:,} | {window} | {r['engine']} | {r['operator']} | {emit} | {r['p50_ms'] / 1000:.2f} s | "

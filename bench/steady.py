@@ -3,7 +3,7 @@ PyFlink. End-to-end latency (a row's later-landing input file -> its join row re
 p50, p99) and CPU per input row over the measured window.
 
     .venv/bin/python bench/steady.py [--rates 2000,10000] [--window 60] [--seconds 60]
-                                     [--engines streamjoin,flink] [--operator auto|native|batch]
+                                     [--engines streamjoin,flink] [--operator auto|native|batch|scan|tasks]
                                      [--query interval|eager|rows]
 
 A generator writes one JSON Lines file per stream every second (tmp name, then renamed into the
@@ -134,8 +134,10 @@ def _command(engine: str, run_dir: Path, dirs: dict[str, Path], window_s: int, o
         query = run_dir / "q.sql"
         query.write_text(QUERIES[query_kind].format(l=dirs["l"], r=dirs["r"], w=window_s, lateness=LATENESS_S))
         # "scan": the batch interval join finding its pairs by scanning the retained steps, as before
-        # its keyed probe (docs/runtime.md)
-        env["STREAMJOIN_JOIN_OPERATOR"] = "batch" if operator == "scan" else operator
+        # its keyed probe (docs/runtime.md); "tasks": its keyed probe in Spark tasks, not the driver
+        env["STREAMJOIN_JOIN_OPERATOR"] = "batch" if operator in ("scan", "tasks") else operator
+        if operator == "tasks":
+            env["STREAMJOIN_KEYED_PROBE_IN"] = "tasks"
         env["STREAMJOIN_BATCH_PROBE"] = "scan" if operator == "scan" else env.get("STREAMJOIN_BATCH_PROBE", "auto")
         cmd = [str(ROOT / ".venv" / "bin" / "streamjoin"), "run", str(query), "--checkpoint", str(run_dir / "checkpoint")]
     else:
@@ -258,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=int, default=60, help="how long the generator runs")
     parser.add_argument("--engines", default="streamjoin,flink")
     parser.add_argument("--operator", default="auto", help="STREAMJOIN_JOIN_OPERATOR for streamjoin (auto, native, batch), or scan: "
-                        "the batch join without its keyed probe")
+                        "the batch join without its keyed probe, or tasks: its keyed probe in Spark tasks")
     parser.add_argument("--query", choices=sorted(QUERIES), default="interval",
                         help="streamjoin's query: the interval join (Flink runs the same), the same under EMIT EAGER, "
                         "or a ROWS join by column")

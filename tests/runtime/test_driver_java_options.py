@@ -6,6 +6,7 @@ little input (Pipeline.input_bytes) compiles with C1 only."""
 
 from __future__ import annotations
 
+from streamjoin.runtime import runner
 from streamjoin.runtime.pipeline import Pipeline
 from streamjoin.runtime.session import BOUNDED_JAVA_OPTIONS, SMALL_JAVA_OPTIONS, driver_java_options, shuffle_partitions
 from streamjoin.settings import Settings
@@ -48,6 +49,18 @@ def test_a_pipeline_counts_the_bytes_of_its_local_input_files_and_none_for_input
              f"CREATE TABLE t (k INT PRIMARY KEY, v INT) WITH (connector = 'files', path = '{tmp_path / 'b'}');\n"
              "SELECT STREAM a.k, t.v FROM a JOIN t ON a.k = t.k;")
     assert Pipeline.from_sql(table).input_bytes(tmp_path / "ck") is None  # nor a snapshot's
+
+
+def test_the_feeder_looks_at_local_folders_more_often_than_at_inputs_read_over_the_network(tmp_path):
+    streams = (f"CREATE STREAM a (k INT) WITH (connector = 'files', path = '{tmp_path / 'a'}');\n"
+               "CREATE STREAM b (k INT) WITH (connector = 'kafka', topic = 'b', \"properties.bootstrap.server\" = '127.0.0.1:9');\n"
+               "CREATE STREAM c (k INT) WITH (connector = 's3', path = 's3://bucket/c/');\n")
+    sql = streams + ("SELECT STREAM a.k FROM a JOIN b ON a.k = b.k AND b.ROWTIME BETWEEN a.ROWTIME - INTERVAL '1' SECOND AND a.ROWTIME "
+                     "JOIN c ON a.k = c.k AND c.ROWTIME BETWEEN a.ROWTIME - INTERVAL '1' SECOND AND a.ROWTIME;")
+    pipeline = Pipeline.from_sql(sql)
+    specs = pipeline.input_specs(tmp_path / "ck", tmp_path / "ck" / "late", pipeline.script.runs[0])
+    assert {s.alias: s.remote for s in specs} == {"a": False, "b": True, "c": True}
+    assert runner.FEED_S < runner.REMOTE_FEED_S  # (each look at a topic or a bucket is a request)
 
 
 def test_a_bounded_run_shuffles_into_four_partitions_a_core_and_a_live_run_into_one():

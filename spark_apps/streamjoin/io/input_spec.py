@@ -43,6 +43,11 @@ class InputSpec:
     # a table fed by its changes: "debezium" (io.changelog; its schema ends with CHANGE); None: rows
     changelog: str | None = None
 
+    @property
+    def remote(self) -> bool:
+        """Read over the network (Kafka, Kinesis, PostgreSQL CDC, S3): every poll is a request."""
+        return any(c is not None for c in (self.kafka, self.kinesis, self.cdc)) or "://" in self.path
+
     def to_json(self) -> str:
         d = {
             "alias": self.alias,

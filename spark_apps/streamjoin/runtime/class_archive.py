@@ -91,7 +91,7 @@ def dump(class_list: Path, path: Path, settings: Settings) -> None:
     os.close(fd)
     os.unlink(partial)
     home = spark_home()
-    noop = path.parent / "noop.py"  # never run: the JVM exits once the archive is written
+    noop = Path(partial + ".py")  # never run: the JVM exits once the archive is written (a name per build)
     noop.write_text("")
     options = f"-Xshare:dump -XX:SharedClassListFile={class_list} -XX:SharedArchiveFile={partial} -Xlog:disable -Xlog:all=error:stderr"
     try:

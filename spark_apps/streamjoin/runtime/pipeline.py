@@ -80,7 +80,7 @@ class Pipeline:
         total = 0
         for query in self.script.runs:
             for spec in self.input_specs(checkpoint, checkpoint / "late", query):
-                if spec.kafka or spec.kinesis or spec.cdc or "://" in spec.path:
+                if spec.remote:
                     return None
                 total += folder_bytes(Path(spec.path))
         return total

@@ -29,6 +29,10 @@ from streamjoin.runtime.status import Status
 from streamjoin.runtime.writer import row_writer
 
 log = logging.getLogger("streamjoin.run")
+# how often the feeder looks for new input: local folders every 0.1 s (a scandir of new names; a
+# row waits for the next look, and EMIT EAGER's latency is mostly that wait), inputs read over the
+# network (Kafka, Kinesis, CDC, S3: every look a request) every 0.25 s
+FEED_S, REMOTE_FEED_S = 0.1, 0.25
 
 
 class Runner:
@@ -115,7 +119,8 @@ class Runner:
             )
         self.listener.query = self.query
         self.listener.settle = self.settle
-        self._feeder = threading.Thread(target=self._feed_every, args=(0.25,), name=f"{self.name}-feeder", daemon=True)
+        poll = REMOTE_FEED_S if any(s.spec.remote for s in self.stagers) else FEED_S
+        self._feeder = threading.Thread(target=self._feed_every, args=(poll,), name=f"{self.name}-feeder", daemon=True)
         self._feeder.start()
         self.status.write(self.query)  # at once: a restarted query shows its new snapshots before any batch
         return self
