@@ -80,7 +80,7 @@ class Steady:
     cpu_seconds: float = 0.0
     latencies_ms: list[float] = field(default_factory=list)
     measured_from_s: int = 0  # the figures leave out the rows of earlier files and the CPU before (--measure-from)
-    peak_rss_gb: float = 0.0  # the engine's processes together, sampled every 5 s
+    peak_rss_gb: float = 0.0  # GiB: the engine's processes together, sampled every 5 s
     error: str = ""
     query: str = "interval"  # streamjoin's query (QUERIES): "eager" is the interval join under EMIT EAGER
 
