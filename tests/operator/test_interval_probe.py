@@ -155,3 +155,27 @@ def test_an_index_of_many_small_runs_that_merge_and_shed_left_steps_gives_exactl
     warm = _probe(p)
     monkeypatch.setattr(ip, "_CACHE", type(ip._CACHE)())
     assert _probe(p) == warm
+
+
+def test_the_index_holds_a_rowtime_once_and_gives_it_back_as_written(tmp_path, monkeypatch):
+    # a rowtime that is not a key is the index's `time` only (not a payload column too: 8 bytes a
+    # retained row); a rowtime key stays in the payload, compared as a value
+    monkeypatch.setattr(ip, "_CACHE", type(ip._CACHE)())
+    rng = random.Random("rowtime-once")
+    rows: list[dict[int, list[tuple]]] = [{}, {}]
+    for step in range(3):
+        for n, alias in enumerate(("l", "r")):
+            rows[n][step] = [(rng.choice([1, 2]), "a", rng.randint(0, 3) * 1000, 1000 * n + 10 * step + i, False) for i in range(6)]
+            _write(tmp_path / alias, step, rows[n][step])
+    written = {row[3]: row[2] for side in rows for step in side.values() for row in step}
+    for keys in (("k",), ("k", "rowtime")):
+        p = ip.Probe(_sides(tmp_path, keys), -3000, 3000, (True, True), ((0, 1), (0, 1)), ((2,), (2,)), ((0, 0), (0, 0)), 1)
+        out = ip.probe(p, 0).to_pylist()
+        assert len(out) > 5 and sorted(((r["l__v"], r["r__v"]) for r in out), key=str) == _expected(p, rows)
+        for r in out:
+            for alias in ("l", "r"):
+                if r[f"{alias}__v"] is not None:
+                    assert r[f"{alias}__rowtime"] == pa.scalar(written[r[f"{alias}__v"]], pa.int64()).cast(TS).as_py()
+        payload = {name for entry in ip._CACHE.values() for run in entry.runs for name in run.payload.column_names}
+        assert ("rowtime" in payload) == ("rowtime" in keys)
+        ip._CACHE.clear()

@@ -202,6 +202,9 @@ class Kept:
 
     def __init__(self, side: Side):
         self.side = side
+        # the rowtime, when it is not a key, is held once: as the index's `time` (µs of its type), not in the payload
+        types = dict(zip(side.columns, side.types, strict=True))
+        self.time_type = types.get(side.rowtime) if side.rowtime not in side.keys else None
         self.signatures: dict[int, tuple] = {}
         self.runs: list[Run] = []
         self.epoch: str | None = None
@@ -239,7 +242,8 @@ class Kept:
         table = table.filter(pc.invert(pc.fill_null(table[BOUND], False)))
         hashes, valid = key_hash(table, self.side.keys)
         mine = np.flatnonzero((hashes % np.uint64(buckets)) == np.uint64(bucket))
-        return table.select(self._names()).take(mine).combine_chunks() \
+        held = [n for n in self._names() if self.time_type is None or n != self.side.rowtime]
+        return table.select(held).take(mine).combine_chunks() \
             .append_column("__hash", pa.array(hashes[mine])).append_column("__valid", pa.array(valid[mine])) \
             .append_column("__time", pc.cast(table[self.side.rowtime], pa.int64()).take(mine))
 
@@ -329,6 +333,8 @@ class Kept:
 
     def take(self, column: str, rows: Rows) -> pa.Array:
         """The values of a carried (or key) column at these rows (at least one)."""
+        if self.time_type is not None and column == self.side.rowtime:
+            return pa.array(rows.time, pa.int64()).cast(self.time_type)
         if (rows.run == rows.run[0]).all():
             return self.runs[int(rows.run[0])].payload[column].take(rows.prow).combine_chunks()
         order = np.argsort(rows.run, kind="stable")
