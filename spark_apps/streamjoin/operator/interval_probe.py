@@ -203,8 +203,7 @@ class Kept:
     def __init__(self, side: Side):
         self.side = side
         # the rowtime, when it is not a key, is held once: as the index's `time` (µs of its type), not in the payload
-        types = dict(zip(side.columns, side.types, strict=True))
-        self.time_type = types.get(side.rowtime) if side.rowtime not in side.keys else None
+        self.time_type = dict(zip(side.columns, side.types, strict=True)).get(side.rowtime) if side.rowtime not in side.keys else None
         self.signatures: dict[int, tuple] = {}
         self.runs: list[Run] = []
         self.epoch: str | None = None
