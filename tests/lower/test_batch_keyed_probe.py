@@ -68,9 +68,7 @@ def test_the_keyed_probe_in_the_driver_computes_output_expressions_as_spark_does
             runner.process_available()
     finally:
         runner.stop("stopped")
-    run_to_end(start(spark, sql, tmp_path / "run", settings=KEYED))
-    driver = read_output(tmp_path / "run" / "out")
-    scanned, _ = run_until_idle(spark, sql, tmp_path / "scan", settings=SCAN)
+    _, driver, scanned = _to_the_end_and_scanned(spark, sql, tmp_path, KEYED)
     assert len(driver) > 20 and canonical(driver) == canonical(scanned)
     assert any(r["ids"] is None for r in driver) and any(r["x2"] is not None for r in driver)
 
@@ -102,6 +100,14 @@ def test_the_keyed_probe_writes_the_same_rows_when_its_window_grows_past_one_tas
     assert tasks == [1, 2] and spark.sparkContext.defaultParallelism >= 2
 
 
+def _to_the_end_and_scanned(spark, sql: str, tmp_path, settings: Settings) -> tuple[dict, list[dict], list[dict]]:
+    """The stopped run started again and run to the end of its input (its status and rows), and the
+    scan's rows of the same input."""
+    status = run_to_end(start(spark, sql, tmp_path / "run", settings=settings))
+    scanned, _ = run_until_idle(spark, sql, tmp_path / "scan", settings=SCAN)
+    return status, read_output(tmp_path / "run" / "out"), scanned
+
+
 def _keyed_against_scan(spark, tmp_path, how: str, settings: Settings) -> list[int]:
     """Runs the keyed probe on 8 files per input, stopping after 4, and compares its rows with
     the scan's; returns the probe's tasks at the first join and at the stop."""
@@ -123,9 +129,7 @@ def _keyed_against_scan(spark, tmp_path, how: str, settings: Settings) -> list[i
     for n, (left, right) in enumerate(files[4:], start=4):
         write_jsonl(tmp_path / "l" / f"{n:02d}.json", left)
         write_jsonl(tmp_path / "r" / f"{n:02d}.json", right)
-    status = run_to_end(start(spark, sql, tmp_path / "run", settings=settings))
-    keyed = read_output(tmp_path / "run" / "out")
-    scanned, _ = run_until_idle(spark, sql, tmp_path / "scan", settings=SCAN)
+    status, keyed, scanned = _to_the_end_and_scanned(spark, sql, tmp_path, settings)
     assert status["late_rows"] == 0 and len(keyed) > 40
     assert canonical(keyed) == canonical(scanned)
     assert any(r["rseen"] is not None for r in keyed) and any(r["rx"] is not None for r in keyed)
@@ -200,9 +204,7 @@ def test_the_keyed_probe_carries_dates_and_decimals_as_the_scan_does(spark, tmp_
             runner.process_available()
     finally:
         runner.stop("stopped")
-    run_to_end(start(spark, sql, tmp_path / "run", settings=KEYED))
-    keyed = read_output(tmp_path / "run" / "out")
-    scanned, _ = run_until_idle(spark, sql, tmp_path / "scan", settings=SCAN)
+    _, keyed, scanned = _to_the_end_and_scanned(spark, sql, tmp_path, KEYED)
     assert canonical(keyed) == canonical(scanned)
     assert any(r["ld"] == "2024-02-29" for r in keyed) and any(r["rm"] is not None for r in keyed)
 
