@@ -25,3 +25,11 @@ def test_steady_targets_judge_eager_latency_against_flink_and_final_against_the_
     assert "| steady 2,000 rows/s, EMIT EAGER: p99 | 1,100.0 ms | < Flink's 1,000.0 ms | no |" in lines
     table = run.steady_lines(runs, {"argv": ["--steady", "2000"], "started": "now"})
     assert any("| streamjoin | auto | EAGER | 0.70 s | 1.10 s |" in line and "p50 and p99 < Flink's: not met" in line for line in table)
+
+
+def test_a_new_report_keeps_the_hour_long_full_window_runs_of_the_one_it_replaces(tmp_path):
+    full = {**steady("streamjoin", "interval", 900, 2300, 22), "rate": 10000, "window_s": 3600, "measured_from_s": 3600}
+    saved = tmp_path / "benchmarks.json"
+    saved.write_text(run.json.dumps({"meta": {}, "results": [], "steady": [steady("flink", "interval", 800, 1000, 90), full]}))
+    assert run.kept_full_windows(saved) == [full]  # the 60 s runs are measured again by the new run
+    assert run.kept_full_windows(tmp_path / "none.json") == []

@@ -36,6 +36,29 @@ def airflow_home(url: str) -> Path:
     return HOMES[url]
 
 
+def airflow_state(home: Path) -> str:
+    """What Airflow's own database says of the DAGs, their runs and the scheduler: first in a timeout's
+    message (the log's tail may be cut off), it tells a paused or stale DAG from a dead scheduler."""
+    import sqlite3
+
+    try:
+        with sqlite3.connect(f"file:{home / 'airflow.db'}?mode=ro", uri=True, timeout=5) as db:
+            dags = db.execute("SELECT dag_id, is_paused, is_stale, max_active_runs, last_parsed_time FROM dag").fetchall()
+            runs = db.execute("SELECT dag_id, run_id, state, run_after, queued_at, start_date FROM dag_run").fetchall()
+            jobs = db.execute("SELECT job_type, state, start_date, latest_heartbeat FROM job").fetchall()
+            now = db.execute("SELECT CURRENT_TIMESTAMP").fetchone()[0]
+    except sqlite3.Error as error:
+        return f"Airflow's database could not be read: {error}"
+    return f"Airflow's database at {now}: dags {dags}; runs {runs}; jobs {jobs}"
+
+
+def log_tail(home: Path, lines: int = 40) -> str:
+    """The standalone log's last lines but the API server's access log (which would fill the tail)."""
+    log = home / "standalone.log"
+    text = log.read_text(errors="replace").splitlines() if log.exists() else []
+    return "\n".join([line for line in text if "http.access" not in line][-lines:])
+
+
 def wait_for(condition, timeout: float, what: str, every: float = 1.0, seen=lambda: ""):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -119,13 +142,10 @@ def test_an_operator_follows_the_readme_first_hour_and_second_day_in_a_browser_a
     page.get_by_role("button", name="Sign in").click()
     page.wait_for_url(lambda address: "/auth/login" not in address)  # signed in: the UI's home page
 
-    def seen():  # enough to tell a queued run (paused DAG, slow scheduler) from a running or stuck task
+    def seen():  # enough to tell a queued run (paused or stale DAG, dead scheduler) from a running or stuck task
         rows = page.locator("tbody tr").all_inner_texts() if page.locator("tbody tr").count() else []
-        log = Path(airflow_home(url)) / "standalone.log"
-        tail = [line for line in (log.read_text(errors="replace").splitlines() if log.exists() else [])
-                if "hourly_enrichment_report" in line or "ERROR" in line or "scheduler" in line.lower()][-25:]
-        return (f"the page at {page.url} shows: {page.locator('body').inner_text()[:600]!r}; its rows: {rows!r}; "
-                "the launcher's log says:\n" + "\n".join(tail))
+        return (f"{airflow_state(airflow_home(url))}\nthe page at {page.url} shows rows: {rows!r}; "
+                f"the launcher's log says:\n{log_tail(airflow_home(url))}")
 
     def listed():  # a fresh home: the DAG processor's first parse may come after the UI is up
         from playwright.sync_api import TimeoutError as NotYet
@@ -145,7 +165,7 @@ def test_an_operator_follows_the_readme_first_hour_and_second_day_in_a_browser_a
     dialog = trigger_form(page, "hourly_enrichment_report", paused=True)
     dialog.locator("#element_hour").fill(HOUR)
     assert dialog.locator("#element_app").input_value() == "hourly_city_sales"
-    dialog.get_by_role("button", name="Trigger").click()
+    send_trigger(page, dialog, "hourly_enrichment_report", paused=True)
     wait_for(lambda: manual_runs(page, url, "hourly_enrichment_report", "success") >= 1, 300,
              "the triggered run's success in the UI", every=5, seen=seen)
 
@@ -191,6 +211,26 @@ def trigger_form(page, dag_id: str, paused: bool):
         dialog.get_by_text(f"Unpause {dag_id} on trigger").wait_for()
         assert dialog.locator("input[type=checkbox]").first.is_checked(), f"the unpause box of {dag_id} is not ticked"
     return dialog
+
+
+def send_trigger(page, dialog, dag_id: str, paused: bool) -> None:
+    """Press the form's Trigger and wait for the API's answers: the new run's and, for a paused DAG,
+    the unpause's. The UI sends the unpause beside the run without waiting for it, so a page left at
+    once (as the next check does) could cancel it in flight: the DAG stays paused and its run queued
+    for good (the browser test's run "Queued for 300 s" on busy machines)."""
+    from urllib.parse import urlparse
+
+    def call(method: str, path: str):
+        return lambda response: response.request.method == method and urlparse(response.url).path.endswith(path)
+
+    with page.expect_response(call("POST", f"/api/v2/dags/{dag_id}/dagRuns")) as run:
+        if paused:
+            with page.expect_response(call("PATCH", f"/api/v2/dags/{dag_id}")) as unpaused:
+                dialog.get_by_role("button", name="Trigger").click()
+            assert unpaused.value.ok, f"unpausing {dag_id}: {unpaused.value.status} {unpaused.value.text()}"
+        else:
+            dialog.get_by_role("button", name="Trigger").click()
+    assert run.value.ok, f"triggering {dag_id}: {run.value.status} {run.value.text()}"
 
 
 def manual_runs(page, url: str, dag_id: str, state: str) -> int:
@@ -255,7 +295,7 @@ def second_day(page, url: str, s3_env: dict[str, str], data: Path, apps: Path, s
         at = html.find("run_seconds")
         raise AssertionError(f"no run_seconds field in the trigger form: {html[max(0, at - 1500):at + 1500]}") from missing
     run_seconds.fill("150")
-    dialog.get_by_role("button", name="Trigger").click()
+    send_trigger(page, dialog, "streaming_join_apps", paused=True)
 
     new_hour = "2024-01-01T05"
     marker = data / "streamjoin" / "ui" / "output" / "_complete" / f"hour={new_hour}.json"
@@ -267,7 +307,7 @@ def second_day(page, url: str, s3_env: dict[str, str], data: Path, apps: Path, s
     page.get_by_text("Latest Dag Version").wait_for()
     dialog = trigger_form(page, "hourly_enrichment_report", paused=False)  # unpaused by its first trigger
     dialog.locator("#element_hour").fill(new_hour)
-    dialog.get_by_role("button", name="Trigger").click()
+    send_trigger(page, dialog, "hourly_enrichment_report", paused=False)
     wait_for(lambda: manual_runs(page, url, "hourly_enrichment_report", "success") >= 2, 300,
              f"the report run for {new_hour} to succeed", every=5, seen=seen)
 
