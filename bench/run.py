@@ -631,8 +631,8 @@ def workload_notes(workloads: set[str]) -> list[str]:
         notes += [
             "", "`regular`: the snapshot workload's files as a regular join of two append-only streams",
             "(`--dialect risingwave`, `l JOIN t ON l.k = t.id` without a time bound: every row of both kept, issue 40),",
-            "run by streamjoin's own operator; Flink runs the same regular join (its snapshot job). rows/s counts both",
-            "streams' rows."]
+            "a bounded run on Spark's batch engine (live, streamjoin's own operator keeps them); Flink runs the same",
+            "regular join (its snapshot job). rows/s counts both streams' rows."]
     if "changing" in workloads:
         notes += [
             "", "`changing`: the l stream joined with a table that changes (issue 40: RisingWave's regular join with a CDC",

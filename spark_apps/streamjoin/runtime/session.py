@@ -11,12 +11,14 @@ from streamjoin.runtime import class_archive
 from streamjoin.settings import Settings
 
 # the driver JVM's garbage collector for a bounded run (`--until-idle`) unless
-# STREAMJOIN_DRIVER_JAVA_OPTIONS says otherwise: the parallel collector, returning freed heap to
-# the system, held 15-40% less peak memory than G1 on `make bench`'s bounded runs in about the
-# same time (docs/deployment.md); a live run keeps G1, whose pauses are short. The heap starts at
-# 64 MB, not the JVM's 1/64 of the machine's memory (384 MB here): a small run's JVM touched
-# 100-200 MB less (Nexmark q8), a large one grows it as before
-BOUNDED_JAVA_OPTIONS = "-XX:+UseParallelGC -XX:MinHeapFreeRatio=5 -XX:MaxHeapFreeRatio=20 -XX:GCTimeRatio=4 -Xms64m"
+# STREAMJOIN_DRIVER_JAVA_OPTIONS says otherwise: the parallel collector held less peak memory than
+# G1 on `make bench`'s bounded runs in about the same time (docs/deployment.md); a live run keeps
+# G1, whose pauses are short. The heap starts at 64 MB, not the JVM's 1/64 of the machine's memory
+# (384 MB here): a small run's JVM touched 100-200 MB less (Nexmark q8), a large one grows it as
+# before. No Min/MaxHeapFreeRatio (5/20 until 2026-12-04): they capped the old generation at 1.25x
+# what it held, and three-inner at 16x, whose young generation held ~400 MB it could not promote,
+# spent 450 s of 8 minutes in 5,400 full collections; with the JVM's own ratios it ran in 198 s
+BOUNDED_JAVA_OPTIONS = "-XX:+UseParallelGC -XX:GCTimeRatio=4 -Xms64m"
 # and for a bounded run over little input (SMALL_INPUT_BYTES, Pipeline.input_bytes), the JIT's
 # quick tier only: such a run ends before C2's code pays for its compilations and for the
 # profiling tiers that feed it (Nexmark q3 15.2-16.1 s -> 11.3-11.5 s, q8 22.6-23.7 -> 17.8-18.3 on
