@@ -669,7 +669,10 @@ def report(results: list[Result], path: Path, meta: dict, steady: list[dict] | N
         + "".join(f"; then the runs of `bench/run.py {shlex.join(m['argv'])}`, started {m['started']}, replaced "
                   "the earlier ones of the same workload, size and engine" for m in merges(meta))
         + ". Every figure here",
-        f"is from {'these runs' if merges(meta) else 'that run'}; rerun it to refresh them. Each job is its own process, timed from start to",
+        f"is from {'these runs' if merges(meta) else 'that run'}"
+        + (" but the hour-long runs of \"With the window full\" (kept from the report it replaced)"
+           if any(r.get("measured_from_s") for r in steady or []) else "")
+        + "; rerun it to refresh them. Each job is its own process, timed from start to",
         "exit; rows/s counts input rows (of every stream: two, three for three-inner, the stream only for snapshot); CPU is the user+system time of the process",
         "and its children; RSS is the peak resident memory of the process tree, sampled every 0.2 s (since 2026-11-29",
         "without a JVM's child caught between its clone and its exec, which shows the JVM's pages again:",
