@@ -13,7 +13,11 @@ How a micro-batch lands (docs/storage.md):
      (`txn` action, app id + version); a reader sees all of a batch or none of it;
    - `parquet`: one manifest object `_commits/<version>.json` naming the batch's files; readers
      read only files a manifest names.
-   A write whose version is already committed (a batch Spark replays after a crash) is skipped.
+   A write whose version is already committed (a batch Spark replays after a crash) is not
+   written again, but its rows are still computed to the end and dropped (`drain`): the query's
+   stateful operators commit the batch's state only when its rows are computed, and a replay that
+   skipped them left Spark's state behind its commit log (issue 65: the restart failed, the next
+   one lost rows).
    Files written by a batch that crashed before its commit are never named by a commit: they
    stay invisible (`vacuum` removes them).
 3. Hour partitions get a completeness marker, `_complete/hour=YYYY-MM-DDTHH.json`, once the
@@ -66,6 +70,8 @@ class SinkSpec:
     # 'append-only': rows appended
     type: str = "append-only"
     primary_key: tuple[str, ...] = ()
+    # Delta: a table checkpoint every this many versions (`delta.checkpointInterval`, Delta's default 100)
+    checkpoint_interval: int = 100
 
     @classmethod
     def from_options(cls, name: str, options: dict[str, str], expand=lambda v: v) -> SinkSpec:
@@ -88,7 +94,10 @@ class SinkSpec:
         if kind == "upsert" and (not key or fmt != "delta" or part):
             raise ValueError(f"sink '{name}': type = 'upsert' applies a changelog by key to a Delta table: it needs "
                              "primary_key = 'col, ...' and format = 'delta', and no partitioned_by")
-        return cls(name, s3.normalize(path), fmt, part, kind, key)
+        interval = (options.get("checkpoint_interval") or "100").strip()
+        if not interval.isdigit() or int(interval) < 1:
+            raise ValueError(f"sink '{name}': checkpoint_interval = '{interval}' is not a whole number of versions from 1")
+        return cls(name, s3.normalize(path), fmt, part, kind, key, int(interval))
 
 
 def write_files(frame, spec: SinkSpec, version: int, settings: s3.S3Settings, rowtime_column: str):
@@ -135,6 +144,13 @@ def write_files(frame, spec: SinkSpec, version: int, settings: s3.S3Settings, ro
     return [tuple(r) for r in frame.mapInArrow(write_partition, _FILES_SCHEMA).collect()]
 
 
+def drain(frame) -> None:
+    """Compute every row of a micro-batch's `frame` and drop them: a replayed batch whose rows are
+    committed already still runs the query's stateful operators to the end of the batch, which is
+    when they commit its state (Spark's `noop` sink: nothing leaves the executors)."""
+    frame.write.format("noop").mode("overwrite").save()
+
+
 def data_schema(frame, rowtime_column: str, partitioned: bool) -> pa.Schema:
     """The table's Arrow schema: the output columns (plus the hour partition column)."""
     from pyspark.sql.pandas.types import to_arrow_schema
@@ -161,7 +177,9 @@ class TableSink:
     def _write(self, frame, version: int, rowtime_column: str) -> int | None:
         committed = self.committer.committed_version()  # one read of the table's log
         if committed is not None and version <= committed:
-            log.info("sink %s: version %d is already committed, skipped (a replayed batch)", self.spec.name, version)
+            drain(frame)  # the batch's state committed, its rows not written twice
+            log.info("sink %s: version %d is already committed: its rows computed again for the query's state, "
+                     "not written again (a replayed batch)", self.spec.name, version)
             return None
         started = time.time()
         files = write_files(frame, self.spec, version, self.settings, rowtime_column)
@@ -238,6 +256,12 @@ class TableSink:
         return path
 
 
+def _no_checkpoint():
+    from deltalake import PostCommitHookProperties
+
+    return PostCommitHookProperties(create_checkpoint=False)
+
+
 class DeltaCommitter:
     """Delta Lake commits with an application transaction per write (delta-rs)."""
 
@@ -280,9 +304,26 @@ class DeltaCommitter:
         table = self._table()
         if table is None:
             create_table_with_add_actions(self.uri, schema, actions, mode="append", partition_by=part,
-                                          storage_options=self._options(), commit_properties=props)
+                                          configuration=self._configuration(), storage_options=self._options(),
+                                          commit_properties=props, post_commithook_properties=_no_checkpoint())
         else:
-            table.create_write_transaction(actions, "append", schema, partition_by=part, commit_properties=props)
+            table.create_write_transaction(actions, "append", schema, partition_by=part, commit_properties=props,
+                                           post_commithook_properties=_no_checkpoint())
+        self._checkpoint(table)
+
+    def _configuration(self) -> dict[str, str]:
+        return {"delta.checkpointInterval": str(self.spec.checkpoint_interval)}
+
+    def _checkpoint(self, table) -> None:
+        """The table's checkpoint of a version due one (every `checkpoint_interval`), written here
+        rather than by delta-rs inside its commit, so that a crash between the two is a crash point.
+        A checkpoint a crash left unwritten is not needed (readers replay the log from the one
+        before), and the next one due is written as usual. `table`: as the commit left it (None: it
+        created the table, version 0)."""
+        version = table.version() if table is not None else None
+        if version and version % self.spec.checkpoint_interval == 0:
+            crash_point("sink.before_delta_checkpoint")
+            table.create_checkpoint()
 
     def merge(self, rows: pa.Table, version: int, key: tuple[str, ...], op: str) -> None:
         """A changelog applied by `key` in one commit: per key its last change wins (+I: the row
@@ -295,17 +336,20 @@ class DeltaCommitter:
         table = self._table()
         if table is None:  # the first commit creates the table with the rows it inserts
             inserted = net.filter(pc.equal(net.column(op), "+I")).drop_columns([op])
-            write_deltalake(self.uri, inserted, mode="append", storage_options=self._options(), commit_properties=props)
+            write_deltalake(self.uri, inserted, mode="append", configuration=self._configuration(),
+                            storage_options=self._options(), commit_properties=props, post_commithook_properties=_no_checkpoint())
             return
         columns = [c for c in net.column_names if c != op]
         quoted = {c: "`" + c.replace("`", "``") + "`" for c in net.column_names}
-        same = " AND ".join(f"t.{quoted[k]} IS NOT DISTINCT FROM s.{quoted[k]}" for k in key)
+        same = " AND ".join(f"(t.{quoted[k]} IS NOT DISTINCT FROM s.{quoted[k]})" for k in key)  # (DataFusion binds AND tighter)
         values = {quoted[c]: f"s.{quoted[c]}" for c in columns}
-        (table.merge(net, same, source_alias="s", target_alias="t", commit_properties=props)
+        (table.merge(net, same, source_alias="s", target_alias="t", commit_properties=props,
+                     post_commithook_properties=_no_checkpoint())
          .when_matched_update(values, predicate=f"s.{quoted[op]} = '+I'")
          .when_matched_delete(predicate=f"s.{quoted[op]} = '-D'")
          .when_not_matched_insert(values, predicate=f"s.{quoted[op]} = '+I'")
          .execute())
+        self._checkpoint(table)
 
     def hour_rows(self) -> dict[str, int]:
         table = self._table()
