@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
+from streamjoin.faults import armed_at, crash_point
 from streamjoin.io.release_log import ReleaseLog
 
 RELEASE, ROW = "streamjoin.release", "streamjoin.row"
@@ -101,7 +102,11 @@ class TopicWriter:
                 failures.append(error)
 
         headers_of = [(RELEASE, release.encode())]
+        half = len(values) // 2 if armed_at("sink.inside_release") else None  # the crash harness: half sent first
         for i, (value, key) in enumerate(zip(values, keys, strict=True)):
+            if i == half:
+                self.producer.flush(120)
+                crash_point("sink.inside_release")
             if i in present:
                 continue
             while True:

@@ -18,6 +18,7 @@ from collections import Counter
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
+from streamjoin.faults import armed_at, crash_point
 from streamjoin.io.release_log import ReleaseLog
 
 
@@ -69,8 +70,14 @@ class StreamWriter:
                 there[data] -= 1  # in the stream already: sent before the crash
                 continue
             entries.append({"Data": data, "PartitionKey": str(key) if key is not None else str(n)})
-        for i in range(0, len(entries), 500):
-            self._put(entries[i:i + 500])
+        chunks = [entries[i:i + 500] for i in range(0, len(entries), 500)]
+        if armed_at("sink.inside_release") and len(chunks) == 1:  # the crash harness: half sent first
+            chunks = [entries[:len(entries) // 2], entries[len(entries) // 2:]]
+        for n, chunk in enumerate(chunks):
+            if n:
+                crash_point("sink.inside_release")
+            if chunk:
+                self._put(chunk)
         self.log.finish(release)
 
     def _put(self, batch: list[dict]) -> None:

@@ -28,6 +28,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from streamjoin.faults import crash_point
 from streamjoin.io.formats import BOUND
 from streamjoin.io.instants import END_US, engine_us, spark_time
 from streamjoin.io.staging import Stager
@@ -195,6 +196,7 @@ class BatchJoinSink(OrderedSink):
         for n in inputs:
             merged = {**join["steps"][n], **{str(k): v for k, v in new_stats[n].items()}}
             steps.append({k: v for k, v in merged.items() if v[2] and v[1] is not None and v[1] >= keep[n]})
+        crash_point("sink.after_rows")
         with self.lock:  # a release may have written since the state was read: only the carry can differ
             state = self.state()
             state.join = {"done": present, "clocks": list(after), "steps": steps}

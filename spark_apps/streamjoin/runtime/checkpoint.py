@@ -53,6 +53,21 @@ def ran_on(checkpoint: Path) -> str | None:
     return None
 
 
+class CheckpointMismatch(RuntimeError):
+    """A checkpoint whose parts disagree about what was done (Spark's logs, the sink's record, the
+    sink's table): resuming it would skip or repeat rows, so the run stops before anything starts."""
+
+
+def logged_batches(checkpoint: Path) -> tuple[int | None, int | None]:
+    """(the last micro-batch in Spark's offset log: planned, the last in its commit log: done), each
+    None when the log holds none. Spark plans batch N+1 only after N is done, so done >= planned - 1."""
+    def last(log: str) -> int | None:
+        ids = [int(p.name) for p in (checkpoint / "spark" / log).glob("*") if p.name.isdigit()]
+        return max(ids) if ids else None
+
+    return last("offsets"), last("commits")
+
+
 def stamp(checkpoint: Path) -> None:
     """Record the format this streamjoin writes, once its query starts."""
     checkpoint.mkdir(parents=True, exist_ok=True)

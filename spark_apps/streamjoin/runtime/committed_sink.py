@@ -36,17 +36,20 @@ class CommittedSink(OrderedSink):
         if self.bucketed is not None:
             return super().__call__(frame, batch_id)  # held until the bucket closes
         if self.custom:
-            return self._apply(frame, batch_id)
-        rows = self.table.write(frame.select(*self.columns, ROWTIME_COLUMN), batch_id, ROWTIME_COLUMN)
-        with self.lock:
-            self._record(self.state(), batch_id, rows)
+            self._apply(frame, batch_id)
+        else:  # a replayed batch committed before: its rows computed (the query's state) and not written again
+            rows = self.table.write(frame.select(*self.columns, ROWTIME_COLUMN), batch_id, ROWTIME_COLUMN)
+            with self.lock:
+                self._record(self.state(), batch_id, rows)
+        crash_point("sink.after_batch")
 
     def _apply(self, frame, batch_id: int) -> None:
         """streamjoin's operator (a regular join: rows emitted at once, EMIT EAGER or CHANGES): the
         batch's rows, its meta rows aside, applied to the table under the batch id."""
         from streamjoin.lower.lowered import OP
 
-        table = frame.toArrow()
+        table = frame.toArrow()  # a replayed batch's too: computing its rows is what commits its state
+        crash_point("sink.after_rows")
         with self.lock:
             state = self.state()
             rows = self._take_meta(state, table).select(self.columns)
@@ -98,6 +101,27 @@ class CommittedSink(OrderedSink):
             f"{expected} (app id {self.table.app_id}), but {spec.path} {what}: the sink's storage was reset or "
             "the table removed, and those rows are gone. Nothing was written. To rebuild the table from the inputs, "
             "remove the checkpoint folder and run again (every input is read from the start).")
+
+    def check_batches(self, planned: int | None, done: int | None) -> None:
+        """OrderedSink's check, and the table's: its commits under this checkpoint's application id
+        are numbered by micro-batch (by release for a bucketed join), so none can be past the last
+        batch Spark planned (the last release the sink began)."""
+        super().check_batches(planned, done)
+        from streamjoin.runtime.checkpoint import CheckpointMismatch
+
+        found = self.table.committer.committed_version()
+        state = self.state()
+        top, what = (state.releases, "release the sink began") if self.bucketed is not None else (
+            planned, f"micro-batch in Spark's offset log ({self.dir.parent / 'spark' / 'offsets'})")
+        if found is None or (top is not None and found <= top):
+            return
+        spec = self.table.spec
+        raise CheckpointMismatch(
+            f"sink {spec.name}: {spec.path} holds commits of this checkpoint's application id ({self.table.app_id}) up to "
+            f"version {found}, but the last {what} is {top if top is not None else 'none'}: the checkpoint "
+            f"({self.dir.parent}) is older than the table, and resuming it would skip new rows as committed. Nothing "
+            "was run or written. Restore the checkpoint folder that wrote the table, or start on a new checkpoint "
+            "(every input is read again from its start).")
 
     def _mark(self, threshold_us: int | None) -> None:
         """Completeness markers for the hours the clock has passed, oldest first. As for buckets,

@@ -83,6 +83,31 @@ class OrderedSink:
     def check_resumable(self) -> None:
         """Before a query starts on this checkpoint: raise if it cannot resume (CommittedSink)."""
 
+    def check_batches(self, planned: int | None, done: int | None) -> None:
+        """Before a Spark streaming query resumes on this checkpoint: its offset log (last batch
+        `planned`) and commit log (last batch `done`) and the batches this sink recorded must agree.
+        The sink records a batch inside Spark's batch, before Spark logs it done, so it has recorded
+        every done batch and none Spark did not plan. Otherwise part of the checkpoint is not the
+        rest's (a folder restored from another copy, removed, or another query's), and resuming
+        would skip rows as done or write rows twice: CheckpointMismatch, before anything runs."""
+        from streamjoin.runtime.checkpoint import CheckpointMismatch
+
+        last = self.state().last_batch
+        spark = self.dir.parent / "spark"
+        if done is not None and last < done:
+            found = f"Spark's commit log ({spark / 'commits'}) holds micro-batches up to {done} as done, but the sink's " \
+                    f"record ({self.state_path}) " + (f"ends at batch {last}" if last >= 0 else "holds none")
+            lost = f"the rows of batches {last + 1} to {done} were never written, and Spark would not run those batches again"
+        elif last >= 0 and (planned is None or last > planned):
+            found = f"the sink's record ({self.state_path}) holds micro-batches up to {last}, but Spark's offset log " \
+                    f"({spark / 'offsets'}) " + (f"ends at batch {planned}" if planned is not None else "holds none")
+            lost = "Spark would number new batches as ones the sink has recorded, and the sink would skip their rows as written"
+        else:
+            return
+        raise CheckpointMismatch(f"checkpoint {self.dir.parent} cannot be resumed: {found}: {lost}. Nothing was run or "
+                                 "written. Restore the whole checkpoint folder from one copy, or start on a new checkpoint "
+                                 "(every input is read again from its start).")
+
     def state(self) -> SinkState:
         """state.json as this sink last wrote it (or as a restart finds it). Parsed once per write:
         nested values (`join`, `groups`) are shared between readers, so they are replaced, never
@@ -99,18 +124,20 @@ class OrderedSink:
             return SinkState(**self._parsed[1])
 
     def __call__(self, frame, batch_id: int) -> None:
-        new = frame.toArrow()
+        new = frame.toArrow()  # a replayed batch's too: computing its rows is what commits its state
+        crash_point("sink.after_rows")
         with self.lock:
             state = self.state()
-            if batch_id <= state.last_batch:
-                return  # already in the carry (a replay after a crash)
-            if self.custom:
-                new = self._take_meta(state, new)
-            tables = [t for t in (self._load(state.carry), new) if t is not None and t.num_rows]
-            state.last_batch = batch_id
-            self._save(state, pa.concat_tables(tables) if tables else None)
-        if self.custom and self.emit != "FINAL":
+            added = batch_id > state.last_batch  # else already in the carry (a replay after a crash)
+            if added:
+                if self.custom:
+                    new = self._take_meta(state, new)
+                tables = [t for t in (self._load(state.carry), new) if t is not None and t.num_rows]
+                state.last_batch = batch_id
+                self._save(state, pa.concat_tables(tables) if tables else None)
+        if added and self.custom and self.emit != "FINAL":
             self._release(None)
+        crash_point("sink.after_batch")
 
     def _take_meta(self, state: SinkState, table):
         """Record the operator's meta rows (the latest per group wins) and return the data rows."""

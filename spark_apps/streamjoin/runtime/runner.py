@@ -20,7 +20,7 @@ from streamjoin.io.retry import retrying
 from streamjoin.io.source import steps_read
 from streamjoin.io.staging import Stager
 from streamjoin.lower.lowered import Lowered
-from streamjoin.runtime.checkpoint import check_resumable, clear_interrupted_writes, ran_on, stamp
+from streamjoin.runtime.checkpoint import check_resumable, clear_interrupted_writes, logged_batches, ran_on, stamp
 from streamjoin.runtime.committed_sink import CommittedSink
 from streamjoin.runtime.listener import ProgressListener
 from streamjoin.runtime.ordered_sink import OrderedSink
@@ -93,6 +93,8 @@ class Runner:
         if removed := clear_interrupted_writes(self.checkpoint):
             log.warning("removed what a killed run left half-written in %s: %s", self.checkpoint / "spark", ", ".join(removed))
         self.sink.check_resumable()
+        if self.lowered.batch is None and not self.once:  # a Spark streaming query runs it: its logs and the sink agree
+            self.sink.check_batches(*logged_batches(self.checkpoint))
         for part in self.upstream:
             part.start()
         stamp(self.checkpoint)
