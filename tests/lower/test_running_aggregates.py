@@ -76,6 +76,31 @@ def test_a_running_aggregate_folds_to_the_aggregate_of_every_row_read_at_each_mi
     assert Counter(r["op"] for r in changes)["-D"] > 0, "groups were updated, not only inserted"
 
 
+def test_a_running_aggregate_into_an_upsert_delta_table_holds_each_groups_row_as_it_stands(spark, tmp_path):
+    # found by the crash matrix (issue 65): the changelog was appended, -D rows and all, into a table
+    # declared type = 'upsert'; it is merged by the key, as an operator's changelog always was
+    from deltalake import DeltaTable
+
+    rng = random.Random("running-upsert")
+    rows = [{"k": rng.choice("abcz"), "v": rng.choice([None, 1, 2, 3, 5, 8]), "ms": n * 1000} for n in range(40)]
+    folder, table = tmp_path / "in", tmp_path / "table"
+    sql = SQL.format(path=folder).replace("SELECT s.k,", f"""CREATE SINK g WITH (connector = 'files', path = '{table}',
+  format = 'delta', type = 'upsert', primary_key = 'k');
+INSERT INTO g SELECT s.k,""")
+    write_jsonl(folder / "0.json", [{"k": r["k"], "v": r["v"], "ts": ts(r["ms"])} for r in rows[:20]])
+    runner = start(spark, sql, tmp_path / "run")
+    try:
+        runner.process_available()
+        runner.process_available()
+    finally:
+        runner.stop("stopped")
+    write_jsonl(folder / "1.json", [{"k": r["k"], "v": r["v"], "ts": ts(r["ms"])} for r in rows[20:]])
+    run_to_end(start(spark, sql, tmp_path / "run"))  # resumed: each group's row replaced, never repeated
+    got = {r["k"]: r for r in DeltaTable(str(table)).to_pyarrow_table().to_pylist()}
+    assert "op" not in next(iter(got.values())) and len(got) == len(aggregate(rows))
+    assert got == {k: {c: v for c, v in row.items()} for k, row in aggregate(rows).items()}
+
+
 def test_a_select_table_group_by_over_a_stream_is_a_running_aggregate_into_an_upsert_shaped_changelog(spark, tmp_path):
     folder = tmp_path / "in"
     write_jsonl(folder / "1.json", [{"k": "a", "v": 1, "ts": ts(0)}, {"k": "a", "v": 1, "ts": ts(1000)}, {"k": "b", "v": 1, "ts": ts(2000)}])

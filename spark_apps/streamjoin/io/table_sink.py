@@ -212,6 +212,9 @@ class TableSink:
             return 0
         crash_point("sink.before_commit")
         if self.spec.type == "upsert":
+            if op is None:  # rows, not changes: each one inserts its key's row or replaces it
+                op = "__streamjoin_op"
+                rows = rows.append_column(op, pa.array(["+I"] * rows.num_rows, pa.string()))
             self.committer.merge(rows, version, self.spec.primary_key, op)
         else:
             data = rows.drop_columns([op]) if op else rows

@@ -35,7 +35,7 @@ class CommittedSink(OrderedSink):
     def __call__(self, frame, batch_id: int) -> None:
         if self.bucketed is not None:
             return super().__call__(frame, batch_id)  # held until the bucket closes
-        if self.custom:
+        if self.custom or self.table.spec.type == "upsert":  # the driver applies them: merged by key into an upsert table
             self._apply(frame, batch_id)
         else:  # a replayed batch committed before: its rows computed (the query's state) and not written again
             rows = self.table.write(frame.select(*self.columns, ROWTIME_COLUMN), batch_id, ROWTIME_COLUMN)
@@ -44,15 +44,17 @@ class CommittedSink(OrderedSink):
         crash_point("sink.after_batch")
 
     def _apply(self, frame, batch_id: int) -> None:
-        """streamjoin's operator (a regular join: rows emitted at once, EMIT EAGER or CHANGES): the
-        batch's rows, its meta rows aside, applied to the table under the batch id."""
+        """streamjoin's operator (a regular join: rows emitted at once, EMIT EAGER or CHANGES), or any
+        query into an upsert table (a running aggregate's changelog: merged by the key, not appended
+        with its -D rows): the batch's rows, the operator's meta rows aside, applied to the table
+        under the batch id."""
         from streamjoin.lower.lowered import OP
 
         table = frame.toArrow()  # a replayed batch's too: computing its rows is what commits its state
         crash_point("sink.after_rows")
         with self.lock:
             state = self.state()
-            rows = self._take_meta(state, table).select(self.columns)
+            rows = (self._take_meta(state, table) if self.custom else table).select(self.columns)
             self._record(state, batch_id, self.table.apply(rows, batch_id, OP if OP in self.columns else None))
 
     def _record(self, state, batch_id: int, rows: int | None) -> None:
