@@ -90,6 +90,14 @@ def crashed() -> bool:
     return _dead.is_set()
 
 
+def alive() -> None:
+    """Before a durable write that another thread may reach without passing a crash point: a run
+    killed (simulated) writes nothing more. Nothing otherwise (and nothing in a real kill, which
+    stops every thread at once)."""
+    if _dead.is_set():
+        raise CrashPointReached("this run was killed (simulated) at a crash point: nothing more is written")
+
+
 def crash_point(name: str) -> None:
     """A point a crash may hit: if armed for `name`, the N-th call here kills the process."""
     if _dead.is_set():

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
-from streamjoin.faults import armed_at, crash_point
+from streamjoin.faults import alive, armed_at, crash_point
 from streamjoin.io.release_log import ReleaseLog
 
 RELEASE, ROW = "streamjoin.release", "streamjoin.row"
@@ -45,6 +45,8 @@ def target(topic: str, key: list[str] | tuple[str, ...] = (), servers: str | Non
 
 class TopicWriter:
     """Writes releases into a topic (see the module docstring); `write`/`write_table` as RowWriter."""
+
+    appends = True  # a release sent cannot be rewritten: a replay must hold the same rows (OrderedSink)
 
     def __init__(self, target_url: str, state_dir: Path, suffix: str = ""):
         from confluent_kafka import Producer
@@ -88,6 +90,7 @@ class TopicWriter:
     def _send(self, name: str, values: list[bytes], keys: list[bytes | None]) -> None:
         if not values:
             return
+        alive()
         release = f"{name}{self.suffix}"
         if self.log.done(release):
             return  # sent before a restart: a replay

@@ -18,7 +18,7 @@ from collections import Counter
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
-from streamjoin.faults import armed_at, crash_point
+from streamjoin.faults import alive, armed_at, crash_point
 from streamjoin.io.release_log import ReleaseLog
 
 
@@ -28,6 +28,8 @@ def is_stream(target: str) -> bool:
 
 class StreamWriter:
     """Writes releases into a Kinesis stream; `write`/`write_table` as runtime.writer.RowWriter."""
+
+    appends = True  # a release sent cannot be rewritten: a replay must hold the same rows (OrderedSink)
 
     def __init__(self, target_url: str, state_dir: Path, suffix: str = ""):
         from streamjoin.io.kinesis import client
@@ -57,6 +59,7 @@ class StreamWriter:
     def _send(self, name: str, datas: list[bytes], keys: list) -> None:
         if not datas:
             return
+        alive()
         release = f"{name}{self.suffix}"
         if self.log.done(release):
             return  # sent before a restart: a replay

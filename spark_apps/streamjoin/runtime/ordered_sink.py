@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 
-from streamjoin.faults import crash_point
+from streamjoin.faults import alive, crash_point
 from streamjoin.io.instants import END_US, spark_watermark_rowtime_us
 from streamjoin.io.memory import give_back
 from streamjoin.lower.columns import ROWTIME_COLUMN
@@ -37,6 +37,7 @@ class SinkState:
     pending_stage_us: int | None = None  # a StageSink release being written: its threshold (a replay redoes exactly it)
     join: dict | None = None  # the batch interval join (runtime.batch_sink): steps joined, clocks, retained steps
     committed_version: int | None = None  # S3 sink: the last version this query committed rows under
+    pending_release_us: int | None = None  # a release into a topic or stream being sent: its threshold (a replay redoes it)
 
 
 class OrderedSink:
@@ -159,12 +160,17 @@ class OrderedSink:
         if at_us is None:
             return
         if self.custom:
-            if self.emit != "FINAL":
-                return self._release(None)
             # the operator's watermark is the clock - 1 ms: every instant up to it is complete
-            holds = [h for h, _ in (self.state().groups or {}).values() if h is not None]
-            return self._release(min([at_us + 999, *holds]))
+            return self._release_operator(at_us + 999)
         self._release(at_us - self.order_delay_ms * 1000)
+
+    def _release_operator(self, upto_us: int) -> None:
+        """streamjoin's operator: EMIT FINAL rows up to `upto_us` and below every group's hold (the
+        lowest rowtime a group may still emit); EAGER and CHANGES rows at once."""
+        if self.emit != "FINAL":
+            return self._release(None)
+        holds = [h for h, _ in (self.state().groups or {}).values() if h is not None]
+        self._release(min([upto_us, *holds]))
 
     def finish(self) -> None:
         """End of input: release everything left."""
@@ -175,6 +181,8 @@ class OrderedSink:
         or before it; rows older than it (a row at the clock itself may still come)."""
         if self.bucketed is not None:
             self._release(clock_us)
+        elif self.custom:  # (a prompt view read by the operator: still below its holds)
+            self._release_operator(clock_us - 1)
         else:
             self._release(clock_us - 1 - self.order_delay_ms * 1000)
 
@@ -183,6 +191,10 @@ class OrderedSink:
             return self._release_buckets(threshold_us)
         with self.lock:
             state = self.state()
+            if state.pending_release_us is not None:
+                # a release into a topic or stream cut short by a crash: redone with exactly its
+                # threshold, so that it holds the same rows and the writer finds which it sent
+                threshold_us = None if state.pending_release_us >= END_US else state.pending_release_us
             table = self._load(state.carry)
             done, rest = None, None
             if table is not None and table.num_rows:
@@ -194,15 +206,22 @@ class OrderedSink:
                     done, rest = table.filter(ready), table.filter(pc.invert(ready))
             if self._write(state, done, threshold_us):
                 self._save(state, rest)
+            elif state.pending_release_us is not None:  # (nothing left to redo: never the case, but never stuck)
+                state.pending_release_us = None
+                self._save_state(state)
 
     def _write(self, state: SinkState, done, threshold_us: int | None) -> bool:
         """Write the released rows `done` (all rows up to `threshold_us`); False: nothing to do."""
         if done is None or not done.num_rows:
             return False
+        if getattr(self.writer, "appends", False):  # a topic, a stream: what was sent cannot be taken back
+            state.pending_release_us = END_US if threshold_us is None else threshold_us
+            self._save_state(state)  # the plan first: a crash from here on redoes this very release
         # written in sorted order a slice at a time: the indices, not a sorted copy of the rows
         order = pc.sort_indices(done, sort_keys=self.sort_keys)
         rows = done.select(self.columns)
         write_sorted(self.writer, f"part-{state.releases:08d}", rows, order)  # names sort in emission order
+        state.pending_release_us = None
         state.releases += 1
         state.rows_emitted += rows.num_rows
         give_back(rows.num_rows)  # what formatting the text kept, after a large release (io.memory)
@@ -266,12 +285,14 @@ class OrderedSink:
 
     def _save_state(self, state: SinkState) -> None:
         """state.json alone (the carry stays as it is)."""
+        alive()
         tmp = self.state_path.with_suffix(".tmp")
         tmp.write_text(json.dumps(state.__dict__))
         os.replace(tmp, self.state_path)
         self._writes += 1
 
     def _save(self, state: SinkState, carry) -> None:
+        alive()
         old = state.carry
         state.carry, self._held = None, None
         if carry is not None and carry.num_rows:

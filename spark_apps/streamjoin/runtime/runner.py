@@ -85,6 +85,7 @@ class Runner:
         # a bounded run's part whose rows one Spark batch job computes once its inputs have ended
         # (lower.staged_views.bounded_aggregation), unless a streaming query began it before
         self.once = until_idle and lowered.bounded_frame is not None and ran_on(checkpoint) != "spark"
+        self._runs_state: bool | None = None  # whether the plan Spark runs keeps state (`_stateful`)
 
     def start(self) -> Runner:
         """Stage what the inputs hold, start every part's query (the earlier parts first) and the
@@ -194,7 +195,7 @@ class Runner:
         hour would wait for the next row. Once every staged step is processed, rows older than
         the join clock (min of the inputs' clocks) can no longer come: release up to it."""
         progress = self.query.lastProgress or {}
-        if not progress or (progress.get("stateOperators") and not self.lowered.prompt):
+        if not progress or (self._stateful(progress) and not self.lowered.prompt):
             return  # Spark's watermark, after each batch, drives a stateful query
         manifests = [s.manifest() for s in self.stagers]
         for stager, m in zip(self.stagers, manifests, strict=True):
@@ -205,6 +206,18 @@ class Runner:
         clocks = [s.clock_us(m) for s, m in zip(self.stagers, manifests, strict=True)]
         if clocks and None not in clocks:
             self.sink.settle(min(clocks))
+
+    def _stateful(self, progress: dict) -> bool:
+        """Whether the query keeps state (its rows final by Spark's watermark or the operator's holds,
+        not by the inputs' clock). A run's first micro-batch reports no `stateOperators`, whatever
+        it runs (seen on every stateful query, 2026-12-07): the settle that took it for stateless
+        released a restarted operator's rows past its holds, out of rowtime order (issue 65's
+        matrix). So the plan Spark ran says it, once per run."""
+        if self.lowered.custom or progress.get("stateOperators"):
+            return True
+        if self._runs_state is None:
+            self._runs_state = runs_state(self.query)
+        return bool(self._runs_state)
 
     def end_of_input(self) -> None:
         """Every clock to +infinity: flush all pending results (SEMANTICS §1)."""
@@ -347,6 +360,33 @@ def _raise_if_query_failed(query) -> None:
     error = query.exception()
     if error is not None:
         raise RuntimeError(one_line_reason(error))  # the root cause (a Python error inside Spark's), not Spark's wrapping
+
+
+STATE_STORE_WRITER = "org.apache.spark.sql.execution.streaming.operators.stateful.StateStoreWriter"
+
+
+def runs_state(query) -> bool | None:
+    """Whether the last micro-batch of a Spark streaming query ran a stateful operator (Spark's
+    StateStoreWriter: a stream-stream join, an aggregation, a state UDF such as streamjoin's
+    operator); False for the queries without one of Spark's (the batch join's, a part's one batch
+    job); None when no micro-batch has run yet."""
+    jquery = getattr(query, "_jsq", None)
+    if jquery is None:
+        return False
+    from py4j.java_gateway import is_instance_of
+    from pyspark import SparkContext
+
+    execution = jquery.streamingQuery().lastExecution()
+    if execution is None:
+        return None
+    pending = [execution.executedPlan()]
+    while pending:
+        node = pending.pop()
+        if is_instance_of(SparkContext._gateway, node, STATE_STORE_WRITER):
+            return True
+        children = node.children()
+        pending.extend(children.apply(i) for i in range(children.size()))
+    return False
 
 
 class OnceQuery:

@@ -7,6 +7,7 @@ import os
 import sys
 from pathlib import Path
 
+from streamjoin.faults import alive
 from streamjoin.io.jsonlines import format_lines, format_rows
 
 
@@ -49,6 +50,7 @@ class RowWriter:
     def _emit(self, name: str, parts) -> None:
         """The lines' bytes (a list or an iterator of them, none for no lines) to stdout, or to
         `<dir>/<name>.jsonl` (nothing for no lines)."""
+        alive()
         if self.stdout:
             for part in parts:
                 sys.stdout.buffer.write(part)
