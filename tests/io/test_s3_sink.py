@@ -245,3 +245,24 @@ def test_a_checkpoint_whose_committed_rows_are_gone_from_the_table_refuses_to_ru
     # a new checkpoint rebuilds the table from the inputs
     run_to_end(start(spark, sql, tmp_path / "again"))
     assert committed(sink) == EXPECTED
+
+
+def test_a_delta_sink_writes_the_tables_checkpoint_every_checkpoint_interval_versions(tmp_path):
+    # the sink writes Delta's checkpoint itself, after the commit (a crash point between the two:
+    # sink.before_delta_checkpoint), every `checkpoint_interval` versions; readers need none of them
+    import pyarrow as pa
+    from deltalake import DeltaTable
+
+    from streamjoin.io.table_sink import SinkSpec
+
+    spec = SinkSpec.from_options("out", {"path": str(tmp_path / "t"), "format": "delta", "checkpoint_interval": "2"})
+    sink = TableSink(spec, "app-1")
+    for version in range(5):
+        sink.apply(pa.table({"k": [version], "v": [f"v{version}"]}), version, None)
+    log = tmp_path / "t" / "_delta_log"
+    assert sorted(p.name.split(".")[0].lstrip("0") or "0" for p in log.glob("*.checkpoint.parquet")) == ["2", "4"]
+    table = DeltaTable(str(tmp_path / "t"))
+    assert table.version() == 4 and table.transaction_version("app-1") == 4
+    assert sorted(table.to_pyarrow_table().column("k").to_pylist()) == [0, 1, 2, 3, 4]
+    with pytest.raises(ValueError, match="checkpoint_interval = '0' is not a whole number"):
+        SinkSpec.from_options("out", {"path": "x", "checkpoint_interval": "0"})

@@ -323,7 +323,10 @@ class DeltaCommitter:
         A checkpoint a crash left unwritten is not needed (readers replay the log from the one
         before), and the next one due is written as usual. `table`: as the commit left it (None: it
         created the table, version 0)."""
-        version = table.version() if table is not None else None
+        if table is None:
+            return
+        table.update_incremental()  # (a write transaction leaves the object at the version before it)
+        version = table.version()
         if version and version % self.spec.checkpoint_interval == 0:
             crash_point("sink.before_delta_checkpoint")
             table.create_checkpoint()
