@@ -43,6 +43,16 @@ class Kind:
     prepare: Callable[[Path], None] = lambda root: None  # tables etc., before the first process
 
 
+@dataclass(frozen=True)
+class Watch:
+    """A kill when something is seen from outside: `seen(root)` true (polled every 50 ms while the
+    process runs; a new commit in a table's log, say), then SIGKILL to the process group."""
+
+    label: str
+    seen: Callable[[Path], bool]
+    wait_s: float = 180.0  # after the process's last arrival: how long it may take to be seen (a cluster's executors start slowly)
+
+
 @dataclass
 class Outcome:
     committed: object
@@ -89,8 +99,8 @@ def _kill_group(proc: subprocess.Popen, sig=signal.SIGKILL) -> None:
         pass
 
 
-def run(kind: Kind, root: Path, kills: list[str | float]) -> Outcome:
-    """Run `kind` under `root` with `kills` (crash points `NAME:N`, or seconds), then to the end."""
+def run(kind: Kind, root: Path, kills: list[str | float | Watch]) -> Outcome:
+    """Run `kind` under `root` with `kills` (crash points `NAME:N`, seconds, or a `Watch`), then to the end."""
     root.mkdir(parents=True, exist_ok=True)
     kind.prepare(root)
     outcome, arrived = Outcome(None), 0
@@ -110,13 +120,16 @@ def run(kind: Kind, root: Path, kills: list[str | float]) -> Outcome:
                     arrived, last = arrived + 1, now
                 if arrived == upto and all_in_since is None:
                     all_in_since = now
-                if not named and now - started >= kill:
+                due = _due(kill, root, now - started)
+                if due is not None:
                     _kill_group(proc)
-                    outcome.kills.append(f"{kill:.1f}s")
-                elif named and all_in_since is not None and now - all_in_since > UNREACHED_GRACE_S:
+                    outcome.kills.append(due)
+                    break
+                grace = kill.wait_s if isinstance(kill, Watch) else UNREACHED_GRACE_S
+                if not isinstance(kill, float | int) and all_in_since is not None and now - all_in_since > grace:
                     proc.send_signal(signal.SIGTERM)  # the point is not on this run's path: stop gracefully
                     proc.wait(60)
-                    outcome.unreached.append(kill)
+                    outcome.unreached.append(kill.label if isinstance(kill, Watch) else kill)
                     break
                 time.sleep(0.05)
             proc.wait(60)
@@ -136,6 +149,15 @@ def run(kind: Kind, root: Path, kills: list[str | float]) -> Outcome:
             raise AssertionError(f"{kind.name}: the last run failed ({proc.returncode}): see {root / 'runs.log'}")
     outcome.committed = kind.read(root)
     return outcome
+
+
+def _due(kill: str | float | Watch, root: Path, elapsed: float) -> str | None:
+    """The kill to make from outside now, if any (a crash point is the process's own)."""
+    if isinstance(kill, Watch):
+        return kill.label if kill.seen(root) else None
+    if isinstance(kill, str):
+        return None
+    return f"{kill:.1f}s" if elapsed >= kill else None
 
 
 def uninterrupted(kind: Kind, root: Path, spark) -> object:

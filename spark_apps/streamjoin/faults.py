@@ -51,6 +51,7 @@ _target: tuple[str, int] | None = None
 _simulate = False
 _dead = threading.Event()
 _seen: dict[str, int] = {}
+_lock = threading.Lock()  # arming and a point's count: a thread of a killed run never kills the next run
 
 
 def parse(text: str) -> tuple[str, int]:
@@ -68,11 +69,12 @@ def arm(text: str | None, simulate: bool = False) -> None:
     there instead (and at every point after it), for a harness that restarts in this process."""
     global _target, _simulate
     target = parse(text) if text else None
-    if target != _target or simulate != _simulate or _dead.is_set():
-        # the same point armed again (an app restarting its query) keeps its count
-        _target, _simulate = target, simulate
-        _seen.clear()
-        _dead.clear()
+    with _lock:
+        if target != _target or simulate != _simulate or _dead.is_set():
+            # the same point armed again (an app restarting its query) keeps its count
+            _target, _simulate = target, simulate
+            _seen.clear()
+            _dead.clear()
 
 
 def armed() -> tuple[str, int] | None:
@@ -104,12 +106,15 @@ def crash_point(name: str) -> None:
         raise CrashPointReached(f"crash point {name}: this run was killed (simulated) at an earlier point")
     if _target is None or _target[0] != name:
         return
-    _seen[name] = _seen.get(name, 0) + 1
-    if _seen[name] < _target[1]:
-        return
-    if _simulate:
-        _dead.set()
-        raise CrashPointReached(f"crash point {name} #{_seen[name]}: this run is killed here (simulated)")
+    with _lock:
+        if _target is None or _target[0] != name:
+            return  # disarmed meanwhile
+        _seen[name] = _seen.get(name, 0) + 1
+        if _seen[name] < _target[1]:
+            return
+        if _simulate:
+            _dead.set()
+            raise CrashPointReached(f"crash point {name} #{_seen[name]}: this run is killed here (simulated)")
     sys.stderr.write(f"streamjoin: crash point {name} #{_seen[name]}: killing this process\n")
     sys.stderr.flush()
     os.kill(os.getpid(), signal.SIGKILL)
