@@ -281,8 +281,10 @@ def _kinesis_output(root: Path) -> str:
     from streamjoin.io import kinesis
 
     client = kinesis.client()
-    if _topic(root) not in client.list_streams()["StreamNames"]:
+    try:  # (once per run: a restart's output is there; ListStreams shows only the first 100 of a session's)
         client.create_stream(StreamName=_topic(root), ShardCount=1)
+    except client.exceptions.ResourceInUseException:
+        pass
     return f"kinesis://{_topic(root)}"
 
 
