@@ -33,7 +33,7 @@ ARRIVALS = 5  # files per stream, one per pass
 ROWS = 12  # rows per stream per arrival
 SPAN_MS = 30 * 60 * 1000  # each arrival's rows span half an hour: the run crosses hours (markers)
 KEYS = 3
-DEAD_S = 2.0  # after a simulated kill, before the restart
+DEAD_S = 0.5  # after a simulated kill, before the restart (its objects stay inert after it: faults.generation)
 
 
 def arrivals(seed: int, streams: str) -> list[dict[str, list[dict]]]:
@@ -175,7 +175,7 @@ ENGINES = {e.name: e for e in [
 class Sink:
     name: str
     declare: Callable[[Path, Engine], tuple[str, str]]  # (CREATE SINK ..., INSERT INTO ...) or ("", "") for --output
-    output: Callable[[Path], str]  # run's --output
+    output: Callable[[Path, Engine], str]  # run's --output
     read: Callable[[Path, Engine], object]  # what it holds, comparable with ==
     s3: bool = False
 
@@ -212,13 +212,15 @@ def folded(rows: list[dict], leave_out: tuple[str, ...] = ()) -> list:
     return sorted((+content).elements())
 
 
-def _rows(engine: Engine, rows: list[dict]) -> tuple[list, bool]:
-    """(the rows as compared, whether they came in rowtime order)."""
+def _rows(engine: Engine, rows: list[dict], in_order: bool = True) -> tuple[list, bool]:
+    """(the rows as compared, whether they came in rowtime order; `in_order`: the output keeps an
+    order to check, as a folder and a one-shard stream do, not a topic's several partitions)."""
     leave_out = ("rowtime",) if engine.arrival_time else ()
     if engine.changelog:
         return folded(rows, leave_out), True
-    times = [r.get("rowtime") or r.get("t") for r in rows]
-    return canonical(rows, leave_out), not engine.ordered or times == sorted(times)
+    times = [r.get("rowtime") or r.get("t") or r.get("h") for r in rows]  # (the queries' time columns)
+    checked = engine.ordered and in_order and None not in times
+    return canonical(rows, leave_out), not checked or times == sorted(times)
 
 
 def _read_files(root: Path, engine: Engine):
@@ -259,7 +261,9 @@ def _read_topic(root: Path, engine: Engine):
     from kafka_helpers import read_topic
     from streamjoin.io.kafka import bootstrap
 
-    return _rows(engine, [value for _, value, _ in read_topic(bootstrap(None), _topic(root))])
+    # a topic's partitions are read one after another: the changes of one key are in order in its
+    # partition (the output is keyed by a changelog's key), the rows of several are not
+    return _rows(engine, [value for _, value, _ in read_topic(bootstrap(None), _topic(root))], in_order=False)
 
 
 def _topic(root: Path) -> str:
@@ -277,7 +281,7 @@ def _read_stream(root: Path, engine: Engine):
     return _rows(engine, rows)
 
 
-def _kinesis_output(root: Path) -> str:
+def _kinesis_output(root: Path, engine: Engine) -> str:
     from streamjoin.io import kinesis
 
     client = kinesis.client()
@@ -290,12 +294,13 @@ def _kinesis_output(root: Path) -> str:
 
 NO_SINK = lambda root, engine: ("", "")  # noqa: E731 - the output is run's --output
 SINKS = {s.name: s for s in [
-    Sink("files", NO_SINK, lambda root: str(root / "out"), _read_files),
-    Sink("delta", _s3_declare("delta", ", partitioned_by = 'hour', checkpoint_interval = '2'"), lambda root: str(root / "out"),
+    Sink("files", NO_SINK, lambda root, engine: str(root / "out"), _read_files),
+    Sink("delta", _s3_declare("delta", ", partitioned_by = 'hour', checkpoint_interval = '1'"), lambda root, engine: str(root / "out"),
          _read_table, s3=True),
-    Sink("parquet", _s3_declare("parquet", ", partitioned_by = 'hour'"), lambda root: str(root / "out"), _read_table, s3=True),
-    Sink("upsert", _s3_declare("upsert", ", checkpoint_interval = '2'"), lambda root: str(root / "out"), _read_table, s3=True),
-    Sink("kafka", NO_SINK, lambda root: f"kafka://{_topic(root)}", _read_topic),
+    Sink("parquet", _s3_declare("parquet", ", partitioned_by = 'hour'"), lambda root, engine: str(root / "out"), _read_table, s3=True),
+    Sink("upsert", _s3_declare("upsert", ", checkpoint_interval = '1'"), lambda root, engine: str(root / "out"), _read_table, s3=True),
+    Sink("kafka", NO_SINK, lambda root, engine: f"kafka://{_topic(root)}" + (f"?key={engine.key.replace(' ', '')}" if engine.key else ""),
+         _read_topic),
     Sink("kinesis", NO_SINK, _kinesis_output, _read_stream),
 ]}
 
@@ -350,7 +355,7 @@ def points(engine: Engine, sink: Sink) -> list[str]:
 class Outcome:
     committed: object
     crashed: bool
-    restarted_ok: bool = True
+    reached: dict[str, int] = field(default_factory=dict)  # how often the run passed each point (uninterrupted: all of it)
 
 
 def _settings(engine: Engine):
@@ -364,7 +369,7 @@ def _runner(spark, engine: Engine, sink: Sink, root: Path):
 
     (root / "query.sql").write_text(engine.sql(root, sink))
     pipeline = Pipeline.from_sql(engine.sql(root, sink), "matrix.sql", _settings(engine), dialect=engine.dialect)
-    return pipeline.runner(spark, root / "checkpoint", sink.output(root))
+    return pipeline.runner(spark, root / "checkpoint", sink.output(root, engine))
 
 
 def _write(root: Path, engine: Engine, data: list, i: int) -> None:
@@ -392,13 +397,13 @@ def run(spark, engine_name: str, sink_name: str, root: Path, kill: str | None, s
         runner = _runner(spark, engine, sink, root)
         assert engine.check(runner.lowered), f"{engine.name}: the query did not run on its engine: {runner.lowered}"
         _passes(runner.start(), root, engine, data, written)
-        crashed = False
+        crashed, reached = False, faults.reached()
     except Exception as error:
         if runner is not None:
             runner.fail(error)  # a killed run's query and threads stopped (what a kill ends)
         if not faults.crashed():
             raise
-        crashed = True
+        crashed, reached = True, faults.reached()
         # still dead a moment: a thread of the killed run that stop() did not wait for (a progress
         # event's release, a Spark callback) ends at its next durable step, as it would have died
         time.sleep(DEAD_S)
@@ -411,7 +416,7 @@ def run(spark, engine_name: str, sink_name: str, root: Path, kill: str | None, s
         except Exception as error:
             runner.fail(error)
             raise
-    return Outcome(sink.read(root, engine), crashed)
+    return Outcome(sink.read(root, engine), crashed, reached)
 
 
 def _passes(runner, root: Path, engine: Engine, data: list, written: list[int]) -> None:

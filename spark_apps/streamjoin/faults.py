@@ -52,6 +52,9 @@ _simulate = False
 _dead = threading.Event()
 _seen: dict[str, int] = {}
 _lock = threading.Lock()  # arming and a point's count: a thread of a killed run never kills the next run
+_generation = 0  # each arming starts a run of its own; the objects a run makes keep its number
+_killed: set[int] = set()  # the runs killed (simulated): their objects write nothing, ever
+_reached: dict[str, int] = {}  # every point's count since the last arming (a harness reads how often a run passes each)
 
 
 def parse(text: str) -> tuple[str, int]:
@@ -67,7 +70,7 @@ def parse(text: str) -> tuple[str, int]:
 def arm(text: str | None, simulate: bool = False) -> None:
     """Kill this process at `text` (NAME[:N]); None disarms. `simulate`: raise CrashPointReached
     there instead (and at every point after it), for a harness that restarts in this process."""
-    global _target, _simulate
+    global _target, _simulate, _generation
     target = parse(text) if text else None
     with _lock:
         if target != _target or simulate != _simulate or _dead.is_set():
@@ -75,6 +78,19 @@ def arm(text: str | None, simulate: bool = False) -> None:
             _target, _simulate = target, simulate
             _seen.clear()
             _dead.clear()
+            _reached.clear()
+            _generation += 1
+
+
+def reached() -> dict[str, int]:
+    """How many times each point was reached since the last arming."""
+    return dict(_reached)
+
+
+def generation() -> int:
+    """The run this process is on now (a new one after each arming that starts afresh): an object
+    that writes keeps it and asks `alive(born)` before each write."""
+    return _generation
 
 
 def armed() -> tuple[str, int] | None:
@@ -92,11 +108,12 @@ def crashed() -> bool:
     return _dead.is_set()
 
 
-def alive() -> None:
+def alive(born: int | None = None) -> None:
     """Before a durable write that another thread may reach without passing a crash point: a run
-    killed (simulated) writes nothing more. Nothing otherwise (and nothing in a real kill, which
-    stops every thread at once)."""
-    if _dead.is_set():
+    killed (simulated) writes nothing more, and neither does an object of it (`born`: its run's
+    `generation()`) that a late callback reaches after the next run began. Nothing otherwise (and
+    nothing in a real kill, which stops every thread at once)."""
+    if _dead.is_set() or (born is not None and born in _killed):
         raise CrashPointReached("this run was killed (simulated) at a crash point: nothing more is written")
 
 
@@ -104,6 +121,7 @@ def crash_point(name: str) -> None:
     """A point a crash may hit: if armed for `name`, the N-th call here kills the process."""
     if _dead.is_set():
         raise CrashPointReached(f"crash point {name}: this run was killed (simulated) at an earlier point")
+    _reached[name] = _reached.get(name, 0) + 1
     if _target is None or _target[0] != name:
         return
     with _lock:
@@ -114,6 +132,7 @@ def crash_point(name: str) -> None:
             return
         if _simulate:
             _dead.set()
+            _killed.add(_generation)
             raise CrashPointReached(f"crash point {name} #{_seen[name]}: this run is killed here (simulated)")
     sys.stderr.write(f"streamjoin: crash point {name} #{_seen[name]}: killing this process\n")
     sys.stderr.flush()

@@ -252,7 +252,6 @@ def test_a_delta_sink_writes_the_tables_checkpoint_every_checkpoint_interval_ver
     # sink.before_delta_checkpoint), every `checkpoint_interval` versions; readers need none of them
     import pyarrow as pa
     from deltalake import DeltaTable
-
     from streamjoin.io.table_sink import SinkSpec
 
     spec = SinkSpec.from_options("out", {"path": str(tmp_path / "t"), "format": "delta", "checkpoint_interval": "2"})

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
-from streamjoin.faults import alive, armed_at, crash_point
+from streamjoin.faults import alive, armed_at, crash_point, generation
 from streamjoin.io.release_log import ReleaseLog
 
 RELEASE, ROW = "streamjoin.release", "streamjoin.row"
@@ -62,6 +62,7 @@ class TopicWriter:
         self.servers = bootstrap(options.get("bootstrap", [None])[0])
         self.suffix = suffix
         self.log = ReleaseLog(state_dir / f"kafka-sink{suffix}.json")
+        self._born = generation()  # (a crash harness's simulated kill: a killed run's writer sends nothing more)
         self.producer = Producer({"bootstrap.servers": self.servers, "enable.idempotence": True, "linger.ms": 20,
                                   "logger": CLIENT_LOG})
 
@@ -90,7 +91,7 @@ class TopicWriter:
     def _send(self, name: str, values: list[bytes], keys: list[bytes | None]) -> None:
         if not values:
             return
-        alive()
+        alive(self._born)
         release = f"{name}{self.suffix}"
         if self.log.done(release):
             return  # sent before a restart: a replay
@@ -105,25 +106,27 @@ class TopicWriter:
                 failures.append(error)
 
         headers_of = [(RELEASE, release.encode())]
-        half = len(values) // 2 if armed_at("sink.inside_release") else None  # the crash harness: half sent first
+        half = len(values) // 2
         for i, (value, key) in enumerate(zip(values, keys, strict=True)):
             if i == half:
-                self.producer.flush(120)
+                if armed_at("sink.inside_release"):  # the crash harness: the first half in the topic
+                    self.producer.flush(120)
                 crash_point("sink.inside_release")
-            if i in present:
-                continue
-            while True:
-                try:
-                    self.producer.produce(self.topic, value=value, key=key, headers=[*headers_of, (ROW, str(i).encode())],
-                                          on_delivery=delivered)
-                    break
-                except BufferError:
-                    self.producer.poll(0.1)
+            if i not in present:
+                self._produce(value, key, [*headers_of, (ROW, str(i).encode())], delivered)
         left = self.producer.flush(120)
         if left or failures:
             reason = failures[0].str() if failures else f"{left} records not acknowledged in 120 s"
             raise ConnectionError(f"kafka {self.servers}: writing release {release} into topic '{self.topic}': {reason}")
         self.log.finish(release)
+
+    def _produce(self, value: bytes, key: bytes | None, headers: list, delivered) -> None:
+        while True:
+            try:
+                self.producer.produce(self.topic, value=value, key=key, headers=headers, on_delivery=delivered)
+                return
+            except BufferError:  # the producer's queue is full: let it drain
+                self.producer.poll(0.1)
 
     def _ends(self) -> dict[str, int]:
         """The topic's end offset per partition now (nothing for a topic not made yet)."""

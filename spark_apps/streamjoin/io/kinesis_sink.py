@@ -18,7 +18,7 @@ from collections import Counter
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
-from streamjoin.faults import alive, armed_at, crash_point
+from streamjoin.faults import alive, armed_at, crash_point, generation
 from streamjoin.io.release_log import ReleaseLog
 
 
@@ -42,6 +42,7 @@ class StreamWriter:
         self.suffix = suffix
         self.client = client()
         self.log = ReleaseLog(state_dir / f"kinesis-sink{suffix}.json")
+        self._born = generation()  # (a crash harness's simulated kill: a killed run's writer sends nothing more)
 
     def write(self, name: str, rows: list[dict]) -> None:
         from streamjoin.io.jsonlines import format_rows
@@ -59,7 +60,7 @@ class StreamWriter:
     def _send(self, name: str, datas: list[bytes], keys: list) -> None:
         if not datas:
             return
-        alive()
+        alive(self._born)
         release = f"{name}{self.suffix}"
         if self.log.done(release):
             return  # sent before a restart: a replay
@@ -77,7 +78,7 @@ class StreamWriter:
         if armed_at("sink.inside_release") and len(chunks) == 1:  # the crash harness: half sent first
             chunks = [entries[:len(entries) // 2], entries[len(entries) // 2:]]
         for n, chunk in enumerate(chunks):
-            if n:
+            if n == len(chunks) // 2:  # (armed, after the first half)
                 crash_point("sink.inside_release")
             if chunk:
                 self._put(chunk)

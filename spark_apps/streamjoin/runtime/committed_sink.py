@@ -14,7 +14,7 @@ import json
 import uuid
 from pathlib import Path
 
-from streamjoin.faults import crash_point
+from streamjoin.faults import alive, crash_point
 from streamjoin.io.instants import END_US
 from streamjoin.io.jsonlines import format_instant
 from streamjoin.io.table_sink import HOUR, HOUR_US, TableSink, hour_name, hour_start_us
@@ -163,6 +163,7 @@ class CommittedSink(OrderedSink):
                 if state.next_marker_us is None and self.table.marked_by_another(hour):
                     continue  # an earlier query's hour (a new checkpoint on an old table): keep its marker
                 crash_point("sink.before_marker")
+                alive(self._born)
                 self.table.mark_complete(hour, counts.get(hour, 0), {
                     "snapshots": self.snapshots,
                     "query": self.query_file,

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 
-from streamjoin.faults import alive, crash_point
+from streamjoin.faults import alive, crash_point, generation
 from streamjoin.io.instants import END_US, spark_watermark_rowtime_us
 from streamjoin.io.memory import give_back
 from streamjoin.lower.columns import ROWTIME_COLUMN
@@ -67,6 +67,7 @@ class OrderedSink:
         self.dir.mkdir(parents=True, exist_ok=True)
         self.state_path = self.dir / "state.json"
         self.lock = threading.Lock()
+        self._born = generation()  # (a crash harness's simulated kill: a killed run's sink writes nothing more)
         self._writes = 0  # state.json writes by this sink: `state` parses it again after each
         self._parsed: tuple[int, dict] | None = None
         self._parsed_lock = threading.Lock()
@@ -285,14 +286,14 @@ class OrderedSink:
 
     def _save_state(self, state: SinkState) -> None:
         """state.json alone (the carry stays as it is)."""
-        alive()
+        alive(self._born)
         tmp = self.state_path.with_suffix(".tmp")
         tmp.write_text(json.dumps(state.__dict__))
         os.replace(tmp, self.state_path)
         self._writes += 1
 
     def _save(self, state: SinkState, carry) -> None:
-        alive()
+        alive(self._born)
         old = state.carry
         state.carry, self._held = None, None
         if carry is not None and carry.num_rows:

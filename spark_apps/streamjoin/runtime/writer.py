@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from streamjoin.faults import alive
+from streamjoin.faults import alive, generation
 from streamjoin.io.jsonlines import format_lines, format_rows
 
 
@@ -32,6 +32,7 @@ class RowWriter:
         """`suffix`: after each file's name (`part-00000001-ALERTS.jsonl`), so that several
         outputs of one application write into one directory."""
         self.stdout, self.suffix = target == "-", suffix
+        self._born = generation()  # (a crash harness's simulated kill: a killed run's writer writes nothing more)
         self.dir = None if self.stdout else Path(target)
         if self.dir:
             self.dir.mkdir(parents=True, exist_ok=True)
@@ -50,7 +51,7 @@ class RowWriter:
     def _emit(self, name: str, parts) -> None:
         """The lines' bytes (a list or an iterator of them, none for no lines) to stdout, or to
         `<dir>/<name>.jsonl` (nothing for no lines)."""
-        alive()
+        alive(self._born)
         if self.stdout:
             for part in parts:
                 sys.stdout.buffer.write(part)
