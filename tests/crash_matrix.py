@@ -429,3 +429,34 @@ def _passes(runner, root: Path, engine: Engine, data: list, written: list[int]) 
         runner.process_available()
     runner.end_of_input()
     runner.stop("finished")
+
+
+class Uninterrupted:
+    """Each pair's uninterrupted run (what it committed, how often it passed each point), made once."""
+
+    def __init__(self, spark, tmp_path_factory) -> None:
+        self.spark, self.tmp, self.runs = spark, tmp_path_factory, {}
+
+    def __call__(self, engine: str, sink: str) -> Outcome:
+        if (engine, sink) not in self.runs:
+            self.runs[engine, sink] = run(self.spark, engine, sink, self.tmp.mktemp(f"{engine}-{sink}"), None)
+        return self.runs[engine, sink]
+
+
+def check(spark, uninterrupted: Uninterrupted, root: Path, engine: str, sink: str, kill: str) -> None:
+    """Killed at `kill` (NAME:N, or NAME:later: the third pass, or the last when there are two) and
+    started again, the pair commits exactly what its uninterrupted run does."""
+    once = uninterrupted(engine, sink)
+    point, _, n = kill.partition(":")
+    if n == "later":
+        passes = once.reached.get(point, 0)
+        assert passes >= 2, f"{engine} into {sink} passes {point} {passes} times: no later pass to kill it on"
+        kill = f"{point}:{min(3, passes)}"
+    outcome = run(spark, engine, sink, root / "killed", kill)
+    assert outcome.crashed, f"{engine} into {sink} never reached {kill}"
+    assert outcome.committed == once.committed  # nothing missing, nothing twice (and the same markers)
+
+
+def full(n: str) -> list[tuple[str, str, str]]:
+    """The whole matrix's kills on pass `n` ("1" or "later"): every pair, every point it passes."""
+    return [(e, s, f"{p}:{n}") for e, s in pairs() for p in points(ENGINES[e], SINKS[s])]

@@ -3,12 +3,13 @@ uninterrupted run of the same input has: nothing lost, nothing doubled, and the 
 without an error (issue 65). Every engine a join runs on, into every sink it can write, at every
 point its run passes (`crash_matrix.points`), on the first pass and on a later one; the kill
 simulated in this process (tests/crash_matrix.py). `make test` runs a slice: each engine and each
-sink at least once, every S3 sink at `sink.after_commit`; `make test-long` runs the whole matrix."""
+sink at least once, every S3 sink at `sink.after_commit`; `make test-long` runs the whole matrix
+(its later passes in test_crash_matrix_later_passes.py)."""
 
 from __future__ import annotations
 
 import pytest
-from crash_matrix import ENGINES, SINKS, pairs, points, run
+from crash_matrix import ENGINES, SINKS, Uninterrupted, check, full, pairs, points
 
 SLICE = [  # (engine, sink, kill)
     ("native", "delta", "sink.after_commit:2"),  # issue 65: a replay skipped its batch's state
@@ -26,33 +27,13 @@ SLICE = [  # (engine, sink, kill)
     ("bucketed", "delta", "sink.after_commit:1"),
     ("running", "upsert", "sink.before_delta_checkpoint:1"),
 ]
-# each point on the run's first pass through it (`:1`) and on a later one: the third, or the last
-# when the uninterrupted run passes it twice only (`later`)
-FULL = [(e, s, f"{p}:{n}") for e, s in pairs() for p in points(ENGINES[e], SINKS[s]) for n in ("1", "later")]
+# the whole matrix, first passes (later passes: test_crash_matrix_later_passes.py, on the other worker)
+FULL = full("1")
 
 
 @pytest.fixture(scope="module")
 def uninterrupted(spark, tmp_path_factory):
-    """Each pair's uninterrupted run (what it committed, how often it passed each point), once per module."""
-    runs = {}
-
-    def of(engine: str, sink: str):
-        if (engine, sink) not in runs:
-            runs[engine, sink] = run(spark, engine, sink, tmp_path_factory.mktemp(f"{engine}-{sink}"), None)
-        return runs[engine, sink]
-    return of
-
-
-def check(spark, uninterrupted, tmp_path, engine: str, sink: str, kill: str) -> None:
-    once = uninterrupted(engine, sink)
-    point, _, n = kill.partition(":")
-    if n == "later":
-        passes = once.reached.get(point, 0)
-        assert passes >= 2, f"{engine} into {sink} passes {point} {passes} times: no later pass to kill it on"
-        kill = f"{point}:{min(3, passes)}"
-    outcome = run(spark, engine, sink, tmp_path / "killed", kill)
-    assert outcome.crashed, f"{engine} into {sink} never reached {kill}"
-    assert outcome.committed == once.committed  # nothing missing, nothing twice (and the same markers)
+    return Uninterrupted(spark, tmp_path_factory)
 
 
 @pytest.mark.parametrize("engine,sink,kill", SLICE, ids=["-".join(c) for c in SLICE])
@@ -69,6 +50,7 @@ def test_the_slice_takes_every_engine_and_every_sink_and_every_s3_sink_at_its_co
 
 @pytest.mark.long
 @pytest.mark.parametrize("engine,sink,kill", FULL, ids=["-".join(c) for c in FULL])
-def test_the_whole_matrix_of_engines_sinks_and_crash_points(spark, s3_server, kafka_broker, uninterrupted, tmp_path,
-                                                             engine, sink, kill):
+def test_the_whole_matrix_of_engines_sinks_and_crash_points_on_their_first_pass(spark, s3_server, kafka_broker,
+                                                                                 uninterrupted, tmp_path, engine, sink,
+                                                                                 kill):
     check(spark, uninterrupted, tmp_path, engine, sink, kill)
