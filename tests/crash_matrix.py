@@ -36,13 +36,13 @@ KEYS = 3
 DEAD_S = 0.5  # after a simulated kill, before the restart (its objects stay inert after it: faults.generation)
 
 
-def arrivals(seed: int, streams: str) -> list[dict[str, list[dict]]]:
+def arrivals(seed: int, streams: str, count: int = ARRIVALS) -> list[dict[str, list[dict]]]:
     """Per arrival, {stream: rows} for streams among a (x), b (y), c (z): rowtimes in order per stream,
     offset per stream so that no two rows of a stream share an instant (ROWS and ASOF joins are then
     fully determined), keys 0..KEYS-1; values number the rows."""
     rnd = random.Random(seed)
     out = []
-    for i in range(ARRIVALS):
+    for i in range(count):
         files = {}
         for n, (name, column) in enumerate((("a", "x"), ("b", "y"), ("c", "z"))):
             if name in streams:
@@ -379,7 +379,8 @@ def _write(root: Path, engine: Engine, data: list, i: int) -> None:
         write_changes(root, i)
 
 
-def run(spark, engine_name: str, sink_name: str, root: Path, kill: str | None, seed: int = 7) -> Outcome:
+def run(spark, engine_name: str, sink_name: str, root: Path, kill: str | None, seed: int = 7,
+        count: int = ARRIVALS) -> Outcome:
     """The pair's run under `root`: each arrival a pass of a live query, then the end of input; with
     `kill` (NAME:N) the run is killed there (simulated) and a new one on the checkpoint goes on
     with the rest of the arrivals, a pass each (so that an engine whose clock is arrival order sees
@@ -390,7 +391,7 @@ def run(spark, engine_name: str, sink_name: str, root: Path, kill: str | None, s
     root.mkdir(parents=True, exist_ok=True)
     if engine.table:
         write_table(root)
-    data, written = arrivals(seed, engine.streams), [0]
+    data, written = arrivals(seed, engine.streams, count), [0]
     faults.arm(kill, simulate=True)
     runner = None
     try:
@@ -434,12 +435,13 @@ def _passes(runner, root: Path, engine: Engine, data: list, written: list[int]) 
 class Uninterrupted:
     """Each pair's uninterrupted run (what it committed, how often it passed each point), made once."""
 
-    def __init__(self, spark, tmp_path_factory) -> None:
-        self.spark, self.tmp, self.runs = spark, tmp_path_factory, {}
+    def __init__(self, spark, tmp_path_factory, count: int = ARRIVALS) -> None:
+        self.spark, self.tmp, self.count, self.runs = spark, tmp_path_factory, count, {}
 
     def __call__(self, engine: str, sink: str) -> Outcome:
         if (engine, sink) not in self.runs:
-            self.runs[engine, sink] = run(self.spark, engine, sink, self.tmp.mktemp(f"{engine}-{sink}"), None)
+            root = self.tmp.mktemp(f"{engine}-{sink}")
+            self.runs[engine, sink] = run(self.spark, engine, sink, root, None, count=self.count)
         return self.runs[engine, sink]
 
 
@@ -452,9 +454,29 @@ def check(spark, uninterrupted: Uninterrupted, root: Path, engine: str, sink: st
         passes = once.reached.get(point, 0)
         assert passes >= 2, f"{engine} into {sink} passes {point} {passes} times: no later pass to kill it on"
         kill = f"{point}:{min(3, passes)}"
-    outcome = run(spark, engine, sink, root / "killed", kill)
+    outcome = run(spark, engine, sink, root / "killed", kill, count=uninterrupted.count)
     assert outcome.crashed, f"{engine} into {sink} never reached {kill}"
     assert outcome.committed == once.committed  # nothing missing, nothing twice (and the same markers)
+
+
+SLICE = [  # (engine, sink, kill): make test's, on SLICE_ARRIVALS arrivals; each engine and each sink at least once,
+    # every S3 sink at sink.after_commit (only they have that point), in two halves (a test file each: two workers)
+    ("native", "delta", "sink.after_commit:2"),  # issue 65: a replay skipped its batch's state
+    ("cut_chain", "files", "sink.after_batch:3"),
+    ("operator_rows", "kafka", "sink.inside_release:2"),
+    ("operator_columns", "files", "sink.before_state:3"),
+    ("operator_regular", "upsert", "sink.after_commit:2"),
+    ("operator_changing", "kinesis", "sink.after_batch:3"),
+    ("batch_interval", "files", "sink.before_state:3"),
+    ("batch_chain", "kafka", "sink.after_rows:2"),
+    ("batch_asof", "kinesis", "sink.inside_release:1"),
+    ("batch_rows", "files", "sink.after_rows:3"),
+    ("batch_regular", "files", "stage.before_manifest:3"),
+    ("stream_table", "parquet", "sink.after_commit:2"),  # (a cut chain writes JSON Lines only)
+    ("bucketed", "delta", "sink.after_commit:1"),
+    ("running", "upsert", "sink.before_delta_checkpoint:1"),
+]
+SLICE_ARRIVALS = 3
 
 
 def full(n: str) -> list[tuple[str, str, str]]:

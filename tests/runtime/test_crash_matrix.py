@@ -9,24 +9,9 @@ sink at least once, every S3 sink at `sink.after_commit`; `make test-long` runs 
 from __future__ import annotations
 
 import pytest
-from crash_matrix import ENGINES, SINKS, Uninterrupted, check, full, pairs, points
+from crash_matrix import ENGINES, SINKS, SLICE, SLICE_ARRIVALS, Uninterrupted, check, full, pairs, points
 
-SLICE = [  # (engine, sink, kill)
-    ("native", "delta", "sink.after_commit:2"),  # issue 65: a replay skipped its batch's state
-    ("cut_chain", "files", "sink.after_batch:3"),
-    ("operator_rows", "kafka", "sink.inside_release:2"),
-    ("operator_columns", "files", "sink.before_state:3"),
-    ("operator_regular", "upsert", "sink.after_commit:2"),
-    ("operator_changing", "kinesis", "sink.after_batch:3"),
-    ("batch_interval", "files", "sink.before_state:3"),
-    ("batch_chain", "kafka", "sink.after_rows:2"),
-    ("batch_asof", "kinesis", "sink.inside_release:1"),
-    ("batch_rows", "files", "sink.after_rows:3"),
-    ("batch_regular", "files", "stage.before_manifest:3"),
-    ("stream_table", "parquet", "sink.after_commit:2"),  # (a cut chain writes JSON Lines only)
-    ("bucketed", "delta", "sink.after_commit:1"),
-    ("running", "upsert", "sink.before_delta_checkpoint:1"),
-]
+HALF = SLICE[::2]  # the other half: test_crash_matrix_later_passes.py (a file a worker)
 # the whole matrix, first passes (later passes: test_crash_matrix_later_passes.py, on the other worker)
 FULL = full("1")
 
@@ -36,10 +21,15 @@ def uninterrupted(spark, tmp_path_factory):
     return Uninterrupted(spark, tmp_path_factory)
 
 
-@pytest.mark.parametrize("engine,sink,kill", SLICE, ids=["-".join(c) for c in SLICE])
+@pytest.fixture(scope="module")
+def uninterrupted_short(spark, tmp_path_factory):
+    return Uninterrupted(spark, tmp_path_factory, SLICE_ARRIVALS)
+
+
+@pytest.mark.parametrize("engine,sink,kill", HALF, ids=["-".join(c) for c in HALF])
 def test_a_run_killed_at_a_crash_point_and_started_again_ends_with_every_row_once(
-        spark, s3_server, kafka_broker, uninterrupted, tmp_path, engine, sink, kill):
-    check(spark, uninterrupted, tmp_path, engine, sink, kill)
+        spark, s3_server, kafka_broker, uninterrupted_short, tmp_path, engine, sink, kill):
+    check(spark, uninterrupted_short, tmp_path, engine, sink, kill)
 
 
 def test_the_slice_takes_every_engine_and_every_sink_and_every_s3_sink_at_its_commit():

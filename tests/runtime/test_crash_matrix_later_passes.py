@@ -1,19 +1,31 @@
-"""The crash-point matrix's kills on a later pass (issue 65; the first passes and the slice:
-test_crash_matrix.py): every pair at every point it passes, on the third pass, or the last when
-its uninterrupted run passes the point twice only. A file of its own so that `make test-long`
-runs the two halves of the matrix on two workers."""
+"""The crash-point matrix's kills on a later pass (issue 65; the first passes: test_crash_matrix.py):
+every pair at every point it passes, on the third pass, or the last when its uninterrupted run
+passes the point twice only; and the second half of make test's slice. A file of its own so that
+the two halves of the matrix, and of the slice, run on two workers (a file a worker)."""
 
 from __future__ import annotations
 
 import pytest
-from crash_matrix import Uninterrupted, check, full
+from crash_matrix import SLICE, SLICE_ARRIVALS, Uninterrupted, check, full
 
 LATER = full("later")
+HALF = SLICE[1::2]
 
 
 @pytest.fixture(scope="module")
 def uninterrupted(spark, tmp_path_factory):
     return Uninterrupted(spark, tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def uninterrupted_short(spark, tmp_path_factory):
+    return Uninterrupted(spark, tmp_path_factory, SLICE_ARRIVALS)
+
+
+@pytest.mark.parametrize("engine,sink,kill", HALF, ids=["-".join(c) for c in HALF])
+def test_a_run_killed_at_a_crash_point_and_started_again_ends_with_every_row_once(
+        spark, s3_server, kafka_broker, uninterrupted_short, tmp_path, engine, sink, kill):
+    check(spark, uninterrupted_short, tmp_path, engine, sink, kill)
 
 
 @pytest.mark.long
