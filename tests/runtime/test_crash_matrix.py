@@ -9,21 +9,11 @@ sink at least once, every S3 sink at `sink.after_commit`; `make test-long` runs 
 from __future__ import annotations
 
 import pytest
-from crash_matrix import ENGINES, SINKS, SLICE, SLICE_ARRIVALS, Uninterrupted, check, full, pairs, points
+from crash_matrix import ENGINES, SINKS, SLICE, check, full, pairs, points
 
 HALF = SLICE[::2]  # the other half: test_crash_matrix_later_passes.py (a file a worker)
 # the whole matrix, first passes (later passes: test_crash_matrix_later_passes.py, on the other worker)
 FULL = full("1")
-
-
-@pytest.fixture(scope="module")
-def uninterrupted(spark, tmp_path_factory):
-    return Uninterrupted(spark, tmp_path_factory)
-
-
-@pytest.fixture(scope="module")
-def uninterrupted_short(spark, tmp_path_factory):
-    return Uninterrupted(spark, tmp_path_factory, SLICE_ARRIVALS)
 
 
 @pytest.mark.parametrize("engine,sink,kill", HALF, ids=["-".join(c) for c in HALF])

@@ -6,20 +6,10 @@ the two halves of the matrix, and of the slice, run on two workers (a file a wor
 from __future__ import annotations
 
 import pytest
-from crash_matrix import SLICE, SLICE_ARRIVALS, Uninterrupted, check, full
+from crash_matrix import SLICE, check, full
 
 LATER = full("later")
 HALF = SLICE[1::2]
-
-
-@pytest.fixture(scope="module")
-def uninterrupted(spark, tmp_path_factory):
-    return Uninterrupted(spark, tmp_path_factory)
-
-
-@pytest.fixture(scope="module")
-def uninterrupted_short(spark, tmp_path_factory):
-    return Uninterrupted(spark, tmp_path_factory, SLICE_ARRIVALS)
 
 
 @pytest.mark.parametrize("engine,sink,kill", HALF, ids=["-".join(c) for c in HALF])
