@@ -182,8 +182,15 @@ def test_the_keyed_probe_runs_only_on_plain_keys_of_one_type_without_another_con
 
 def test_explain_says_how_the_batch_join_finds_its_pairs(tmp_path):
     sql = ddl(tmp_path / "l", tmp_path / "r") + QUERY.format(how="INNER")
-    text = explain_text(Pipeline.from_sql(sql, "q.sql", Settings(join_operator="batch")).script)
-    assert "pairs: on a live run, by key" in text
+    from streamjoin.lower.strategy import LoweringOptions
+
+    script = Pipeline.from_sql(sql, "q.sql", Settings(join_operator="batch")).script
+    assert "pairs: by key in an index of the retained rows that the driver keeps" in explain_text(script)  # a live run
+    assert "probe: keyed, in the driver" in explain_text(script)  # (its plan)
+    tasks = explain_text(script, LoweringOptions(probe_in="tasks"))
+    assert "that each task's Python worker keeps" in tasks and "probe: keyed, in the tasks" in tasks
+    bounded = explain_text(script, LoweringOptions(bounded=True))  # `explain --until-idle`: auto scans a bounded run
+    assert "pairs: by scanning the retained steps" in bounded and "probe: scan" in bounded
 
 
 def test_the_keyed_probe_carries_dates_and_decimals_as_the_scan_does(spark, tmp_path):

@@ -29,11 +29,11 @@ def test_a_checkpoint_is_owned_by_spark_once_its_offsets_exist_by_the_batch_join
 
 
 def test_a_bounded_run_resuming_a_checkpoint_spark_ran_keeps_sparks_joins_and_a_live_one_the_batch_join(tmp_path, monkeypatch):
-    from streamjoin.lower import strategy
+    from streamjoin.lower.physical import Engine
 
     seen = []
-    monkeypatch.setattr("streamjoin.lower.lower", lambda spark, script, query, specs, checkpoint, options: seen.append(
-        strategy.batch_reason(script, query, options) is None))
+    monkeypatch.setattr("streamjoin.lower.lower", lambda spark, script, plan, specs, checkpoint, options: seen.append(
+        plan.engine == Engine.BATCH))
     pipeline = Pipeline.from_sql(CHAIN)
     new = tmp_path / "new"
     pipeline.lower(None, new, tmp_path / "late", until_idle=True)

@@ -52,11 +52,11 @@ from streamjoin.lower.columns import (
     rowtime_of,
 )
 from streamjoin.lower.expressions import spark_sql
-from streamjoin.lower.keyed_probe import DriverProbe, flat_schema, in_driver, keyed_sides, probe_task, staged_fields
+from streamjoin.lower.keyed_probe import DriverProbe, flat_schema, probe_task, staged_fields
 from streamjoin.plan.model import Join, JoinType, Query
 
 if TYPE_CHECKING:
-    from streamjoin.lower.strategy import LoweringOptions
+    from streamjoin.lower.physical import JoinNode
 
 INF = 1 << 62  # an input's clock after its end: every rowtime is below it
 # the most rows of an input a two-stream join broadcasts (BatchJoin.step); above it Spark shuffles
@@ -106,7 +106,7 @@ class BatchJoin:
     # the key columns of each input when a micro-batch's pairs are found by the keyed probe
     # (`keyed_rows`, operator.interval_probe); None: by scanning the retained steps (`step`)
     keyed: tuple[tuple[str, ...], tuple[str, ...]] | None = None
-    probe_in: str = "auto"  # where the keyed probe runs: `lower.keyed_probe.in_driver` (auto, driver, tasks)
+    probe_in: str = "tasks"  # where the keyed probe runs (lower.physical: "driver", "tasks")
     # the keyed probe's frames, planned once per session and number of tasks (`_keyed_frame`)
     _frames: dict = field(default_factory=dict, repr=False, compare=False)
     _tasks: int = field(default=1, repr=False, compare=False)  # the keyed probe's tasks (`_probe_tasks`)
@@ -298,7 +298,7 @@ class BatchJoin:
             names = tuple(spec.schema.names)
             types = tuple(f.type for f in staged_fields(spec))
             sides.append(Side(dirs[n], self.keyed[n], spec.rowtime, names, tuple(flat(spec.alias, c) for c in names), types))
-        driver = in_driver(spark, self.probe_in)
+        driver = self.probe_in == "driver"
         buckets = 1 if driver else self._probe_tasks(spark, held)
         job = Probe(tuple(sides), self.low_ms * 1000, self.high_ms * 1000, (self.keeps_left, self.keeps_right),
                     (tuple(old[0]), tuple(old[1])), (tuple(new[0]), tuple(new[1])),
@@ -430,19 +430,17 @@ def clock_of(top_us: int | None, lateness_ms: int) -> int | None:
     return INF if top_us >= END_US else top_us - lateness_ms * 1000
 
 
-def lower_batch(spark, query: Query, specs: list[InputSpec], options: LoweringOptions | None = None):
-    """The query as a batch interval join: the `BatchJoin` the sink runs, and no streaming frame
-    (no Spark streaming query runs it: `runtime.batch_sink.BatchJoinQuery`)."""
+def lower_batch(query: Query, specs: list[InputSpec], node: JoinNode):
+    """The query as a batch interval join (its plan's join `node`: the probe and where it runs):
+    the `BatchJoin` the sink runs, and no streaming frame (no Spark streaming query runs it:
+    `runtime.batch_sink.BatchJoinQuery`)."""
     from streamjoin.lower.lowered import Lowered
-    from streamjoin.lower.strategy import LoweringOptions, interval
+    from streamjoin.lower.physical import key_columns
+    from streamjoin.lower.strategy import interval
 
-    options = options or LoweringOptions()
     join = query.joins[0]
     by_alias = {s.alias: s for s in specs}
     low, high = interval(join) or (-UNBOUNDED_MS, UNBOUNDED_MS)  # none: a regular join (`strategy.regular_reason`)
-    left, right = by_alias[join.left_inputs[-1]], by_alias[join.right]
-    probe = options.batch_probe
-    keyed = keyed_sides(join, left, right) if probe == "keyed" or (probe == "auto" and not options.bounded) else None
-    keyed = None if high >= UNBOUNDED_MS else keyed  # (the probe's index is of rows in a time range)
-    batch = BatchJoin(query, join, left, right, low, high, keyed, options.probe_in)
+    keyed = key_columns(join) if node.probe == "keyed" else None
+    batch = BatchJoin(query, join, by_alias[join.left_inputs[-1]], by_alias[join.right], low, high, keyed, node.probe_in or "tasks")
     return Lowered(None, list(specs), [c.name for c in query.output], 0, batch=batch)

@@ -9,34 +9,23 @@ from __future__ import annotations
 
 from streamjoin.io.changelog import CHANGE
 from streamjoin.lower.lowered import OP
-from streamjoin.lower.strategy import LoweringOptions, chain_keys, changing_alone
-from streamjoin.plan.model import JoinKind, Query, Script
+from streamjoin.lower.physical import PhysicalPlan
+from streamjoin.lower.strategy import LoweringOptions, changing_keys
+from streamjoin.plan.model import Query, Script
 
 
-def changing_keys(script: Script, query: Query) -> tuple:
-    """Each input's primary key in regular joins (two inputs, or a chain's) when it is a table fed
-    by its changes, else ()."""
-    if not query.joins and changing_alone(script, query):  # a changing table's groups, read alone
-        return (script.relation(query.inputs[0].relation).primary_key,)
-    if not query.joins or query.joins[0].kind != JoinKind.REGULAR:
-        return ((), ())
-    aliases = (query.joins[0].left_inputs[0], *(j.right for j in query.joins))
-    relations = [script.relation(query.input(a).relation) for a in aliases]
-    return tuple(r.primary_key if r.changing else () for r in relations)
-
-
-def running_changes(spark, script: Script, query: Query, specs: dict, options: LoweringOptions):
-    """A GROUP BY without a time bucket over regular joins (`lower.running` after `lower.custom`):
-    each joined row added (+I) or withdrawn (-D) moves its group, in one streaming query (the
-    operator, then the groups' state)."""
+def running_changes(spark, script: Script, plan: PhysicalPlan, specs: dict, options: LoweringOptions):
+    """A GROUP BY without a time bucket over regular joins (`lower.running` after `lower.custom`),
+    the query `plan` (lower.physical.PhysicalPlan) runs: each joined row added (+I) or withdrawn
+    (-D) moves its group, in one streaming query (the operator, then the groups' state)."""
     from pyspark.sql import functions as F
 
     from streamjoin.lower.columns import ET_COLUMN, ROWTIME_COLUMN
     from streamjoin.lower.custom import custom_joined
     from streamjoin.lower.running import running_frame
 
-    joined = custom_joined(spark, query, specs, options, changing_keys(script, query),
-                           chain_keys(script, query) if len(query.joins) > 1 else ())
+    query = plan.source
+    joined = custom_joined(spark, plan, specs, options, changing_keys(script, query))
     rows = joined.where(~F.col("__meta")).withColumn("__sign", F.when(F.col("__op") == "-D", -1).otherwise(1))
     return running_frame(rows, query, ROWTIME_COLUMN, sign="__sign", windows=False).drop(ET_COLUMN)
 

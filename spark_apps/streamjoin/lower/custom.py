@@ -19,11 +19,12 @@ from streamjoin.io.staging import BOUND, END_US, InputSpec
 from streamjoin.lower.columns import ET_COLUMN, engine_time, flat, q
 from streamjoin.lower.expressions import local_sql, python_code, spark_sql
 from streamjoin.lower.lowered import OP
-from streamjoin.lower.strategy import LoweringOptions, by_column, group_keys, key_column
+from streamjoin.lower.physical import PhysicalPlan
+from streamjoin.lower.strategy import LoweringOptions
 from streamjoin.operator.group import Side, Spec
 from streamjoin.operator.regular_chain import ChainSpec
 from streamjoin.plan.conditions import one_sided
-from streamjoin.plan.model import ROWS, Emit, Join, JoinKind, Query
+from streamjoin.plan.model import Emit, Join, JoinKind, Query
 from streamjoin.plan.windows import RangeWindow, RowsWindow
 
 _FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
@@ -111,23 +112,24 @@ def _table_key(query: Query, join: Join) -> tuple[str, ...]:
     return ("_key",) if "_key" in query.input(join.right).columns else ()
 
 
-def lower_custom(spark, query: Query, specs: dict[str, InputSpec], options: LoweringOptions,
-                 changing: tuple = ((), ()), chain_key: tuple = ()):
-    """The streaming frame: output columns, __rowtime, __op and the operator's meta columns."""
+def lower_custom(spark, plan: PhysicalPlan, specs: dict[str, InputSpec], options: LoweringOptions, changing: tuple = ((), ())):
+    """The streaming frame of the query `plan` runs on the operator: output columns, __rowtime,
+    __op and the operator's meta columns."""
     from pyspark.sql import functions as F
 
-    joined = custom_joined(spark, query, specs, options, changing, chain_key)
+    query = plan.source
+    joined = custom_joined(spark, plan, specs, options, changing)
     selected = [F.expr(spark_sql(c.expression)).alias(c.name) for c in query.output]
     if query.emit == Emit.CHANGES:
         selected.insert(0, F.col("__op").alias(OP))
     return joined.select(*selected, "__rowtime", "__meta", "__group", "__state")
 
 
-def custom_joined(spark, query: Query, specs: dict[str, InputSpec], options: LoweringOptions,
-                  changing: tuple = ((), ()), chain_key: tuple = ()):
+def custom_joined(spark, plan: PhysicalPlan, specs: dict[str, InputSpec], options: LoweringOptions, changing: tuple = ((), ())):
     """The operator's rows after WHERE: every input column (flat names), __rowtime (a timestamp),
-    __op (+I, -D) and the meta columns (__meta rows: a group's hold and state). `chain_key`: a
-    chain's group key (strategy.chain_keys), one column per input; () for one group."""
+    __op (+I, -D) and the meta columns (__meta rows: a group's hold and state). The plan's group
+    key groups them (`PhysicalPlan.group_key`: a join's key pairs, a chain's one column per
+    input; () for one group), its join's column-wise engine runs them where their types allow."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import (
         BinaryType,
@@ -143,12 +145,9 @@ def custom_joined(spark, query: Query, specs: dict[str, InputSpec], options: Low
     from streamjoin.operator.columns import BLOB, GROUP, pack
     from streamjoin.operator.processor import ColumnarProcessor, JoinProcessor
 
-    join = query.joins[0] if query.joins else None
+    query = plan.source
     aliases = list(chain_aliases(query))
-    keys = group_keys(query, join) if len(query.joins) == 1 else chain_key  # (a chain: operator.regular_chain)
-    join_columns = [{key_column(pair[n]) for pair in keys} for n in range(len(aliases))]
-    if keys and any(pk and pk[0] != ROWS and not set(pk) <= join_columns[n] for n, pk in enumerate(changing)):
-        keys = ()  # a table row may change its join key: its old version must be in the same group
+    keys = plan.group_key
     frames, fields = _side_frames(spark, query, [specs[a] for a in aliases], aliases)
     # through the operator the columns travel as sj_c0, sj_c1, ...: Spark parses some names it is
     # handed (a user's column may hold a backtick or a dot); they get their flat names back after it
@@ -159,7 +158,7 @@ def custom_joined(spark, query: Query, specs: dict[str, InputSpec], options: Low
     end_ms = END_US // 1000 - max(spec.lateness_ms for _, spec, _ in frames) - 1
     columns = [(side, name, column, dtype.simpleString()) for side, name, column, dtype in fields]
     spec = spec_for(query, changing)
-    columnar = len(aliases) == 2 and same_types and by_column(query, join, options) is not None and plain_columns(columns)
+    columnar = len(aliases) == 2 and same_types and plan.joins[0].by_column is not None and plain_columns(columns)
     carried = fields
     if columnar:  # the column engine needs only the columns the query reads after the join
         used = _used_after_join(query)

@@ -6,23 +6,8 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from streamjoin.lower.strategy import (
-    BATCH,
-    CUSTOM,
-    NATIVE,
-    LoweringOptions,
-    batch_reason,
-    by_column,
-    chain_keys,
-    custom_reason,
-    cuts,
-    eager_inner,
-    group_keys,
-    in_order,
-    rows_join,
-    staged_views,
-    uses_custom,
-)
+from streamjoin.lower.physical import Engine, JoinNode, PhysicalPlan, Run, plan_query, staged_inputs
+from streamjoin.lower.strategy import BATCH, CUSTOM, NATIVE, LoweringOptions, in_order, uses_custom
 from streamjoin.plan.model import ROWS, Emit, Input, Join, JoinKind, Kind, Query, Script, sql
 from streamjoin.plan.rewrites.script_time import VERSIONS
 from streamjoin.plan.windows import format_ms
@@ -96,21 +81,26 @@ def _query(script: Script, q: Query, options: LoweringOptions) -> str:
         title = f"{title} (pump {pump.name} into {pump.target})"
     target = f" -> INSERT INTO {q.sink}" if q.sink else ""
     lines = [f"{title}: {q.kind}{target}", f"  emit: {_EMIT[q.emit]}", "  inputs:"]
-    staged = {sv.alias: sv.view for sv in staged_views(script, q, options)}
+    top = any(q is r for r in script.runs)  # a query `run` runs; else a view, as a part of its own
+    plan = plan_query(script, q, options, top=top)
+    staged = {alias: script.view(script.relation(q.input(alias).relation).name)
+              for alias in staged_inputs(script, q, options, top)}
     for i in q.inputs:
         lines.append(f"    {i.alias}: {i.kind} {i.relation}{_input_detail(i, script.relation(i.relation))}")
         if i.alias in staged:
             lines.append("      " + _staged(staged[i.alias], q))
         for f in i.pushed_filters:
             lines.append(f"      filter before loading: {sql(f)}")
+    bounded = plan if options.bounded or not top else plan_query(script, q, replace(options, bounded=True))
     for n, j in enumerate(q.joins, 1):
         lines.extend(_join(n, j))
-        lines.extend(f"    {line}" for line in describe(script, q, j, options))
+        lines.extend(f"    {line}" for line in describe(q, j, plan, bounded))
     if q.where is not None:
         lines.append(f"  where (after the join): {sql(q.where)}")
     lines.extend(_shaping(q))
     lines.extend(_analytics(q))
     lines.append("  output: " + ", ".join(_output(c.name, sql(c.expression)) for c in q.output))
+    lines.extend(f"  {line}" for line in plan.lines())
     return "\n".join(lines)
 
 
@@ -237,78 +227,82 @@ def _join(n: int, j: Join) -> list[str]:
     return lines
 
 
-# how each join runs (the physical choices of `lower.strategy`), in explain's words
+# how each join runs (its node of the physical plan, lower.physical), in explain's words
 
-def describe(script: Script, query: Query, join: Join, options: LoweringOptions = LoweringOptions()) -> list[str]:
-    """explain's lines about the operator of one join."""
+def describe(query: Query, join: Join, plan: PhysicalPlan, bounded: PhysicalPlan) -> list[str]:
+    """explain's lines about the operator of one join: its node in `plan`; `bounded`: the plan of
+    a bounded run (`--until-idle`), named when it runs the join on another engine."""
+    node = plan.joins[query.joins.index(join)]
+    if plan.run == Run.TABLES:  # (a SELECT TABLE over streams: `lower.clauses.check_table_query` refuses it)
+        return ["operator: none: `run` does not run a SELECT TABLE over streams yet (a table that changes as the "
+                "streams do)"] if any(i.kind == Kind.STREAM for i in query.inputs) else []
     if join.kind == JoinKind.ASOF_TABLE:
         return ["operator: a stateless lookup of each stream row's nearest row in the broadcast snapshot"]
     if not (join.kind.stream_stream or join.kind in (JoinKind.ASOF, JoinKind.WINDOW_TVF, JoinKind.CHANGELOG, JoinKind.REGULAR)):
         return []
-    reason = custom_reason(query, join, options)
-    # (operator joins a bounded run batches; EMIT EAGER of INNER joins, which the batch join runs too)
-    batched = join.kind in (JoinKind.REGULAR, JoinKind.ASOF) or rows_join(query, join) or eager_inner(query)
-    if (reason is None or batched) and batch_reason(script, query, options) is None:
-        return _batch_lines(query, join, options)
-    if reason is None:
+    if node.engine == Engine.BATCH:
+        return _batch_lines(query, join, node)
+    other = bounded.joins[node.number - 1]
+    which = {"ASOF join": "ASOF", "ROWS join": "ROWS"}.get(other.implementation, "interval")
+    instead = (f"    with --until-idle: streamjoin's batch {which} join instead (the run is bounded)"
+               if other.engine == Engine.BATCH else None)
+    if node.engine == Engine.SPARK:
         lines = [f"operator: {NATIVE} (time-range condition from the windows; state dropped by the watermark)"]
-        if not options.bounded and batch_reason(script, query, replace(options, bounded=True)) is None:
-            lines.append("    with --until-idle: streamjoin's batch interval join instead (the run is bounded)")
-        if query.joins.index(join) in cuts(query):
+        lines += [instead] if instead else []
+        if node.cut_after:
             lines.append("    then: the chain is cut here; this join's rows, released in rowtime order, are the "
                          "input of the next Spark query (an outer join followed by another join)")
         return lines
-    keys = group_keys(query, join) if len(query.joins) == 1 else ()
-    if len(query.joins) > 1:
-        groups = _chain_groups(script, query)
-    elif keys:
-        groups = "groups: by the join keys " + ", ".join(f"{sql(a)} = {sql(b)}" for a, b in keys) + " (parallel)"
-    elif join.kind == JoinKind.CHANGELOG:
-        groups = "groups: ONE group: a table row keyed by _key may change its join key, so it runs on one task"
-    else:
-        groups = "groups: ONE group: the join is one ordered sequence (no key partitions every window), so it runs on one task"
-    lines = [f"operator: {CUSTOM}", f"    why: {reason}", f"    {groups}"]
-    if batched and not options.bounded and batch_reason(script, query, replace(options, bounded=True)) is None:
-        which = "ASOF" if join.kind == JoinKind.ASOF else "ROWS" if rows_join(query, join) else "interval"
-        lines.append(f"    with --until-idle: streamjoin's batch {which} join instead (the run is bounded)")
+    lines = [f"operator: {CUSTOM}", f"    why: {node.why}", f"    {_groups(query, join, node, plan)}"]
+    lines += [instead] if instead else []
     how = {"asof": "pandas merge_asof over each group's complete rows",
-           "rows": "each row pairs with the latest rows of its key on the other side, counted per key with numpy"}.get(by_column(query, join, options))
+           "rows": "each row pairs with the latest rows of its key on the other side, counted per key with numpy"}.get(node.by_column)
     if how:
         lines.append(f"    rows: by column ({how}), where both sides' keys have one type and every column is a number, string, "
                      "boolean or timestamp; else row by row")
     return lines
 
 
-def _chain_groups(script: Script, query: Query) -> str:
-    keys = chain_keys(script, query)
-    if keys:
-        return (f"groups: by the key every join of the chain shares, {' = '.join(sql(e) for e in keys[0])} (parallel); "
+def _groups(query: Query, join: Join, node: JoinNode, plan: PhysicalPlan) -> str:
+    """How the operator groups the rows (`PhysicalPlan.group_key`)."""
+    if node.groups == "by the chain's key":
+        return (f"groups: by the key every join of the chain shares, {' = '.join(sql(e) for e in plan.group_key[0])} (parallel); "
                 "each join's changes the next one's left input")
-    return ("groups: ONE group: a chain of regular joins runs its joins one after another on one task, each "
-            "join's changes the next one's left input (no key joins every input)")
+    if node.groups == "by the join keys":
+        return "groups: by the join keys " + ", ".join(f"{sql(a)} = {sql(b)}" for a, b in plan.group_key) + " (parallel)"
+    if len(query.joins) > 1:
+        return ("groups: ONE group: a chain of regular joins runs its joins one after another on one task, each "
+                "join's changes the next one's left input (no key joins every input)")
+    if join.kind == JoinKind.CHANGELOG:
+        return "groups: ONE group: a table row keyed by _key may change its join key, so it runs on one task"
+    if join.kind == JoinKind.REGULAR and join.condition.keys:
+        return ("groups: ONE group: a changing table's row may change its join key (its primary key is not the join "
+                "key), so its old version must meet the same task")
+    return "groups: ONE group: the join is one ordered sequence (no key partitions every window), so it runs on one task"
 
 
-def _batch_lines(query: Query, join: Join, options: LoweringOptions) -> list[str]:
-    """explain's lines about a join the batch interval join runs (`lower.batch_join`, `lower.chain_join`)."""
+def _batch_lines(query: Query, join: Join, node: JoinNode) -> list[str]:
+    """explain's lines about a join the micro-batch loop runs (`lower.batch_join`, `lower.chain_join`,
+    `lower.asof_batch`, `lower.rows_batch`)."""
     lines = [f"operator: {BATCH}", "    state: the staged steps holding rows still in range (no state store)"]
     if query.emit == Emit.EAGER:
         lines.append("    release: a micro-batch's rows are written as soon as its join has found them (EMIT EAGER of "
                      "INNER joins: no wait for the clock; each release in rowtime order, the releases not)")
-    if join.kind == JoinKind.ASOF:
+    if node.implementation == "ASOF join":
         return [*lines, "    asof: each left row, once the right clock passes it, takes the last right row of its key before "
                 "it, by one window function over the right rows so far (lower.asof_batch)"]
-    if rows_join(query, join):
+    if node.implementation == "ROWS join":
         return [*lines, "    rows: each row, once the other input's clock passes it, pairs with the latest row of its key on the "
                 "other side before it, by one window function over both inputs' rows so far (lower.rows_batch)"]
-    if join.kind == JoinKind.REGULAR:
+    if node.implementation == "regular join":
         return [*lines, "    range: every row of both inputs, for ever (a regular join); no time buckets"]
-    if len(query.joins) > 1:
+    if node.implementation == "chain of interval joins":
         return [*lines, "    chain: every join of the chain in one Spark batch job per micro-batch, each result holding a "
                 "new row once; rows retained while the chain's time bounds let a "
                 "future row of any input meet them"]
-    if options.batch_probe != "scan" and join.condition.keys and not join.condition.residual:
-        when = "on every run" if options.batch_probe == "keyed" else "on a live run"
-        lines.append(f"    pairs: {when}, by key in an index of the retained rows that each task's Python worker keeps "
-                     "between micro-batches (where every key is a plain column of one type); else by scanning the "
-                     "retained steps")
+    if node.probe == "keyed":
+        keeper = "the driver keeps" if node.probe_in == "driver" else "each task's Python worker keeps"
+        lines.append(f"    pairs: by key in an index of the retained rows that {keeper} between micro-batches")
+    else:
+        lines.append("    pairs: by scanning the retained steps")
     return lines

@@ -87,15 +87,8 @@ def flat_schema(specs):
     return from_arrow_schema(pa.schema([pa.field(flat(s.alias, f.name), f.type) for s in specs for f in staged_fields(s)]))
 
 
-def in_driver(spark, place: str) -> bool:
-    """Whether the keyed probe runs in the driver's own Python (`DriverProbe`): `driver`, or
-    `auto` on a local master (its executors are this machine, and its Python workers each came
-    to keep an index of the window: two copies of it at two cores); `tasks`: Spark tasks."""
-    return place == "driver" or (place == "auto" and spark.sparkContext.master.startswith("local"))
-
-
 class DriverProbe:
-    """The keyed probe run by the driver itself (`in_driver`): one index of the window (every
+    """The keyed probe run by the driver itself (`lower.physical`: on a local master by default): one index of the window (every
     bucket in this process, `operator.interval_probe`'s cache) and no Spark job a micro-batch. The
     output columns come from Arrow where they are plain columns (`arrow_output`), else from Spark
     over the probe's rows; either way as the tasks' frame types them (`schema`)."""

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from streamjoin.io.staging import InputSpec
 from streamjoin.plan.model import Emit
+
+if TYPE_CHECKING:
+    from streamjoin.lower.physical import PhysicalPlan
 
 OP = "op"  # the changelog's column (EMIT CHANGES): +I or -D
 
@@ -38,6 +42,7 @@ class Lowered:
     # (Runner.settle); Spark would move its watermark only with the next row
     prompt: bool = False
     order: tuple = ()  # Query.order_within: the output columns rows of one rowtime are sorted by
-    # a bounded run's aggregating view (lower.staged_views.bounded_aggregation): () -> a batch
+    # a bounded run's aggregating view (lower.physical.bounded_aggregation): () -> a batch
     # frame of its rows over every staged step, which runtime.runner writes once its inputs end
     bounded_frame: object = None
+    plan: PhysicalPlan | None = None  # lower.physical.PhysicalPlan: how it runs (status.json and the checkpoint record it)

@@ -20,25 +20,18 @@ from streamjoin.lower.aggregate import bucket_ms
 from streamjoin.lower.changes import changing_keys, running_changes, table_changes
 from streamjoin.lower.columns import ET_COLUMN, ROWTIME_COLUMN, folder
 from streamjoin.lower.lowered import Lowered
-from streamjoin.lower.strategy import (
-    LoweringOptions,
-    chain_keys,
-    changing_alone,
-    promotes,
-    promoting_views,
-    running_aggregate,
-    staged_views,
-    uses_custom,
-)
-from streamjoin.plan.model import Kind, Query, Script
+from streamjoin.lower.physical import Part, PhysicalPlan, Run
+from streamjoin.lower.strategy import LoweringOptions, promotes, stream_view
+from streamjoin.plan.model import Query, Script
 
 
-def lower_staged_views(spark, script: Script, query: Query, specs: list[InputSpec], checkpoint: Path,
+def lower_staged_views(spark, script: Script, plan: PhysicalPlan, specs: list[InputSpec], checkpoint: Path,
                        late_root: Path, options: LoweringOptions = LoweringOptions()
                        ) -> tuple[list[Lowered], dict[str, InputSpec], list[InputSpec], list[InputSpec]]:
-    """(the views' parts, innermost first; every staged input by where its reader finds it (the
-    reader's prefix and alias: the query's own alias at the top); the specs the joining query
-    still reads itself; the staged inputs it reads, its own and those of views it runs inline)."""
+    """(the views' parts (the plan's `Part`s), innermost first; every staged input by where its
+    reader finds it (the reader's prefix and alias: the query's own alias at the top); the specs
+    the joining query still reads itself; the staged inputs it reads, its own and those of views
+    it runs inline)."""
     parts: list[Lowered] = []
     staged: dict[str, InputSpec] = {}
     rest = list(specs)
@@ -47,51 +40,49 @@ def lower_staged_views(spark, script: Script, query: Query, specs: list[InputSpe
         """Lower the parts `reader` (read at `path`) needs; the staged inputs its own frame reads."""
         nonlocal rest
         read = []
-        level = {sv.alias: sv for sv in (staged_views(script, reader, options) if not path
-                                         else promoting_views(script, reader))}
         for item in reader.inputs:
-            relation = script.relation(item.relation)
-            if not (relation.view and item.kind == Kind.STREAM and script.view(relation.name).kind == Kind.STREAM):
+            if not stream_view(script, item):
                 continue
-            view = script.view(relation.name)
+            view = script.view(script.relation(item.relation).name)
             inner_path = f"{path}{view.name}."
-            if item.alias not in level:
+            part = plan.part(path + item.alias)
+            if part is None:
                 read += stage(view, inner_path)  # runs inline: its own promoting views are staged
                 continue
             inner = stage(view, inner_path)
             mine = [s for s in rest if s.alias.startswith(inner_path)]
             rest = [s for s in rest if not s.alias.startswith(inner_path)]
-            spec = _part(spark, script, view, inner_path, path + item.alias, mine, inner, staged, checkpoint, late_root, parts,
-                         options)
+            spec = _part(spark, script, part, inner_path, mine, inner, staged, checkpoint, late_root, parts, options)
             staged[path + item.alias] = spec
             read.append(spec)
         return read
 
-    top = stage(query, "")
+    top = stage(plan.source, "")
     return parts, staged, rest, top
 
 
-def _part(spark, script: Script, view: Query, prefix: str, key: str, mine: list[InputSpec], inner: list[InputSpec],
+def _part(spark, script: Script, part: Part, prefix: str, mine: list[InputSpec], inner: list[InputSpec],
           staged: dict[str, InputSpec], checkpoint: Path, late_root: Path, parts: list[Lowered],
           options: LoweringOptions = LoweringOptions()) -> InputSpec:
-    """A view as a part of its own (appended to `parts`), and how its reader reads its rows; `key`:
-    where the reader finds it (the reader's prefix and its alias), which names its staged input."""
+    """A view as a part of its own (appended to `parts`), and how its reader reads its rows;
+    `part.key`: where the reader finds it (the reader's prefix and its alias), which names its
+    staged input."""
     from pyspark.sql import functions as F
     from pyspark.sql.pandas.types import to_arrow_schema
 
     from streamjoin.lower.native import NativeLowering, order_delay
 
+    view, key = part.plan.source, part.key
     lowering = NativeLowering(spark, script, {s.alias: s for s in mine}, checkpoint, dict(staged), view)
-    custom = uses_custom(view)
+    custom = part.run == Run.OPERATOR
     specs = {**{s.alias: s for s in mine}, **staged}
-    if running_aggregate(view) and (custom or changing_alone(script, view)):  # the groups of a changelog
-        frame = running_changes(spark, script, view, {i.alias: specs[prefix + i.alias] for i in view.inputs}, options)
-        custom = False
+    if part.run == Run.OPERATOR_RUNNING:  # the groups of a changelog
+        frame = running_changes(spark, script, part.plan, {i.alias: specs[prefix + i.alias] for i in view.inputs}, options)
     elif custom:  # one join on streamjoin's operator (lower.custom): its inputs are declared streams or staged views
         from streamjoin.lower.custom import lower_custom
 
-        frame = lower_custom(spark, view, {i.alias: specs[prefix + i.alias] for i in view.inputs}, options,
-                             changing_keys(script, view), chain_keys(script, view) if len(view.joins) > 1 else ())
+        frame = lower_custom(spark, part.plan, {i.alias: specs[prefix + i.alias] for i in view.inputs}, options,
+                             changing_keys(script, view))
     else:
         frame, _ = lowering.query_frame(view, prefix)
     columns = [c.name for c in view.output]
@@ -108,7 +99,7 @@ def _part(spark, script: Script, view: Query, prefix: str, key: str, mine: list[
 
     rows = rows_of(frame)
     bounded = None
-    if options.bounded and not inner and not custom and not changes and bounded_aggregation(script, view):
+    if part.run == Run.SPARK_ONE_BATCH:
         def bounded():
             """The view's rows over every step its inputs staged (they have ended): one Spark batch job."""
             batch = NativeLowering(spark, script, {s.alias: s for s in mine}, checkpoint, dict(staged), view, batch=True)
@@ -136,16 +127,3 @@ def _part(spark, script: Script, view: Query, prefix: str, key: str, mine: list[
                          stage_promotes=promotes(view), stage_changes=changes, custom=custom, emit=view.emit,
                          order=view.order_within, bounded_frame=bounded))
     return spec
-
-
-def bounded_aggregation(script: Script, view: Query) -> bool:
-    """Whether a bounded run computes the view's rows as one Spark batch job once its inputs have
-    ended, instead of a streaming query: a GROUP BY per time bucket (TUMBLE / HOP windows,
-    FLOOR(ROWTIME TO unit)) over one declared stream, without joins, OVER windows or UNION. Its
-    rows are those the streaming query writes: every bucket closes at end of input (SEMANTICS §1),
-    and a staged step holds no row late to the clock, so none is dropped either way. (Nexmark q8:
-    two such views joined; 80K rows through two streaming queries cost ~20 CPU s in the JVM.)"""
-    agg = view.aggregation
-    return (agg is not None and agg.bucket is not None and not view.joins and not view.analytics and not view.union_of
-            and len(view.inputs) == 1 and view.inputs[0].kind == Kind.STREAM
-            and not script.relation(view.inputs[0].relation).view)

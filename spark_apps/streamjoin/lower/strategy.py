@@ -35,12 +35,14 @@ class LoweringOptions:
     bounded: bool = False  # `run --until-idle`: what the inputs hold now is all there is
     columnar: bool = True  # the operator's column-wise engines where they apply (`by_column`)
     batch_probe: str = "auto"  # the batch interval join's probe (`lower.keyed_probe.keyed_sides`)
-    probe_in: str = "auto"  # where the keyed probe runs (`lower.keyed_probe.in_driver`)
+    probe_in: str = "auto"  # where the keyed probe runs (auto: the driver on a local master, `lower.physical`)
+    local: bool = True  # Spark's master is local (its executors are this machine: `runtime.pipeline` reads it)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> LoweringOptions:
         return cls(settings.join_operator, settings.operator_groups, columnar=settings.operator_columnar,
-                   batch_probe=settings.batch_probe, probe_in=settings.probe_in)
+                   batch_probe=settings.batch_probe, probe_in=settings.probe_in,
+                   local=not settings.spark_master or settings.spark_master.startswith("local"))
 
 
 def custom_reason(query: Query, join: Join, options: LoweringOptions = LoweringOptions()) -> str | None:
@@ -448,3 +450,15 @@ def stream_view(script: Script, item: Input) -> bool:
     """Whether the input reads a stream view."""
     relation = script.relation(item.relation)
     return relation.view and item.kind == Kind.STREAM and script.view(relation.name).kind == Kind.STREAM
+
+
+def changing_keys(script: Script, query: Query) -> tuple:
+    """Each input's primary key in regular joins (two inputs, or a chain's) when it is a table fed
+    by its changes, else ()."""
+    if not query.joins and changing_alone(script, query):  # a changing table's groups, read alone
+        return (script.relation(query.inputs[0].relation).primary_key,)
+    if not query.joins or query.joins[0].kind != JoinKind.REGULAR:
+        return ((), ())
+    aliases = (query.joins[0].left_inputs[0], *(j.right for j in query.joins))
+    relations = [script.relation(query.input(a).relation) for a in aliases]
+    return tuple(r.primary_key if r.changing else () for r in relations)

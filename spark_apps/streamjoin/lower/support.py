@@ -4,7 +4,7 @@ when a query breaks it (exit 2, before Spark starts or any data is read). Spark-
 A rule is `(what it checks, function)`; the function gets a `Context` and returns None, or the
 message. Rules run in table order and the first message wins. `NATIVE_RULES` hold for queries on
 Spark's joins (and views, recursively), `CUSTOM_RULES` for a query whose join needs streamjoin's
-operator (`strategy.runs_custom`); `check_runnable` picks the table.
+operator (the physical plan's `rules`); `checked_plan` picks the table.
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ from streamjoin.lower.inputs import (
     kinesis_options,
 )
 from streamjoin.lower.lowered import OP
-from streamjoin.lower.strategy import LoweringOptions, alone, chain_problem, cuts, running_aggregate, runs_custom, staged_views
+from streamjoin.lower.physical import Engine, PhysicalPlan, Run, plan_query
+from streamjoin.lower.strategy import LoweringOptions, alone, chain_problem, cuts, running_aggregate, staged_views
 from streamjoin.plan.model import Emit, JoinKind, JoinType, Kind, Query, Relation, Script, sql
 from streamjoin.plan.windows import BucketWindow, RangeWindow
 
@@ -50,14 +51,29 @@ Rule = tuple[str, Callable[[Context], str | None]]
 
 def check_runnable(script: Script, query: Query, options: LoweringOptions = LoweringOptions()) -> None:
     """Raise Unsupported for what this runtime does not run yet, naming it."""
-    if query.kind != Kind.STREAM and not running_aggregate(query):  # a SELECT TABLE ... GROUP BY over streams: a changelog
-        return check_table_query(script, query)
-    check_query(Context(script, query, True, options))
+    checked_plan(script, query, options)
+
+
+def checked_plan(script: Script, query: Query, options: LoweringOptions = LoweringOptions(),
+                 recorded: str | None = None) -> PhysicalPlan:
+    """The query's physical plan (`lower.physical.plan_query`; `recorded`: the engine its
+    checkpoint ran on), once `run` is known to run it: Unsupported names what it does not run yet."""
+    plan = plan_query(script, query, options, recorded)
+    if plan.run == Run.TABLES:  # a SELECT TABLE ... (a GROUP BY over streams: a changelog, planned as a stream's)
+        check_table_query(script, query)
+        return plan
+    check_query(Context(script, query, True, options), plan.rules)
     sink_spec(script, query)
+    return plan
 
 
-def check_query(ctx: Context) -> None:
-    rules = CUSTOM_RULES if runs_custom(ctx.script, ctx.query, ctx.options) else NATIVE_RULES
+def check_query(ctx: Context, rules: Engine | None = None) -> None:
+    """The rules of the engine whose semantics the query needs (`PhysicalPlan.rules`: a view's are
+    planned here): the operator's where a join needs it live, also when a bounded run batches it,
+    so that what `check` accepts runs both ways."""
+    if rules is None:
+        rules = plan_query(ctx.script, ctx.query, ctx.options, top=False).rules
+    rules = CUSTOM_RULES if rules == Engine.OPERATOR else NATIVE_RULES
     for _, rule in (("DISTINCT, UNION ALL", clauses_not_run), ("changing tables in regular joins", changing_outside_regular),
                     *rules):
         message = rule(ctx)

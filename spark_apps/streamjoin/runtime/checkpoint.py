@@ -44,7 +44,9 @@ def ran_on(checkpoint: Path) -> str | None:
     """What ran the query on `checkpoint` before: "spark" (a Spark streaming query: Spark's join,
     streamjoin's operator; its offsets), "batch" (the batch interval join: the steps it joined,
     in output/state.json), or None (nothing has run on it yet). A resumed query must run on the
-    same (`Pipeline.lower`): the other would join the staged input again from its first step."""
+    same (`lower.physical.resumed`): the other would join the staged input again from its first
+    step. Read from what each engine leaves, so that a checkpoint started before plan.json was
+    recorded (`recorded_plan`) answers the same."""
     if any(p.name.isdigit() for p in (checkpoint / "spark" / "offsets").glob("*")):
         return "spark"
     state = checkpoint / "output" / "state.json"
@@ -68,10 +70,19 @@ def logged_batches(checkpoint: Path) -> tuple[int | None, int | None]:
     return last("offsets"), last("commits")
 
 
-def stamp(checkpoint: Path) -> None:
-    """Record the format this streamjoin writes, once its query starts."""
+def stamp(checkpoint: Path, plan: dict | None = None) -> None:
+    """Record the format this streamjoin writes, and the physical plan that runs the query
+    (lower.physical.PhysicalPlan.to_dict, in plan.json), once its query starts."""
     checkpoint.mkdir(parents=True, exist_ok=True)
     (checkpoint / "format.json").write_text(json.dumps({"format": FORMAT}))
+    if plan is not None:
+        (checkpoint / "plan.json").write_text(json.dumps(plan, indent=1))
+
+
+def recorded_plan(checkpoint: Path) -> dict | None:
+    """The physical plan the query on `checkpoint` last started with (`stamp`), or None."""
+    path = checkpoint / "plan.json"
+    return json.loads(path.read_text()) if path.exists() else None
 
 
 def written_format(checkpoint: Path) -> int:

@@ -19,8 +19,9 @@ from streamjoin.io.staging import InputSpec
 from streamjoin.lower.clauses import into_program_table
 from streamjoin.lower.inputs import input_specs
 from streamjoin.lower.lowered import Lowered
+from streamjoin.lower.physical import PhysicalPlan
 from streamjoin.lower.strategy import LoweringOptions, running_aggregate
-from streamjoin.lower.support import check_runnable, topic_target
+from streamjoin.lower.support import check_runnable, checked_plan, topic_target
 from streamjoin.plan.compile import compile_sql
 from streamjoin.plan.model import Kind, Query, Script
 from streamjoin.runtime.checkpoint import ran_on
@@ -90,17 +91,20 @@ class Pipeline:
         `until_idle`: a bounded run."""
         from streamjoin.lower import lower
 
-        options = replace(self.options, bounded=until_idle)
-        # a resumed query keeps what ran it: a bounded run picks the batch join where a live one
-        # picked a Spark streaming query (and the reverse), and the other would join the staged
-        # input again from its first step
-        previous = ran_on(checkpoint)
-        if previous == "spark" and options.join_operator in ("auto", "batch"):
-            options = replace(options, join_operator="native")  # (streamjoin's operator where Spark's join cannot)
-        elif previous == "batch" and options.join_operator == "auto":
-            options = replace(options, join_operator="batch")
         query = query or self.query
-        return lower(spark, self.script, query, self.input_specs(checkpoint, late_root, query), checkpoint, options)
+        plan = self.plan(spark, checkpoint, until_idle, query)
+        return lower(spark, self.script, plan, self.input_specs(checkpoint, late_root, query), checkpoint,
+                     self.run_options(spark, until_idle))
+
+    def run_options(self, spark, until_idle: bool) -> LoweringOptions:
+        """The options of a run: bounded or live, on Spark's master (None: explain's, a local one)."""
+        local = spark is None or spark.sparkContext.master.startswith("local")
+        return replace(self.options, bounded=until_idle, local=local)
+
+    def plan(self, spark, checkpoint: Path, until_idle: bool = False, query: Query | None = None) -> PhysicalPlan:
+        """How the query runs on `checkpoint` (lower.physical): a resumed query keeps the engine
+        its checkpoint ran on (runtime.checkpoint.ran_on)."""
+        return checked_plan(self.script, query or self.query, self.run_options(spark, until_idle), ran_on(checkpoint))
 
     def runner(self, spark, checkpoint: Path, output: str, until_idle: bool = False, late_root: Path | None = None,
                name: str | None = None) -> Runner:

@@ -77,13 +77,14 @@ class Runner:
         # staged inputs that are not the user's (a promoting view's are: its rows out of order are late)
         parts = {part.stage_spec.alias for part in lowered.upstream if not part.stage_promotes}
         user = [s for r in [*self.upstream, self] for s in r.stagers if s.spec.alias not in parts]
-        self.status = Status(checkpoint, user, self.sink, query_file, lowered.snapshots, self.upstream)
+        self.status = Status(checkpoint, user, self.sink, query_file, lowered.snapshots, self.upstream,
+                             lowered.plan.to_dict() if lowered.plan is not None else None)
         self.name = f"streamjoin-{uuid.uuid4().hex[:12]}"  # the listener hears every query of the session
         self.listener = ProgressListener(self.status, self.sink, self.name, quiet)
         self.query = None
         self._feeder: threading.Thread | None = None
         # a bounded run's part whose rows one Spark batch job computes once its inputs have ended
-        # (lower.staged_views.bounded_aggregation), unless a streaming query began it before
+        # (lower.physical.bounded_aggregation), unless a streaming query began it before
         self.once = until_idle and lowered.bounded_frame is not None and ran_on(checkpoint) != "spark"
         self._runs_state: bool | None = None  # whether the plan Spark runs keeps state (`_stateful`)
 
@@ -98,7 +99,7 @@ class Runner:
             self.sink.check_batches(*logged_batches(self.checkpoint))
         for part in self.upstream:
             part.start()
-        stamp(self.checkpoint)
+        stamp(self.checkpoint, self.lowered.plan.to_dict() if self.lowered.plan is not None else None)
         if self.until_idle and not self.upstream:
             self._end_inputs()
         try:

@@ -17,8 +17,10 @@ from streamjoin.runtime.ordered_sink import OrderedSink
 class Status:
     """The query's status file (checkpoint/status.json) and a one-line progress summary."""
 
-    def __init__(self, checkpoint: Path, stagers: list[Stager], sink: OrderedSink, query_file: str, snapshots=(), upstream=()):
+    def __init__(self, checkpoint: Path, stagers: list[Stager], sink: OrderedSink, query_file: str, snapshots=(), upstream=(),
+                 plan: dict | None = None):
         self.path = checkpoint / "status.json"
+        self.plan = plan  # lower.physical.PhysicalPlan.to_dict(): how the query runs
         self.stagers, self.sink, self.query_file = stagers, sink, query_file
         self.upstream = upstream  # the Runners of the earlier parts of a cut chain: their state counts too
         self.snapshots = [s.identity() for s in snapshots]
@@ -75,6 +77,7 @@ class Status:
             "updated_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
             "started_at": self.started_at,
             "pid": os.getpid(),
+            **({"plan": self.plan} if self.plan is not None else {}),
         }
 
     def write(self, query, final: str | None = None) -> dict:
