@@ -24,6 +24,7 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -48,7 +49,7 @@ class BatchJoinSink(OrderedSink):
         super().__init__(checkpoint, writer, columns, 0)
         self.spark, self.batch = spark, batch
         self.stagers = [Stager(spec) for spec in batch.specs]
-        self._stats_cache: dict[tuple[int, int], list] = {}
+        self._stats_cache: dict[tuple[int, int], StepStats] = {}
         self._stats_lock = threading.Lock()
         self.joining = threading.Lock()  # one join at a time; `lock` guards the state and the carry
         self._joiner: threading.Thread | None = None  # a join the feeder started (`staged`)
@@ -123,7 +124,7 @@ class BatchJoinSink(OrderedSink):
             pending = [self._stats(n, k) for k in range(done[n], _present(stager, done[n]))]
             staged[n] = _clock_after(staged[n], pending, stager.spec.lateness_ms)
             waiting = waiting or bool(pending)
-            lows = [st[0] for st in pending if st[2]]
+            lows = [st.low for st in pending if st.rows]
             if lows:
                 lowest = min(lows) if lowest is None else min(lowest, *lows)
         below = INF if self.eager else self.batch.final_below(clocks, Clocks(*staged), lowest)
@@ -145,14 +146,14 @@ class BatchJoinSink(OrderedSink):
             candidates = []
             for i in range(len(self.stagers)):
                 if upto[i] < present[i]:
-                    top = self._stats(i, upto[i])[3]
+                    top = self._stats(i, upto[i]).top
                     candidates.append((INF if top is None else top, i))
             _, n = min(candidates)
-            rows += self._stats(n, upto[n])[2]
+            rows += self._stats(n, upto[n]).rows
             upto[n] += 1
         return upto
 
-    def _stats(self, n: int, step: int) -> list:
+    def _stats(self, n: int, step: int) -> StepStats:
         key = (n, step)
         with self._stats_lock:
             found = self._stats_cache.get(key)
@@ -178,24 +179,24 @@ class BatchJoinSink(OrderedSink):
                          for n, spec in enumerate(self.batch.specs)])
         retain = self.batch.retain_from(before)
         inputs = range(len(self.stagers))
-        old_stats = [{int(k): st for k, st in join["steps"][n].items() if st[1] is not None and st[1] >= retain[n]}
-                     for n in inputs]
-        new_stats = [{k: st for k, st in new_stats[n].items() if st[2]} for n in inputs]
+        retained = [{int(k): StepStats(*st) for k, st in join["steps"][n].items()} for n in inputs]
+        old_stats = [{k: st for k, st in retained[n].items() if st.high is not None and st.high >= retain[n]} for n in inputs]
+        new_stats = [{k: st for k, st in new_stats[n].items() if st.rows} for n in inputs]
         rows = None
         if any(new_stats) or (self.batch.outer and after != before):  # a clock moved: preserved rows may leave
             if self.batch.keyed is not None:
                 rows = self.batch.keyed_rows(self.spark, tuple(str(s.steps_dir) for s in self.stagers),
                                              tuple(list(new_stats[n]) for n in range(2)),
                                              tuple(list(old_stats[n]) for n in range(2)), before, after,
-                                             sum(st[2] for side in old_stats for st in side.values()))
+                                             sum(st.rows for side in old_stats for st in side.values()))
             else:
                 rows = self._scan(new_stats, old_stats, before, after)
         # the steps still holding rows in range after this micro-batch (their stats), by input
         keep = self.batch.retain_from(after)
         steps = []
         for n in inputs:
-            merged = {**join["steps"][n], **{str(k): v for k, v in new_stats[n].items()}}
-            steps.append({k: v for k, v in merged.items() if v[2] and v[1] is not None and v[1] >= keep[n]})
+            merged = {**{str(k): v for k, v in retained[n].items()}, **{str(k): v for k, v in new_stats[n].items()}}
+            steps.append({k: v for k, v in merged.items() if v.rows and v.high is not None and v.high >= keep[n]})
         crash_point("sink.after_rows")
         with self.lock:  # a release may have written since the state was read: only the carry can differ
             state = self.state()
@@ -214,8 +215,8 @@ class BatchJoinSink(OrderedSink):
         new = [[str(s.step_path(k)) for k in new_stats[n]] for n, s in enumerate(self.stagers)]
         # the most rows an input's side of this micro-batch holds (its new and retained steps')
         inputs = range(len(self.stagers))
-        held = max(sum(st[2] for st in (*old_stats[n].values(), *new_stats[n].values())) for n in inputs)
-        sizes = tuple((sum(st[2] for st in new_stats[n].values()), sum(st[2] for st in old_stats[n].values()))
+        held = max(sum(st.rows for st in (*old_stats[n].values(), *new_stats[n].values())) for n in inputs)
+        sizes = tuple((sum(st.rows for st in new_stats[n].values()), sum(st.rows for st in old_stats[n].values()))
                       for n in inputs)
         frame = self.batch.step(self.spark, tuple(new), tuple(old), before, after, held, sizes)
         return frame.toArrow() if frame is not None else None
@@ -223,12 +224,12 @@ class BatchJoinSink(OrderedSink):
     def status(self) -> dict:
         """The rows the join retains (its state): those of the steps still in range."""
         join = self.state().join or {}
-        return {"operator_state_rows": sum(st[2] for side in join.get("steps", []) for st in side.values())}
+        return {"operator_state_rows": sum(StepStats(*st).rows for side in join.get("steps", []) for st in side.values())}
 
 
 def _clock_after(was: int | None, stats, lateness_ms: int) -> int | None:
     """An input's clock once steps with these `_stats` are staged (it never goes back)."""
-    tops = [st[3] for st in stats if st[3] is not None]
+    tops = [st.top for st in stats if st.top is not None]
     now = clock_of(max(tops), lateness_ms) if tops else None
     return was if now is None else now if was is None else max(was, now)
 
@@ -241,8 +242,17 @@ def _present(stager: Stager, done: int) -> int:
     return n
 
 
-def _stats(stager: Stager, step: int) -> list:
-    """[lowest data rowtime, highest data rowtime, data rows, highest rowtime bound rows included] (µs)."""
+class StepStats(NamedTuple):
+    """What the join keeps of a staged step (in output/state.json as a list, in this order), µs."""
+
+    low: int | None  # the lowest data rowtime
+    high: int | None  # the highest data rowtime
+    rows: int  # data rows
+    top: int | None  # the highest rowtime, bound rows included
+
+
+def _stats(stager: Stager, step: int) -> StepStats:
+    """A staged step's `StepStats`."""
     import pyarrow.parquet as pq
 
     spec = stager.spec
@@ -251,7 +261,7 @@ def _stats(stager: Stager, step: int) -> list:
     data = rowtimes.filter(pc.invert(pc.fill_null(table.column(BOUND), False)))
     low, high = pc.min_max(data).values() if len(data) else (None, None)
     top = pc.max(rowtimes).as_py() if len(rowtimes) else None
-    return [low.as_py() if low is not None else None, high.as_py() if high is not None else None, len(data), top]
+    return StepStats(low.as_py() if low is not None else None, high.as_py() if high is not None else None, len(data), top)
 
 
 class BatchJoinQuery:
