@@ -79,6 +79,31 @@ def stamp(checkpoint: Path, plan: dict | None = None) -> None:
         (checkpoint / "plan.json").write_text(json.dumps(plan, indent=1))
 
 
+def check_plan(checkpoint: Path, plan: dict | None) -> None:
+    """Refuse to resume a query whose operator keeps its state otherwise than the checkpoint's did:
+    another number of hash groups (`STREAMJOIN_OPERATOR_GROUPS`: a key's rows would meet another
+    group's state) or another engine of rows (`STREAMJOIN_OPERATOR_COLUMNAR`: row by row or by
+    column, each its own state). CheckpointMismatch names both."""
+    recorded = recorded_plan(checkpoint)
+    if plan is None or recorded is None or not (recorded.get("engine") == plan.get("engine") == "operator"):
+        return
+
+    def layout(p: dict) -> tuple:
+        return p.get("operator_groups"), [j.get("by_column") for j in p.get("joins", [])]
+
+    if layout(recorded) != layout(plan):
+        (was_groups, was_columns), (now_groups, now_columns) = layout(recorded), layout(plan)
+        raise CheckpointMismatch(
+            f"checkpoint {checkpoint} was run by streamjoin's operator with {was_groups or 1} hash group(s) and "
+            f"{_engines(was_columns)}; this run would use {now_groups or 1} and {_engines(now_columns)}, which keep "
+            "their state otherwise. Nothing was run: set STREAMJOIN_OPERATOR_GROUPS and STREAMJOIN_OPERATOR_COLUMNAR "
+            "as they were, or start the query on a new checkpoint.")
+
+
+def _engines(columns: list) -> str:
+    return ", ".join(f"join {n}: " + (f"by column ({c})" if c else "row by row") for n, c in enumerate(columns, 1))
+
+
 def recorded_plan(checkpoint: Path) -> dict | None:
     """The physical plan the query on `checkpoint` last started with (`stamp`), or None."""
     path = checkpoint / "plan.json"

@@ -20,7 +20,14 @@ from streamjoin.io.retry import retrying
 from streamjoin.io.source import steps_read
 from streamjoin.io.staging import Stager
 from streamjoin.lower.lowered import Lowered
-from streamjoin.runtime.checkpoint import check_resumable, clear_interrupted_writes, logged_batches, ran_on, stamp
+from streamjoin.runtime.checkpoint import (
+    check_plan,
+    check_resumable,
+    clear_interrupted_writes,
+    logged_batches,
+    ran_on,
+    stamp,
+)
 from streamjoin.runtime.committed_sink import CommittedSink
 from streamjoin.runtime.listener import ProgressListener
 from streamjoin.runtime.ordered_sink import OrderedSink
@@ -92,6 +99,7 @@ class Runner:
         """Stage what the inputs hold, start every part's query (the earlier parts first) and the
         feeder thread; refuses a checkpoint this streamjoin cannot resume before any part starts."""
         check_resumable(self.checkpoint)
+        check_plan(self.checkpoint, self.lowered.plan.to_dict() if self.lowered.plan is not None else None)
         if removed := clear_interrupted_writes(self.checkpoint):
             log.warning("removed what a killed run left half-written in %s: %s", self.checkpoint / "spark", ", ".join(removed))
         self.sink.check_resumable()
