@@ -1,7 +1,8 @@
 """The `streamjoin` command line: one command tree.
 
   check FILE.sql          parse and analyse; exit 0, or 2 with FILE:LINE:COL: error: ... on stderr
-  explain FILE.sql        how each join runs (text), or the plan as data (--format json)
+  explain FILE.sql        how each join runs and the physical plan (text), or the plan as data (--format json);
+                          --until-idle: the plan of a bounded run
   run QUERY.sql           run the file's query on Spark: JSON Lines to stdout or --output DIR
                           (check, explain, run: --config APP.toml declares inputs the SQL reads)
   snapshot SRC DEST       export a declared table as a new immutable snapshot version
@@ -45,6 +46,8 @@ def main(argv: list[str] | None = None) -> int:
     explain.add_argument("--config", help=CONFIG_HELP)
     explain.add_argument("--dialect", choices=tuple(PROFILES), help=DIALECT_HELP)
     explain.add_argument("--format", choices=("text", "json"), default="text")
+    explain.add_argument("--until-idle", action="store_true",
+                         help="the plan of a bounded run (`run --until-idle`), which may batch what a live run streams")
     run = commands.add_parser("run", help="run the file's query on Spark")
     run.add_argument("file")
     run.add_argument("--config", help=CONFIG_HELP)
@@ -171,13 +174,15 @@ def _check(args) -> int:
 
 
 def _explain(args) -> int:
+    from dataclasses import replace
+
     from streamjoin.lower.explain import explain_json, explain_text
     from streamjoin.lower.strategy import LoweringOptions
     from streamjoin.settings import Settings
 
     script = _load(args.file, args.config, args.dialect)
-    options = LoweringOptions.from_settings(Settings.from_env())
-    sys.stdout.write(explain_json(script) if args.format == "json" else explain_text(script, options))
+    options = replace(LoweringOptions.from_settings(Settings.from_env()), bounded=args.until_idle)
+    sys.stdout.write(explain_json(script, options) if args.format == "json" else explain_text(script, options))
     return EXIT_OK
 
 

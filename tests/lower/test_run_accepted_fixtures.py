@@ -2,11 +2,13 @@
 small generated files (PostgreSQL tables of temporal joins at a generated table), goes through
 `run --until-idle`. It must finish, or be rejected before any data is read (exit 2, `Unsupported`:
 a construct `run` names as not supported yet); a runtime analysis error (Spark's
-AnalysisException, a Python error in the plan) fails the test."""
+AnalysisException, a Python error in the plan) fails the test. The physical plan the run records
+(status.json, plan.json) is the plan `explain --until-idle` prints."""
 
 from __future__ import annotations
 
 import hashlib
+import json
 import random
 from pathlib import Path
 
@@ -16,6 +18,9 @@ from runtime_helpers import run_until_idle, write_jsonl
 from sqlglot import exp
 from streamjoin.dialect import parse_script, to_sql
 from streamjoin.errors import Unsupported
+from streamjoin.lower.explain import explain_json, explain_text
+from streamjoin.lower.physical import plan_query
+from streamjoin.lower.strategy import LoweringOptions
 from streamjoin.plan import compile_sql
 from streamjoin.plan import model as m
 
@@ -23,6 +28,7 @@ pytestmark = [pytest.mark.postgres]  # temporal joins' tables are generated in P
 
 FIXTURES = sorted((Path(__file__).parents[1] / "fixtures" / "seeds").glob("*.sql"))
 STRINGS = ["IBM", "GOOGL", "MSFT"]
+BOUNDED = LoweringOptions(bounded=True)  # `explain --until-idle`, as `run --until-idle` plans
 # The seed queries `run` rejects before reading data (exit 2), with the reason it names.
 REJECTED_BY_RUN = {
     # Lenses' SELECT TABLE queries of joins (their result is a table that changes as the streams
@@ -112,3 +118,10 @@ def test_an_accepted_fixture_query_runs_or_is_rejected_before_reading_data(spark
     rows, status = run_until_idle(spark, sql, tmp_path / "run")
     assert status["state"] == "finished"
     assert status["late_rows"] == 0
+    # the plan the run executed (status.json, the checkpoint's plan.json) is the plan `explain --until-idle` prints
+    script = compile_sql(sql)
+    explained = json.loads(explain_json(script, BOUNDED))["physical"][script.final.name]
+    assert status["plan"] == explained
+    assert json.loads((tmp_path / "run" / "checkpoint" / "plan.json").read_text()) == explained
+    text = explain_text(script, BOUNDED)
+    assert all(f"  {line}\n" in text for line in plan_query(script, script.final, BOUNDED).lines())

@@ -150,7 +150,8 @@ def _spark(lowering: Lowering) -> Lowered:
 
 
 _LOWERINGS = {Run.BATCH_INTERVAL: _batch, Run.BATCH_CHAIN: _batch, Run.BATCH_ASOF: _batch, Run.BATCH_ROWS: _batch,
-              Run.OPERATOR: _operator, Run.OPERATOR_RUNNING: _running, Run.SPARK: _spark, Run.SPARK_CUT_CHAIN: _spark}
+              Run.OPERATOR: _operator, Run.OPERATOR_RUNNING: _running, Run.SPARK: _spark, Run.SPARK_CUT_CHAIN: _spark,
+              Run.TABLES: _spark}  # (a query over tables in `Pipeline.run` is one batch: run_table_query)
 
 
 def forced_append(script: Script, query: Query) -> bool:

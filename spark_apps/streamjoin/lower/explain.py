@@ -41,8 +41,11 @@ def _dialect(script: Script) -> str:
     return "\n".join(lines)
 
 
-def explain_json(script: Script) -> str:
-    return json.dumps(script.to_dict(), indent=2, sort_keys=False) + "\n"
+def explain_json(script: Script, options: LoweringOptions = LoweringOptions()) -> str:
+    """The plan as data, and under "physical" the physical plan of each query `run` runs
+    (lower.physical.PhysicalPlan.to_dict: what a run records in status.json)."""
+    physical = {q.name: plan_query(script, q, options).to_dict() for q in script.runs}
+    return json.dumps({**script.to_dict(), "physical": physical}, indent=2, sort_keys=False) + "\n"
 
 
 def _relations(script: Script) -> str:

@@ -90,7 +90,7 @@ class JoinNode:
         extra += [f"by column: {self.by_column}"] if self.by_column else []
         extra += [f"probe: {self.probe}" + (f", in the {self.probe_in}" if self.probe_in else "")] if self.probe else []
         extra += ["the chain is cut after it"] if self.cut_after else []
-        return f"join {self.number}: {self.implementation} on {self.engine.label}" + (f" ({'; '.join(extra)})" if extra else "")
+        return f"[{self.number}] {self.implementation} on {self.engine.label}" + (f" ({'; '.join(extra)})" if extra else "")
 
 
 @dataclass(frozen=True)
@@ -120,6 +120,7 @@ class PhysicalPlan:
     # the operator's group key (its pairs; a chain's one column per input); () = one group
     group_key: tuple = field(default=(), compare=False, repr=False)
     source: Query | None = field(default=None, compare=False, repr=False)  # the query planned
+    operator_groups: int | None = None  # the operator's hash groups of its group key (its state is kept by them)
 
     @property
     def engine(self) -> Engine:
@@ -131,7 +132,8 @@ class PhysicalPlan:
     def to_dict(self) -> dict:
         return {"query": self.query, "engine": str(self.engine), "run": str(self.run),
                 "joins": [j.to_dict() for j in self.joins], "parts": [p.to_dict() for p in self.parts],
-                "sink": self.sink, "emit": self.emit}
+                "sink": self.sink, "emit": self.emit,
+                **({"operator_groups": self.operator_groups} if self.operator_groups is not None else {})}
 
     def lines(self) -> list[str]:
         """The plan as explain prints it."""
@@ -144,10 +146,9 @@ class PhysicalPlan:
 
 
 def resumed(options: LoweringOptions, recorded: str | None) -> LoweringOptions:
-    """The options a run on a checkpoint uses: a resumed query keeps the engine that ran it (a
-    bounded run picks the batch join where a live one picked a Spark streaming query, and the
-    reverse; the other would join the staged input again from its first step). `recorded`:
-    `runtime.checkpoint.ran_on`."""
+    """The options that keep a resumed query on the engine its checkpoint ran on (`recorded`:
+    `runtime.checkpoint.ran_on`): "spark" (a Spark streaming query) or "batch" (the micro-batch
+    loop); the other would join the staged inputs again from their first step."""
     if recorded == "spark" and options.join_operator in ("auto", "batch"):
         return replace(options, join_operator="native")  # (streamjoin's operator where Spark's join cannot)
     if recorded == "batch" and options.join_operator == "auto":
@@ -155,19 +156,42 @@ def resumed(options: LoweringOptions, recorded: str | None) -> LoweringOptions:
     return options
 
 
+class EngineConflict(ValueError):
+    """A join operator forced (STREAMJOIN_JOIN_OPERATOR) on a checkpoint another engine ran."""
+
+
 def plan_query(script: Script, query: Query, options: LoweringOptions = LoweringOptions(),
                recorded: str | None = None, top: bool = True) -> PhysicalPlan:
-    """How `query` runs (`top`: the query `run` runs; else a view as a part of its own)."""
-    options = resumed(options, recorded)
+    """How `query` runs (`top`: the query `run` runs; else a view as a part of its own). On a
+    checkpoint (`recorded`: the engine it ran on, "spark" or "batch") the query keeps that engine:
+    by default (`auto`) it is planned so; a join operator forced onto the other engine is refused
+    (EngineConflict), where it once ran on the checkpoint's engine without a word."""
     run = _run(script, query, options) if top or _tables(query) else _part_run(script, query, options, inner=False)
+    if recorded is not None and top and run != Run.TABLES and _family(run) != recorded:
+        if options.join_operator != "auto":
+            raise EngineConflict(
+                f"the checkpoint's query ran on {_FAMILY[recorded]}; STREAMJOIN_JOIN_OPERATOR={options.join_operator} "
+                f"would run it on {_FAMILY[_family(run)]}, which would join its inputs again from the first row: unset it "
+                "(the default follows the checkpoint) or start the query on a new checkpoint")
+        options = resumed(options, recorded)
+        run = _run(script, query, options)
     return _planned(script, query, options, run, _parts(script, query, options) if top and run != Run.TABLES else ())
+
+
+_FAMILY = {"batch": "streamjoin's micro-batch loop", "spark": "a Spark streaming query"}
+
+
+def _family(run: Run) -> str:
+    """What a checkpoint records of the engine (runtime.checkpoint.ran_on)."""
+    return "batch" if run.engine == Engine.BATCH else "spark"
 
 
 def _planned(script: Script, query: Query, options: LoweringOptions, run: Run, parts: tuple[Part, ...]) -> PhysicalPlan:
     group_key = _group_key(script, query) if run.engine == Engine.OPERATOR else ()
     joins = tuple(_join_node(script, query, n, options, run, group_key) for n in range(len(query.joins)))
     rules = Engine.OPERATOR if runs_custom(script, query, options) else Engine.SPARK
-    return PhysicalPlan(query.name, run, joins, parts, query.sink or "output", str(query.emit), rules, group_key, query)
+    return PhysicalPlan(query.name, run, joins, parts, query.sink or "output", str(query.emit), rules, group_key, query,
+                        options.operator_groups if group_key else None)
 
 
 def _run(script: Script, query: Query, options: LoweringOptions) -> Run:
