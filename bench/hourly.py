@@ -40,8 +40,8 @@ def measure(rate: int = 1000, hours: int = 3, speed: float = 6.0, log=print) -> 
     the marker's rows and whether they are one per city."""
     sys.path.insert(0, str(APP))
     from generate import city_rows
-    from streamjoin.io.embedded_s3 import EmbeddedS3
-    from streamjoin.io.hours import complete_hours, marker
+    from streamjoin.io.sinks.hours import complete_hours, marker
+    from streamjoin.io.storage.embedded_s3 import EmbeddedS3
     from streamjoin.runtime.app import App, Control
 
     from include.ops.supervise import SubprocessLaunch

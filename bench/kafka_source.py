@@ -31,9 +31,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def read_throughput(records: int, partitions: int, work: Path, servers: str) -> dict:
-    from streamjoin.io.kafka_broker import put
-    from streamjoin.io.staging import InputSpec, Stager
-    from streamjoin.io.types import arrow_schema
+    from streamjoin.io.formats.types import arrow_schema
+    from streamjoin.io.sources.staging import InputSpec, Stager
+    from streamjoin.io.storage.kafka_broker import put
     from streamjoin.plan.model import Column
 
     topic = f"bench-{uuid.uuid4().hex[:8]}"
@@ -62,7 +62,7 @@ def read_throughput(records: int, partitions: int, work: Path, servers: str) -> 
 
 def latency(rate: int, seconds: int, partitions: int, work: Path, servers: str) -> dict:
     from confluent_kafka import Producer
-    from streamjoin.io.kafka_broker import create_topic
+    from streamjoin.io.storage.kafka_broker import create_topic
 
     topic = f"lat-{uuid.uuid4().hex[:8]}"
     create_topic(servers, topic, partitions)
@@ -94,8 +94,8 @@ def main() -> int:
     parser.add_argument("--report", help="also write the report here (Markdown)")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT / "spark_apps"))
-    from streamjoin.io.kafka import BOOTSTRAP_ENV
-    from streamjoin.io.kafka_broker import EmbeddedKafka
+    from streamjoin.io.storage.kafka_broker import EmbeddedKafka
+    from streamjoin.io.storage.kafka_client import BOOTSTRAP_ENV
 
     work = Path(tempfile.mkdtemp(prefix="bench-kafka-"))
     with EmbeddedKafka(port=0, log_path=str(work / "tansu.log")) as broker:

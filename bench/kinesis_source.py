@@ -31,9 +31,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def read_throughput(records: int, shards: int, work: Path) -> dict:
-    from streamjoin.io import kinesis
-    from streamjoin.io.staging import InputSpec, Stager
-    from streamjoin.io.types import arrow_schema
+    from streamjoin.io.formats.types import arrow_schema
+    from streamjoin.io.sources import kinesis
+    from streamjoin.io.sources.staging import InputSpec, Stager
     from streamjoin.plan.model import Column
 
     stream = f"bench-{uuid.uuid4().hex[:8]}"
@@ -59,7 +59,7 @@ def read_throughput(records: int, shards: int, work: Path) -> dict:
 
 
 def latency(rate: int, seconds: int, shards: int, work: Path) -> dict:
-    from streamjoin.io import kinesis
+    from streamjoin.io.sources import kinesis
 
     stream = f"lat-{uuid.uuid4().hex[:8]}"
     client = kinesis.client()
@@ -91,7 +91,7 @@ def main() -> int:
     parser.add_argument("--report", help="also write the report here (Markdown)")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT / "spark_apps"))
-    from streamjoin.io.embedded_s3 import EmbeddedS3
+    from streamjoin.io.storage.embedded_s3 import EmbeddedS3
 
     server = EmbeddedS3(port=0)
     server.start()

@@ -601,13 +601,13 @@ def workload_notes(workloads: set[str]) -> list[str]:
             "", "`rows-sparse`: `l OVER (PARTITION BY k ROWS CURRENT ROW) JOIN r OVER (PARTITION BY k ROWS CURRENT ROW)",
             "ON l.k = r.k` on the inner-sparse data: each row pairs with the other stream's latest row of its key",
             "(exact count in SEMANTICS.md §2 order: `datagen.rows_window_count`), a bounded run: on Spark's batch engine",
-            "(lower/rows_batch.py, docs/runtime.md; a live run is on streamjoin's operator, by column: docs/custom-operator.md);",
+            "(lower/batch/rows_batch.py, docs/runtime.md; a live run is on streamjoin's operator, by column: docs/custom-operator.md);",
             "Flink SQL has no ROWS-window join, so its \"vs Flink\" is against Flink's inner-sparse",
             "interval join of the same files (issue 42's target: at least 1.0x)."]
     if "asof-sparse" in workloads:
         notes += [
             "", "`asof-sparse`: `l ASOF LEFT JOIN r ON l.k = r.k AND r.ROWTIME <= l.ROWTIME` on the inner-sparse",
-            "data (one row out per l row), a bounded run: on Spark's batch engine (lower/asof_batch.py, docs/runtime.md; a live",
+            "data (one row out per l row), a bounded run: on Spark's batch engine (lower/batch/asof_batch.py, docs/runtime.md; a live",
             "run is on streamjoin's operator, by column: docs/custom-operator.md); Flink SQL has no streaming ASOF",
             "join, so its \"vs Flink\" is against Flink's inner-sparse interval join of the same files",
             "(issue 42's target: at least 1.0x)."]

@@ -40,7 +40,7 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=10)
     parser.add_argument("--format", choices=("delta", "parquet"), default="delta")
     args = parser.parse_args()
-    from streamjoin.io.embedded_s3 import EmbeddedS3
+    from streamjoin.io.storage.embedded_s3 import EmbeddedS3
     from streamjoin.runtime.pipeline import Pipeline
     from streamjoin.runtime.session import spark_session
 

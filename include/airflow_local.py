@@ -92,7 +92,7 @@ def banner(url: str, password: str, s3_env: dict[str, str], store: Path = STORE,
 
 def start_kafka(port: int):
     """The embedded Kafka broker on `port` (None when 0, or when the port is taken: said on stdout)."""
-    from streamjoin.io.kafka_broker import EmbeddedKafka
+    from streamjoin.io.storage.kafka_broker import EmbeddedKafka
 
     if not port:
         return None
@@ -113,7 +113,7 @@ def main() -> int:
     parser.add_argument("--home", type=Path, default=ROOT / ".airflow", help="AIRFLOW_HOME (default: .airflow)")
     parser.add_argument("--data", type=Path, default=STORE, help="the embedded S3's folder (default: data/s3, the demo's)")
     args = parser.parse_args()
-    from streamjoin.io.embedded_s3 import EmbeddedS3
+    from streamjoin.io.storage.embedded_s3 import EmbeddedS3
 
     home = args.home.resolve()
     home.mkdir(parents=True, exist_ok=True)

@@ -47,9 +47,9 @@ def main(argv: list[str] | None = None) -> int:
     top = parser.parse_args(argv).data.resolve()
     from app import _by_hour
     from generate import generate
-    from streamjoin.io import s3
-    from streamjoin.io.embedded_s3 import EmbeddedS3
-    from streamjoin.io.hours import complete_hours, marker
+    from streamjoin.io.sinks.hours import complete_hours, marker
+    from streamjoin.io.storage import s3
+    from streamjoin.io.storage.embedded_s3 import EmbeddedS3
     from streamjoin.quality import read_verdict
     from streamjoin.runtime.app import App, Control
 

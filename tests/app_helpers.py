@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from streamjoin.io.hours import read_hour_arrow
+from streamjoin.io.sinks.hours import read_hour_arrow
 
 CITIES = [("Berlin", "north"), ("Lima", "south"), ("Oslo", "north")]
 SPARK = {

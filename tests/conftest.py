@@ -63,7 +63,7 @@ def spark():
 def s3_server():
     """The embedded S3 server (moto) on a free port, with the standard AWS variables pointing at
     it for the whole session. Tests keep apart by writing under their own prefix (`s3_prefix`)."""
-    from streamjoin.io.embedded_s3 import EmbeddedS3
+    from streamjoin.io.storage.embedded_s3 import EmbeddedS3
 
     server = EmbeddedS3(port=0)
     server.start()
@@ -74,11 +74,11 @@ def s3_server():
 
 @pytest.fixture(scope="session")
 def kafka_broker(tmp_path_factory):
-    """A real Kafka-compatible broker (Tansu, io.kafka_broker) on a free port, topics in memory,
+    """A real Kafka-compatible broker (Tansu, io.storage.kafka_broker) on a free port, topics in memory,
     with STREAMJOIN_KAFKA_BOOTSTRAP pointing every program at it for the whole session. Tests keep
     apart by their own topic names (`kafka_topic`)."""
-    from streamjoin.io.kafka import BOOTSTRAP_ENV
-    from streamjoin.io.kafka_broker import EmbeddedKafka
+    from streamjoin.io.storage.kafka_broker import EmbeddedKafka
+    from streamjoin.io.storage.kafka_client import BOOTSTRAP_ENV
 
     broker = EmbeddedKafka(port=0, log_path=str(tmp_path_factory.mktemp("kafka") / "tansu.log"))
     broker.start()
@@ -96,7 +96,7 @@ def logical_postgres():
     import tempfile
 
     from pg_helpers import LogicalPostgres
-    from streamjoin.io.pg_cdc import URL_ENV
+    from streamjoin.io.sources.pg_cdc import URL_ENV
 
     root = tempfile.mkdtemp(prefix="streamjoin-pg-")
     server = LogicalPostgres(root).start()

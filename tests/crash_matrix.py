@@ -230,8 +230,8 @@ def _read_files(root: Path, engine: Engine):
 def _read_table(root: Path, engine: Engine):
     """A Delta or Parquet sink's committed rows (the hour partition column left out)."""
     import pyarrow.parquet as pq
-    from streamjoin.io import s3
-    from streamjoin.io.table_sink import HOUR, DeltaCommitter, ManifestCommitter, SinkSpec
+    from streamjoin.io.sinks.table_sink import HOUR, DeltaCommitter, ManifestCommitter, SinkSpec
+    from streamjoin.io.storage import s3
 
     path, settings = s3_path(root), s3.S3Settings.from_env()
     app_id = json.loads((root / "checkpoint" / "sink.json").read_text())["app_id"] if (root / "checkpoint" / "sink.json").exists() else ""
@@ -248,7 +248,7 @@ def _read_table(root: Path, engine: Engine):
 
 def _markers(path: str, settings) -> dict:
     """Each hour's completeness marker: its row count."""
-    from streamjoin.io import s3
+    from streamjoin.io.storage import s3
 
     marks = {}
     for p in s3.list_files(s3.join(path, "_complete"), settings):
@@ -259,7 +259,7 @@ def _markers(path: str, settings) -> dict:
 
 def _read_topic(root: Path, engine: Engine):
     from kafka_helpers import read_topic
-    from streamjoin.io.kafka import bootstrap
+    from streamjoin.io.storage.kafka_client import bootstrap
 
     # a topic's partitions are read one after another: the changes of one key are in order in its
     # partition (the output is keyed by a changelog's key), the rows of several are not
@@ -271,7 +271,7 @@ def _topic(root: Path) -> str:
 
 
 def _read_stream(root: Path, engine: Engine):
-    from streamjoin.io import kinesis
+    from streamjoin.io.sources import kinesis
 
     client, rows = kinesis.client(), []
     for shard in client.list_shards(StreamName=_topic(root))["Shards"]:
@@ -282,7 +282,7 @@ def _read_stream(root: Path, engine: Engine):
 
 
 def _kinesis_output(root: Path, engine: Engine) -> str:
-    from streamjoin.io import kinesis
+    from streamjoin.io.sources import kinesis
 
     client = kinesis.client()
     try:  # (once per run: a restart's output is there; ListStreams shows only the first 100 of a session's)

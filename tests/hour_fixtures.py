@@ -17,7 +17,7 @@ import threading
 from decimal import Decimal
 
 import pyarrow as pa
-from streamjoin.io import s3
+from streamjoin.io.storage import s3
 
 HOUR = "2024-01-01T10"
 START = dt.datetime(2024, 1, 1, 10, tzinfo=dt.UTC)
@@ -52,7 +52,7 @@ def write_hour(output: str, rows: list[dict], snapshot_rows: int = CITIES, hour:
 def exported_snapshot(root: str, rows: list[dict] | None = None) -> dict:
     """Export the city table of `good_rows()` (or `rows`) as a snapshot version under `root`, as
     `streamjoin snapshot` does; return the marker's entry for it, as the sink writes it."""
-    from streamjoin.io import snapshots
+    from streamjoin.io.sources import snapshots
 
     rows = rows if rows is not None else [{k: r[k] for k in ("city", "region", "store_name")} for r in good_rows()]
     meta = snapshots.export(pa.Table.from_pylist(rows), root, "files city_info")

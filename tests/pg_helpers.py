@@ -9,7 +9,7 @@ PG_URL = os.environ.get("STREAMJOIN_TEST_PG_URL", "postgresql://postgres@127.0.0
 
 def pg_execute(sql: str, fetch: bool = False) -> list[tuple] | None:
     """Run statements in autocommit mode; `fetch`: return the last one's rows."""
-    from streamjoin.io import postgres
+    from streamjoin.io.sources import postgres
 
     return execute_on(postgres.parse_url(PG_URL), sql, fetch)
 
@@ -127,13 +127,13 @@ class PgProxy:
 
 class LogicalPostgres:
     """A PostgreSQL cluster of the tests' own with `wal_level = logical` (change data capture,
-    io.pg_cdc): the machine's own server is never reconfigured. `initdb` refuses root, so as
+    io.sources.pg_cdc): the machine's own server is never reconfigured. `initdb` refuses root, so as
     root the cluster is made and run as the `postgres` user. `url()` names a database of it."""
 
     def __init__(self, root):
         from pathlib import Path
 
-        from streamjoin.io.ports import free_port
+        from streamjoin.io.storage.ports import free_port
 
         self.root = Path(root)
         self.data = self.root / "data"

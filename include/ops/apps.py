@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from streamjoin.env import expand
-from streamjoin.io import s3
+from streamjoin.io.storage import s3
 
 DEFAULT_REPORTS = "data/reports"
 

@@ -15,7 +15,7 @@ import datetime as dt
 import importlib
 import logging
 
-from streamjoin.io import s3
+from streamjoin.io.storage import s3
 
 from .apps import AppConfig, load_app
 
@@ -54,7 +54,7 @@ def resolve_hour(params_hour: str | None, interval_end: dt.datetime | None) -> s
     Airflow 3 schedules `@hourly` with CronTriggerTimetable: the 11:00 run has data interval
     [11:00, 11:00], so data_interval_start is the hour that is starting, not the one that ended;
     floor(end) - 1 hour is 10:00 with either timetable and for a manual run at 11:23."""
-    from streamjoin.io.hours import normalize_hour
+    from streamjoin.io.sinks.hours import normalize_hour
 
     if params_hour and str(params_hour).strip():
         return normalize_hour(str(params_hour).strip())
@@ -66,7 +66,7 @@ def resolve_hour(params_hour: str | None, interval_end: dt.datetime | None) -> s
 
 def marker_key(app: str | AppConfig, hour: str) -> tuple[str, str] | str:
     """Where the hour's completeness marker is: (bucket, key) on S3, or a local path."""
-    from streamjoin.io.hours import normalize_hour
+    from streamjoin.io.sinks.hours import normalize_hour
 
     config = app if isinstance(app, AppConfig) else load_app(app)
     path = s3.join(config.output, "_complete", f"hour={normalize_hour(hour)}.json")
@@ -93,7 +93,7 @@ def check_and_publish(app: str, hour: str) -> dict:
     """Check the hour, publish its report; returns {"app", "hour", "status", "validated", "report"
     (index.html), "files", "verdict", "docs", "failed" (the failed checks), "alerts"}. Raises
     `DataQualityFailed` after publishing when the hour failed (check_hour delivered the alert)."""
-    from streamjoin.io.hours import normalize_hour, read_hour_arrow
+    from streamjoin.io.sinks.hours import normalize_hour, read_hour_arrow
     from streamjoin.quality import check_hour
 
     config = load_app(app)
@@ -124,7 +124,7 @@ def hour_ready(app: str | AppConfig, hour: str, now: dt.datetime, waited_s: floa
       app never ran) after `no_input_wait_s`;
     - `max_wait_s` have passed.
     """
-    from streamjoin.io.hours import complete_hours, normalize_hour
+    from streamjoin.io.sinks.hours import complete_hours, normalize_hour
 
     config = app if isinstance(app, AppConfig) else load_app(app)
     hour = normalize_hour(hour)

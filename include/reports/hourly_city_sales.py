@@ -25,7 +25,7 @@ import math
 import numbers
 from dataclasses import dataclass, field
 
-from streamjoin.io import s3
+from streamjoin.io.storage import s3
 
 COLUMNS = ["city", "region", "store_name", "total_sales", "sales"]
 VALIDATED = "VALIDATED"

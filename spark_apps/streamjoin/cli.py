@@ -126,8 +126,8 @@ def _text(path: str) -> str:
 
 
 def _load(path: str, config: str | None = None, dialect: str | None = None):
-    from streamjoin.io.kafka_catalog import topic_columns
-    from streamjoin.io.postgres import catalog_columns
+    from streamjoin.io.sources.kafka_catalog import topic_columns
+    from streamjoin.io.sources.postgres import catalog_columns
     from streamjoin.plan import compile_sql
 
     declared, configured = _config(config)
@@ -207,7 +207,7 @@ def _run(args) -> int:
         print(f"streamjoin: temporary checkpoint {checkpoint} (removed at exit); late and rejected rows are counted, "
               "not kept (--output DIR or --checkpoint DIR keeps them)", file=sys.stderr)
     ended = sorted(p.parent.name for p in checkpoint.glob("**/sources/*/END"))
-    if ended:  # io.staging: an ended input reads nothing more, whatever has arrived since
+    if ended:  # io.sources.staging: an ended input reads nothing more, whatever has arrived since
         print(f"streamjoin: warning: checkpoint {checkpoint} reached end of input in an earlier --until-idle run "
               f"({', '.join(ended)}): nothing that arrived since is read; give the run a new checkpoint to read it",
               file=sys.stderr)
@@ -254,15 +254,15 @@ def _log_progress() -> None:
 
 
 def _s3(args) -> int:
-    from streamjoin.io.embedded_s3 import serve
+    from streamjoin.io.storage.embedded_s3 import serve
 
     serve(args.host, args.port, args.bucket, sys.stdout, data_dir=args.data)
     return EXIT_OK
 
 
 def _kinesis(args) -> int:
-    """`kinesis put`: the files' lines as records (io.kinesis.put); one line on stderr says how many."""
-    from streamjoin.io.kinesis import put
+    """`kinesis put`: the files' lines as records (io.sources.kinesis.put); one line on stderr says how many."""
+    from streamjoin.io.sources.kinesis import put
 
     lines = []
     for name in args.files:
@@ -274,8 +274,8 @@ def _kinesis(args) -> int:
 
 
 def _kafka(args) -> int:
-    """`kafka serve` (io.kafka_broker.serve) or `kafka put` (one line on stderr says how many)."""
-    from streamjoin.io import kafka_broker
+    """`kafka serve` (io.storage.kafka_broker.serve) or `kafka put` (one line on stderr says how many)."""
+    from streamjoin.io.storage import kafka_broker
 
     if args.kafka_command == "serve":
         kafka_broker.serve(args.host, args.port, args.storage, sys.stdout)
@@ -328,10 +328,10 @@ def _report(args) -> int:
 
 def _snapshot(args) -> int:
     """Read the whole declared table (no query filters, no Spark) and export it as the next
-    version under DEST (`streamjoin.io.snapshots`); one line on stdout says which."""
-    from streamjoin.io import snapshots
-    from streamjoin.io.tables import read_table
-    from streamjoin.io.types import arrow_schema
+    version under DEST (`streamjoin.io.sources.snapshots`); one line on stdout says which."""
+    from streamjoin.io.formats.types import arrow_schema
+    from streamjoin.io.sources import snapshots
+    from streamjoin.io.sources.tables import read_table
     from streamjoin.plan.model import Kind
 
     script = _load(args.file)

@@ -44,7 +44,7 @@ def one_line_reason(error: Exception) -> str:
     import re
 
     text = str(error)
-    # a traceback names the class with its module (streamjoin.io.retry.StorageUnavailableError)
+    # a traceback names the class with its module (streamjoin.io.storage.retry.StorageUnavailableError)
     causes = re.findall(r"^\s*(?:\w+\.)*(\w+(?:Error|Exception)): (.+)$", text, flags=re.MULTILINE)
     causes = [c for c in causes if not c[0].startswith(("StreamingQuery", "Py4J", "ForeachBatchUserFunc"))]
     if causes:
@@ -52,3 +52,8 @@ def one_line_reason(error: Exception) -> str:
         return f"{name}: {message.strip()}"
     first = text.splitlines()[0] if text else ""
     return f"{type(error).__name__}: {first}"
+
+
+class CheckpointMismatch(RuntimeError):
+    """A checkpoint whose parts disagree about what was done (Spark's logs, the sink's record, the
+    sink's table): resuming it would skip or repeat rows, so the run stops before anything starts."""

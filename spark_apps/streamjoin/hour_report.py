@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from streamjoin.env import expand
-from streamjoin.io import hours, s3
-from streamjoin.io.table_sink import HOUR
+from streamjoin.io.sinks import hours
+from streamjoin.io.sinks.table_sink import HOUR
+from streamjoin.io.storage import s3
 from streamjoin.quality import app_repo_root, find_app, output_path
 
 DEFAULT_REPORTS = "data/reports"  # [report] path when app.toml says nothing (include/ops/apps.py)

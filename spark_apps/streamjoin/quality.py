@@ -28,8 +28,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from streamjoin import data_docs
-from streamjoin.io import hours, s3
-from streamjoin.io.table_sink import HOUR
+from streamjoin.io.sinks import hours
+from streamjoin.io.sinks.table_sink import HOUR
+from streamjoin.io.storage import s3
 from streamjoin.quality_inputs import late_rows_of_hour, trailing_volumes
 
 log = logging.getLogger("streamjoin.quality")
@@ -192,7 +193,7 @@ def snapshot_rows(mark: dict, alias: str | None) -> int:
     return int(_snapshot_entry(mark, alias)["rows"])
 
 
-_EXPORTED = re.compile(r"^s3 (?P<root>.+) version (?P<version>\d+)$")  # io/tables.py: an exported snapshot's source
+_EXPORTED = re.compile(r"^s3 (?P<root>.+) version (?P<version>\d+)$")  # io/sources/tables.py: an exported snapshot's source
 
 
 def snapshot_table(mark: dict, alias: str | None, settings: s3.S3Settings | None = None):
@@ -202,7 +203,7 @@ def snapshot_table(mark: dict, alias: str | None, settings: s3.S3Settings | None
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from streamjoin.io import snapshots
+    from streamjoin.io.sources import snapshots
 
     entry = _snapshot_entry(mark, alias)
     exported = _EXPORTED.match(str(entry.get("source", "")))
@@ -406,7 +407,7 @@ def _errors(info: dict) -> list[str]:
 
 
 def _rows(table, indexes: list[int]) -> list[dict]:
-    from streamjoin.io.jsonlines import format_value
+    from streamjoin.io.formats.jsonlines import format_value
 
     if not indexes:
         return []

@@ -9,7 +9,8 @@ import json
 import os
 from pathlib import Path
 
-from streamjoin.io import hours, s3
+from streamjoin.io.sinks import hours
+from streamjoin.io.storage import s3
 
 
 def trailing_volumes(output: str, hour: str, quality: dict, settings: s3.S3Settings | None = None,

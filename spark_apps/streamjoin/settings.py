@@ -30,18 +30,18 @@ class Settings:
     spark_log_level: str = "ERROR"
     # which operator runs a two-stream RANGE join (lower): auto (the default choice per join),
     # native (Spark's join wherever it gives the answer), custom (streamjoin's own operator),
-    # batch (streamjoin's batch interval join wherever it runs the query, lower.batch_join)
+    # batch (streamjoin's batch interval join wherever it runs the query, lower.batch.batch_join)
     join_operator: str = "auto"
-    # how the batch interval join finds a micro-batch's pairs (lower.batch_join): auto (keyed on a
+    # how the batch interval join finds a micro-batch's pairs (lower.batch.batch_join): auto (keyed on a
     # live run where the keys allow it, else scan), keyed (wherever the keys allow it), scan
     batch_probe: str = "auto"
-    # where the keyed probe runs (lower.keyed_probe.in_driver): auto (the driver on a local master,
+    # where the keyed probe runs (lower.batch.keyed_probe.in_driver): auto (the driver on a local master,
     # else Spark tasks), driver, tasks
     probe_in: str = "auto"
     operator_groups: int = 32  # hash buckets of the join keys on streamjoin's operator
     operator_columnar: bool = True  # ASOF <= / < joins by column on the operator (off: row by row, to compare)
     home: str | None = None  # the repository root apps live under (STREAMJOIN_HOME)
-    storage_retry_s: float = 300.0  # how long an unreachable S3 is retried before the query fails (io.retry)
+    storage_retry_s: float = 300.0  # how long an unreachable S3 is retried before the query fails (io.storage.retry)
     crash_at: str | None = None  # STREAMJOIN_CRASH_AT=NAME[:N]: the crash harness's kill point (streamjoin.faults)
     env: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)  # for ${VAR} and AWS_*
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from app_helpers import CITIES, hour_rows, put_sales, wait_for, write_cities
-from streamjoin.io.hours import complete_hours
+from streamjoin.io.sinks.hours import complete_hours
 from streamjoin.runtime.app import App, Control
 
 from include.ops import refresh as refresh_ops

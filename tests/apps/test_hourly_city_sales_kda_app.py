@@ -21,8 +21,8 @@ from load import load  # noqa: E402
 def test_the_kda_form_of_the_hourly_app_reads_kinesis_and_gives_one_row_per_city_per_hour(spark, s3_server, tmp_path,
                                                                                           monkeypatch):
     from generate import expected_totals
-    from streamjoin.io.hours import complete_hours, read_hour_arrow
-    from streamjoin.io.jsonlines import format_value
+    from streamjoin.io.formats.jsonlines import format_value
+    from streamjoin.io.sinks.hours import complete_hours, read_hour_arrow
     from streamjoin.runtime.app import App, app_names, run_app
 
     stream = f"sales-{uuid.uuid4().hex[:8]}"
@@ -61,7 +61,7 @@ def test_the_kda_form_of_the_hourly_app_reads_kinesis_and_gives_one_row_per_city
 def test_streaming_join_apps_deploys_the_kda_app_when_picked_and_it_writes_the_closed_hours(s3_server, tmp_path, monkeypatch):
     from airflow_helpers import dags_test
     from app_helpers import SPARK
-    from streamjoin.io.hours import complete_hours
+    from streamjoin.io.sinks.hours import complete_hours
 
     stream = f"sales-{uuid.uuid4().hex[:8]}"
     for key, value in {"KDA_SALES_STREAM": stream, "CITY_INFO_PATH": tmp_path / "city_info", "KDA_OUTPUT_PATH": tmp_path / "output",

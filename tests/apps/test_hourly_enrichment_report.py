@@ -29,7 +29,7 @@ from hour_fixtures import (
     webhook_receiver,
     write_hour,
 )
-from streamjoin.io import s3
+from streamjoin.io.storage import s3
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))  # include/ imports as a package from the repository root, as in the DAG

@@ -31,8 +31,8 @@ from hour_fixtures import (
     write_hour,
 )
 from streamjoin import cli
-from streamjoin.io import s3
-from streamjoin.io.hours import HourNotComplete, read_hour
+from streamjoin.io.sinks.hours import HourNotComplete, read_hour
+from streamjoin.io.storage import s3
 from streamjoin.quality import check_hour, read_verdict
 
 APP = Path(__file__).resolve().parents[2] / "include" / "apps" / "hourly_city_sales"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from pg_helpers import PG_URL, pg_execute
-from streamjoin.io import s3
+from streamjoin.io.storage import s3
 
 S3_SECRET = "s3-secret-MARKER-7f3a9c"
 PG_PASSWORD = "pg-password-MARKER-51be02"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from airflow_helpers import dags_test
 from app_helpers import CITIES, SPARK, hour_rows, put_sales, wait_for, write_cities
-from streamjoin.io.hours import complete_hours
+from streamjoin.io.sinks.hours import complete_hours
 from streamjoin.runtime.app import Control
 
 from include.ops import refresh as refresh_ops

@@ -40,8 +40,8 @@ NOT_SET_BY_THE_STACK = {
     "KDA_CHECKPOINT_PATH": "the same one-run override, for the app whose env_prefix is KDA_",
     "STREAMJOIN_CRASH_AT": "the crash harness's kill point (tests/crash_harness.py): never set outside its tests",
     "JAVA_HOME": "set by the images (docker/*.Dockerfile `ENV JAVA_HOME`); the class archive's fingerprint reads it",
-    "ARROW_DEFAULT_MEMORY_POOL": "Arrow's own: unset, a driver chooses jemalloc for itself and its workers (io.memory.lean_pool)",
-    "MALLOC_MMAP_THRESHOLD_": "glibc's own: unset, a driver fixes it at 1 MB for itself and its workers (io.memory.lean_heap)",
+    "ARROW_DEFAULT_MEMORY_POOL": "Arrow's own: unset, a driver chooses jemalloc for itself and its workers (io.storage.memory.lean_pool)",
+    "MALLOC_MMAP_THRESHOLD_": "glibc's own: unset, a driver fixes it at 1 MB for itself and its workers (io.storage.memory.lean_heap)",
 }
 FALLBACK_OF = {  # read only when the primary is unset: the primary must be set, one name per setting
     "AWS_ENDPOINT_URL_S3": "AWS_ENDPOINT_URL",

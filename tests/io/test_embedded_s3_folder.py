@@ -10,8 +10,8 @@ import sys
 import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
-from streamjoin.io import s3
-from streamjoin.io.embedded_s3 import EmbeddedS3
+from streamjoin.io.storage import s3
+from streamjoin.io.storage.embedded_s3 import EmbeddedS3
 
 pytestmark = [pytest.mark.s3]  # embedded S3 servers of its own
 
@@ -81,7 +81,7 @@ def test_a_socket_connected_to_itself_is_not_taken_for_a_listening_server():
     readiness poll of a starting server did once, then every request was refused."""
     import socket
 
-    from streamjoin.io.ports import connected_to_itself, free_port, listening
+    from streamjoin.io.storage.ports import connected_to_itself, free_port, listening
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

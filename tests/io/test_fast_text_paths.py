@@ -1,5 +1,5 @@
 """The Arrow paths that replaced Python loops give the same text: output lines formatted column by
-column (io.jsonlines.format_lines) and JSON Lines inputs read by Arrow's reader (io.formats)."""
+column (io.formats.jsonlines.format_lines) and JSON Lines inputs read by Arrow's reader (io.formats.files)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import json
 import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from streamjoin.io.formats import conform, read_text
-from streamjoin.io.jsonlines import format_lines, format_rows
+from streamjoin.io.formats.files import conform, read_text
+from streamjoin.io.formats.jsonlines import format_lines, format_rows
 
 INSTANTS = st.datetimes(min_value=dt.datetime(1, 1, 1), max_value=dt.datetime(7999, 12, 31, 23, 59, 59, 999999))
 
@@ -88,7 +88,7 @@ def test_an_interval_column_is_written_as_postgresql_and_risingwave_print_interv
 def test_a_struct_column_reads_the_timestamps_json_writes_as_text_in_its_fields_and_lists():
     """Nexmark's events (corpus risingwave/14) hold STRUCT<..., "date_time" TIMESTAMP, ...> columns,
     whose JSON writes each instant as text: every row was a dead letter before 2026-11-28."""
-    from streamjoin.io.formats import cast_column
+    from streamjoin.io.formats.files import cast_column
 
     kind = pa.struct([("id", pa.int64()), ("at", pa.timestamp("us", tz="UTC")), ("seen", pa.list_(pa.timestamp("us", tz="UTC")))])
     text = pa.array(['{"id": 7, "at": "2026-11-27 10:00:25", "seen": ["2026-11-27T10:00:00Z", null]}', None, '{"id": 8}'])

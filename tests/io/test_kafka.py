@@ -1,5 +1,5 @@
-"""Kafka topics as a stream input (connector 'kafka', io.kafka), against a real broker process (the
-embedded Tansu, io.kafka_broker; never a mock): records staged like file rows, exactly once across
+"""Kafka topics as a stream input (connector 'kafka', io.sources.kafka), against a real broker process (the
+embedded Tansu, io.storage.kafka_broker; never a mock): records staged like file rows, exactly once across
 a restart and a SIGKILL, partitions of different speeds merged by rowtime so that none makes
 another's rows late, each dialect's declaration form, bad records and an unreachable broker."""
 
@@ -19,9 +19,9 @@ import pytest
 from confluent_kafka import Producer
 from kafka_helpers import produce, read_topic
 from runtime_helpers import read_output, run_in_two_parts, run_to_end, start, streamjoin, ts
-from streamjoin.io.kafka_broker import create_topic
-from streamjoin.io.staging import InputSpec, Stager
-from streamjoin.io.types import arrow_schema
+from streamjoin.io.formats.types import arrow_schema
+from streamjoin.io.sources.staging import InputSpec, Stager
+from streamjoin.io.storage.kafka_broker import create_topic
 from streamjoin.plan.model import Column
 
 D = "2024-01-01 "
@@ -154,7 +154,7 @@ def test_a_partition_added_to_the_topic_is_read_from_its_beginning(kafka_broker,
     stager = Stager(spec(tmp_path, kafka_topic, kafka_broker.servers, start="latest"))
     produce(kafka_broker, kafka_topic, [{"rowtime": ts(1000), "k": 1}])  # before the first start: not read (latest)
     produce(kafka_broker, kafka_topic, [{"rowtime": ts(1500), "k": 15}], partition=1)  # in the partition "added" later
-    from streamjoin.io import kafka
+    from streamjoin.io.sources import kafka
 
     real = kafka.consumer
 
@@ -264,7 +264,7 @@ def test_bad_kafka_options_are_rejected_before_anything_runs(tmp_path, options, 
 def test_a_run_killed_in_the_middle_and_started_again_loses_and_doubles_no_row(kafka_broker, kafka_topic, tmp_path, into):
     """`streamjoin run` reads two topics while records arrive; SIGKILL to its whole process group
     (driver and JVM) mid-run; the same checkpoint run to the end gives each join row once, in an
-    output folder or in an output topic (io.kafka_sink's release record)."""
+    output folder or in an output topic (io.sinks.kafka_sink's release record)."""
     left, right, out = f"{kafka_topic}-l", f"{kafka_topic}-r", f"{kafka_topic}-out"
     create_topic(kafka_broker.servers, left, 2)
     create_topic(kafka_broker.servers, right, 1)
@@ -328,7 +328,7 @@ SELECT STREAM
 def lenses_topics(tmp_path):
     """A broker of the test's own holding the Lenses seed's topics as its tables show them (keyed
     records, `customers` and `orders`: the names the seed's SQL uses)."""
-    from streamjoin.io.kafka_broker import EmbeddedKafka
+    from streamjoin.io.storage.kafka_broker import EmbeddedKafka
 
     with EmbeddedKafka(port=0, log_path=str(tmp_path / "tansu.log")) as broker:
         for topic in ("customers", "orders"):
@@ -391,7 +391,7 @@ JOIN orders OVER (RANGE INTERVAL '1' HOUR PRECEDING) AS o ON o.orderId = s.order
 
 def test_a_release_cut_short_by_a_crash_is_completed_without_doubles_and_a_done_one_is_not_sent_again(
         kafka_broker, kafka_topic, tmp_path, monkeypatch):
-    from streamjoin.io import kafka_sink
+    from streamjoin.io.sinks import kafka_sink
 
     rows = pa.table({"k": list(range(6)), "v": [f"row {n}" for n in range(6)]})
     first = kafka_sink.TopicWriter(f"kafka://{kafka_topic}?key=k", tmp_path / "state")
@@ -518,7 +518,7 @@ ALTER PUMP "match_pump" START;
 def test_the_embedded_broker_keeps_its_topics_on_the_embedded_s3_across_a_restart(s3_server, tmp_path):
     """`kafka serve --storage s3://BUCKET/`: Tansu's S3 storage, on the embedded S3 (the AWS_*
     variables `s3 serve` prints), so the topics outlive the broker."""
-    from streamjoin.io.kafka_broker import EmbeddedKafka, put
+    from streamjoin.io.storage.kafka_broker import EmbeddedKafka, put
 
     storage = f"s3://streamjoin/kept-{time.time_ns()}/"  # the broker's own prefix in the session's bucket
     broker = EmbeddedKafka(port=0, storage=storage, log_path=str(tmp_path / "tansu.log"))
@@ -560,7 +560,7 @@ def test_a_broker_that_goes_away_and_comes_back_within_the_timeout_loses_and_dou
     import logging
     import threading
 
-    from streamjoin.io.kafka_broker import EmbeddedKafka
+    from streamjoin.io.storage.kafka_broker import EmbeddedKafka
 
     storage = f"s3://streamjoin/outage-{time.time_ns()}/"
     broker = EmbeddedKafka(port=0, storage=storage, log_path=str(tmp_path / "tansu.log"))

@@ -1,4 +1,4 @@
-"""Kinesis Data Streams as a stream input (connector 'kinesis', io.kinesis), against the embedded
+"""Kinesis Data Streams as a stream input (connector 'kinesis', io.sources.kinesis), against the embedded
 server: records staged like file rows, exactly once across a restart and a reshard, shards of
 different speeds merged by rowtime so that none makes another's rows late."""
 
@@ -14,9 +14,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from runtime_helpers import read_output, run_in_two_parts, run_to_end, start, streamjoin, ts, write_jsonl
-from streamjoin.io import kinesis
-from streamjoin.io.staging import InputSpec, Stager
-from streamjoin.io.types import arrow_schema
+from streamjoin.io.formats.types import arrow_schema
+from streamjoin.io.sources import kinesis
+from streamjoin.io.sources.staging import InputSpec, Stager
 from streamjoin.plan.model import Column
 
 D = "2024-01-01 "
@@ -356,7 +356,7 @@ JOIN orders OVER (RANGE INTERVAL '1' HOUR PRECEDING) AS o ON o.orderId = s.order
 
 
 def test_a_destination_release_cut_short_by_a_crash_is_completed_without_doubles(stream, tmp_path, monkeypatch):
-    from streamjoin.io import kinesis_sink
+    from streamjoin.io.sinks import kinesis_sink
 
     rows = pa.table({"k": [1, 2, 2, 3], "v": ["a", "b", "b", "c"]})  # two identical rows: both must arrive
     first = kinesis_sink.StreamWriter(f"kinesis://{stream}?key=k", tmp_path / "state")

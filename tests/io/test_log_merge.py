@@ -1,4 +1,4 @@
-"""The rowtime merge of a partitioned log (io.log_merge, shared by the Kafka and Kinesis inputs):
+"""The rowtime merge of a partitioned log (io.sources.log_merge, shared by the Kafka and Kinesis inputs):
 a part that has given nothing yet holds the clock back, so its first rows are not late."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 import pyarrow as pa
-from streamjoin.io.log_merge import Part, RowtimeMerge
+from streamjoin.io.sources.log_merge import Part, RowtimeMerge
 
 
 class Merge(RowtimeMerge):

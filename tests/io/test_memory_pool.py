@@ -1,6 +1,6 @@
-"""Arrow's memory pool in a driver (io.memory.lean_pool): jemalloc, which hands freed pages back,
+"""Arrow's memory pool in a driver (io.storage.memory.lean_pool): jemalloc, which hands freed pages back,
 for the driver and the Python workers it starts, unless the operator chose one; glibc's mmap
-threshold fixed (io.memory.lean_heap), so large freed arrays leave the process."""
+threshold fixed (io.storage.memory.lean_heap), so large freed arrays leave the process."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 
-PROBE = ("import os, pyarrow as pa; from streamjoin.io.memory import lean_pool; lean_pool(); "
+PROBE = ("import os, pyarrow as pa; from streamjoin.io.storage.memory import lean_pool; lean_pool(); "
          "print(pa.default_memory_pool().backend_name, os.environ.get('ARROW_DEFAULT_MEMORY_POOL'))")
 
 
@@ -25,7 +25,7 @@ def test_an_operators_choice_of_pool_stands():
     assert pool_of({**os.environ, "ARROW_DEFAULT_MEMORY_POOL": "system"}) == "system system"
 
 
-HEAP = ("import os; from streamjoin.io.memory import lean_heap; "
+HEAP = ("import os; from streamjoin.io.storage.memory import lean_heap; "
         "print(lean_heap(), os.environ.get('MALLOC_MMAP_THRESHOLD_'))")
 
 

@@ -1,4 +1,4 @@
-"""PostgreSQL change data capture (`connector = 'postgres-cdc'`, io.pg_cdc) against a cluster of
+"""PostgreSQL change data capture (`connector = 'postgres-cdc'`, io.sources.pg_cdc) against a cluster of
 the tests' own with wal_level = logical: the first read is the table in the slot's snapshot, then
 each committed change once, across restarts; a RisingWave program joining a stream with CDC tables
 runs as written, its view maintained through updates, deletes and a SIGKILL, into an upsert Delta
@@ -16,9 +16,9 @@ from collections import Counter
 import pyarrow as pa
 import pytest
 from runtime_helpers import read_output, run_to_end, write_jsonl
-from streamjoin.io.changelog import CHANGE
-from streamjoin.io.formats import record_parser
-from streamjoin.io.pg_cdc import CdcUnavailableError, PostgresCdcSource, slot_name
+from streamjoin.io.sources.changelog import CHANGE
+from streamjoin.io.sources.log_merge import record_parser
+from streamjoin.io.sources.pg_cdc import CdcUnavailableError, PostgresCdcSource, slot_name
 
 COLUMNS = [("id", pa.int32()), ("name", pa.string()), ("score", pa.float64()), ("vip", pa.bool_()), ("seen", pa.timestamp("us"))]
 
@@ -139,7 +139,7 @@ def test_a_server_that_does_not_answer_is_asked_again_and_then_the_input_fails_n
 
     class Gone(LogicalPostgres):
         def __init__(self):
-            from streamjoin.io.ports import free_port
+            from streamjoin.io.storage.ports import free_port
 
             self.port = free_port()  # nothing listens there
 
@@ -212,7 +212,7 @@ def test_a_run_killed_in_the_middle_keeps_its_upsert_delta_table_on_s3_equal_to_
     mid-run; the same checkpoint run to the end leaves the sink's Delta table on S3 holding each
     order with its customer's last name (RisingWave's upsert sink of the view)."""
     from deltalake import DeltaTable
-    from streamjoin.io.s3 import S3Settings
+    from streamjoin.io.storage.s3 import S3Settings
 
     server, db = logical_postgres, cdc_database
     crm(server, db)
@@ -274,8 +274,8 @@ def test_the_corpus_cdc_enrichment_program_runs_as_written_from_a_topic_and_a_cd
     from pathlib import Path
 
     from kafka_helpers import produce, read_topic
-    from streamjoin.io.kafka import BOOTSTRAP_ENV
-    from streamjoin.io.kafka_broker import EmbeddedKafka, create_topic
+    from streamjoin.io.storage.kafka_broker import EmbeddedKafka, create_topic
+    from streamjoin.io.storage.kafka_client import BOOTSTRAP_ENV
     from streamjoin.runtime.pipeline import Pipeline
 
     path = Path(__file__).parents[1] / "corpus" / "risingwave" / "10_cdc_shared_source_enrichment_kafka_sink.sql"

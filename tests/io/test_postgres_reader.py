@@ -1,4 +1,4 @@
-"""PostgreSQL tables read into Arrow (`streamjoin.io.postgres`) and by the `streamjoin_pg` Spark source.
+"""PostgreSQL tables read into Arrow (`streamjoin.io.sources.postgres`) and by the `streamjoin_pg` Spark source.
 
 Needs a PostgreSQL server ($STREAMJOIN_TEST_PG_URL, default postgresql://postgres@127.0.0.1:5432/test);
 the tests fail without one (the machine runs one on 127.0.0.1:5432). Each run uses its own scratch tables.
@@ -13,8 +13,8 @@ from decimal import Decimal
 import pyarrow as pa
 import pytest
 from pg_helpers import PG_URL, pg_execute
-from streamjoin.io import pg_source
-from streamjoin.io import postgres as pg
+from streamjoin.io.sources import pg_source
+from streamjoin.io.sources import postgres as pg
 
 pytestmark = [pytest.mark.postgres]  # every test reads the local PostgreSQL server
 
@@ -224,7 +224,7 @@ def test_the_spark_source_reads_the_current_contents_on_every_execution(tables, 
 
 
 def test_the_data_session_is_read_only_and_in_utc():
-    from streamjoin.io.postgres import _fetch_arrow
+    from streamjoin.io.sources.postgres import _fetch_arrow
 
     got = _fetch_arrow(URL, "SELECT '2024-01-01 10:00:00'::timestamp::timestamptz AS t", "probe", "here").to_pylist()
     assert got == [{"t": dt.datetime(2024, 1, 1, 10, 0, tzinfo=UTC)}]

@@ -14,9 +14,9 @@ import pyarrow.parquet as pq
 import pytest
 from runtime_helpers import read_output, run_until_idle, start, ts
 from streamjoin.errors import Unsupported
-from streamjoin.io import s3
-from streamjoin.io.embedded_s3 import SECRET_KEY
-from streamjoin.io.staging import InputSpec, Stager
+from streamjoin.io.sources.staging import InputSpec, Stager
+from streamjoin.io.storage import s3
+from streamjoin.io.storage.embedded_s3 import SECRET_KEY
 from streamjoin.lower.inputs import input_specs
 from streamjoin.lower.support import check_runnable
 from streamjoin.plan import compile_sql

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 from runtime_helpers import read_output, run_to_end, run_until_idle, start, write_jsonl
-from streamjoin.io import s3
-from streamjoin.io.hours import HourNotComplete, complete_hours, marker, read_hour, read_hour_arrow
-from streamjoin.io.table_sink import DeltaCommitter, TableSink
+from streamjoin.io.sinks.hours import HourNotComplete, complete_hours, marker, read_hour, read_hour_arrow
+from streamjoin.io.sinks.table_sink import DeltaCommitter, TableSink
+from streamjoin.io.storage import s3
 
 DDL = """CREATE STREAM orders (id INT, customer INT, amount INT)
   WITH (connector = 'files', format = 'json', path = '{dir}/orders');
@@ -212,7 +212,7 @@ def test_a_sink_with_an_unknown_format_or_partitioning_is_rejected_before_spark_
 
 def test_the_embedded_server_runs_as_a_command_and_serves_the_standard_variables(tmp_path):
     import boto3
-    from streamjoin.io.embedded_s3 import EmbeddedS3
+    from streamjoin.io.storage.embedded_s3 import EmbeddedS3
 
     with EmbeddedS3(port=0, buckets=("landing", "reports")) as server:
         env = server.env()
@@ -252,7 +252,7 @@ def test_a_delta_sink_writes_the_tables_checkpoint_every_checkpoint_interval_ver
     # sink.before_delta_checkpoint), every `checkpoint_interval` versions; readers need none of them
     import pyarrow as pa
     from deltalake import DeltaTable
-    from streamjoin.io.table_sink import SinkSpec
+    from streamjoin.io.sinks.table_sink import SinkSpec
 
     spec = SinkSpec.from_options("out", {"path": str(tmp_path / "t"), "format": "delta", "checkpoint_interval": "2"})
     sink = TableSink(spec, "app-1")

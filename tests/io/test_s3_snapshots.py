@@ -1,4 +1,4 @@
-"""Lookup-table snapshots in S3 (`streamjoin.io.snapshots`, `streamjoin snapshot`, CREATE TABLE ...
+"""Lookup-table snapshots in S3 (`streamjoin.io.sources.snapshots`, `streamjoin snapshot`, CREATE TABLE ...
 WITH (connector = 's3')), against the embedded S3 server: versions are immutable, the pointer
 names the latest, and a restarted query loads the version that is latest then.
 
@@ -17,7 +17,8 @@ import pytest
 from pg_helpers import PG_URL, pg_execute
 from runtime_helpers import read_output, run_in_two_parts, start, ts, write_jsonl
 from streamjoin.cli import main
-from streamjoin.io import s3, snapshots
+from streamjoin.io.sources import snapshots
+from streamjoin.io.storage import s3
 
 SCHEMA = pa.schema([("animal_id", pa.int32()), ("name", pa.string())])
 

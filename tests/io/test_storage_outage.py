@@ -1,5 +1,5 @@
 """Storage faults (issue 20, item 3): the S3 endpoint goes away during a run and comes back. The
-S3 sink and the S3 landing-zone reader retry with backoff (io/retry.py) and the run goes on with
+S3 sink and the S3 landing-zone reader retry with backoff (io/storage/retry.py) and the run goes on with
 nothing lost or doubled; past the retry limit the query fails with the reason, and a restart
 from its checkpoint finishes the job. Each run is `streamjoin run` in a process of its own,
 against an embedded S3 server of its own that is stopped and started again on the same port and
@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 from runtime_helpers import ts, write_jsonl
-from streamjoin.io import retry
-from streamjoin.io.embedded_s3 import EmbeddedS3
-from streamjoin.io.hours import complete_hours, read_hour_arrow
+from streamjoin.io.sinks.hours import complete_hours, read_hour_arrow
+from streamjoin.io.storage import retry
+from streamjoin.io.storage.embedded_s3 import EmbeddedS3
 
 pytestmark = [pytest.mark.spark, pytest.mark.s3]  # a streamjoin run against an embedded S3 that goes away
 

@@ -1,4 +1,4 @@
-"""The batch interval join of a chain (lower.chain_join, issue 42): three and four streams joined
+"""The batch interval join of a chain (lower.batch.chain_join, issue 42): three and four streams joined
 INNER with time ranges, on the anchors the SQL names, give the reference result whether rows
 arrive over many micro-batches or at once in slices, and keep only the rows a future row can
 still meet."""
@@ -51,7 +51,7 @@ def _dirs(tmp_path, n: int) -> list:
                                                 marks=() if i == 0 else pytest.mark.long)
                                    for i, s in enumerate(SHAPES)])
 def test_a_chain_gives_the_reference_result_when_rows_arrive_over_many_micro_batches(spark, tmp_path, monkeypatch, shape):
-    from streamjoin.lower import chain_join
+    from streamjoin.lower.batch import chain_join
 
     # both ways of finding a micro-batch's results: a chain per input's new rows (shape 0), one
     # chain over all rows less the retained rows' results (shape 2), chosen by the rows (others)
@@ -88,8 +88,8 @@ def test_a_chain_gives_the_reference_result_when_rows_arrive_over_many_micro_bat
 
 
 def test_a_large_arrival_on_a_chain_is_joined_a_slice_at_a_time_with_the_reference_result(spark, tmp_path, monkeypatch):
-    from streamjoin.io import staging
-    from streamjoin.runtime import batch_sink
+    from streamjoin.io.sources import staging
+    from streamjoin.lower.batch import batch_sink
 
     monkeypatch.setattr(staging, "STEP_ROWS", 9)  # one file per input becomes many steps
     monkeypatch.setattr(batch_sink, "GROUP_ROWS", 30)  # joined a few steps at a time
@@ -132,8 +132,8 @@ def test_a_chain_bounded_on_its_first_stream_gives_what_sparks_chained_joins_giv
 
 
 def test_a_chain_retains_a_row_while_a_future_row_of_any_input_can_still_meet_it():
-    from streamjoin.lower.batch_join import Clocks
-    from streamjoin.lower.chain_join import ChainJoin
+    from streamjoin.lower.batch.batch_join import Clocks
+    from streamjoin.lower.batch.chain_join import ChainJoin
 
     script = compile_sql(
         "CREATE STREAM l (k INT) WITH (connector = 'files', path = '/l');"

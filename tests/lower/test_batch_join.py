@@ -1,4 +1,4 @@
-"""The batch interval join (lower.batch_join, runtime.batch_sink): chosen where it runs the query,
+"""The batch interval join (lower.batch.batch_join, lower.batch.batch_sink): chosen where it runs the query,
 exact results when rows arrive over many micro-batches (pairs across steps, NULL-extended rows
 when rows leave the range), exactly once across a stop and a crash, state bounded by the range."""
 
@@ -93,8 +93,8 @@ def test_batch_join_gives_the_reference_result_when_rows_arrive_over_many_micro_
 @pytest.mark.parametrize("join_type", ["INNER", "LEFT", "RIGHT", "FULL"])
 def test_a_large_arrival_is_staged_as_several_steps_and_joined_a_slice_at_a_time_with_the_reference_result(
         spark, tmp_path, monkeypatch, join_type):
-    from streamjoin.io import staging
-    from streamjoin.runtime import batch_sink
+    from streamjoin.io.sources import staging
+    from streamjoin.lower.batch import batch_sink
 
     monkeypatch.setattr(staging, "STEP_ROWS", 9)  # one file per input becomes many steps
     monkeypatch.setattr(batch_sink, "GROUP_ROWS", 20)  # joined a few steps at a time
@@ -123,9 +123,9 @@ def _bounded_run_with_the_reference_result(spark, tmp_path, step: tuple, seed: i
 
 @pytest.mark.parametrize("join_type", ["INNER", "FULL"])
 def test_inputs_above_the_broadcast_bound_are_joined_shuffled_with_the_reference_result(spark, tmp_path, monkeypatch, join_type):
-    """A bounded run's 1M rows an input are joined with both sides shuffled (lower.batch_join.BROADCAST_ROWS):
+    """A bounded run's 1M rows an input are joined with both sides shuffled (lower.batch.batch_join.BROADCAST_ROWS):
     here every side is above a bound of 0, the pairs and the NULL-extended rows as the reference says."""
-    from streamjoin.lower import batch_join
+    from streamjoin.lower.batch import batch_join
 
     monkeypatch.setattr(batch_join, "BROADCAST_ROWS", 0)
     planned = []
@@ -151,7 +151,7 @@ def test_batch_join_is_exactly_once_across_a_stop_and_a_crash_before_a_release(s
         runner.stop("stopped")
 
     # a crash after a micro-batch's rows are recorded, before they are written
-    from streamjoin.runtime.batch_sink import BatchJoinSink
+    from streamjoin.lower.batch.batch_sink import BatchJoinSink
 
     original = BatchJoinSink._release
     crashed = []
@@ -204,7 +204,7 @@ def test_auto_picks_the_batch_join_for_bounded_runs_short_ranges_and_keys_the_pr
 def test_rows_are_final_once_the_staged_clocks_pass_them_before_the_join_that_moved_the_clocks():
     from types import SimpleNamespace
 
-    from streamjoin.lower.batch_join import BatchJoin, Clocks
+    from streamjoin.lower.batch.batch_join import BatchJoin, Clocks
     from streamjoin.plan.model import JoinType
 
     def batch(join_type):
@@ -231,7 +231,7 @@ def test_a_staged_step_releases_the_rows_it_makes_final_while_the_join_of_it_is_
     import threading
     import time
 
-    from streamjoin.lower.batch_join import BatchJoin
+    from streamjoin.lower.batch.batch_join import BatchJoin
 
     windows, steps = [(4, 0), (4, 0)], [("INNER", "key", 0)]
     streams = _rows(random.Random(5))
@@ -281,7 +281,7 @@ def test_a_join_that_fails_fails_the_query_with_its_reason_whichever_thread_star
     its error stops the query, and the runner says why (no rows lost silently)."""
     import time
 
-    from streamjoin.lower.batch_join import BatchJoin
+    from streamjoin.lower.batch.batch_join import BatchJoin
 
     windows, steps = [(4, 0), (4, 0)], [("INNER", "key", 0)]
     streams = _rows(random.Random(6))

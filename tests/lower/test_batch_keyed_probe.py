@@ -1,4 +1,4 @@
-"""The batch interval join's keyed probe (lower.batch_join.keyed_rows, operator.interval_probe):
+"""The batch interval join's keyed probe (lower.batch.batch_join.keyed_rows, lower.batch.interval_probe):
 chosen for live runs whose keys are plain columns of one type and whose condition is only keys and
 the time range; on rows arriving over many micro-batches it writes what the scan of the retained
 steps writes, for every join type and plain column type, NULL keys included, across a stop and a
@@ -13,11 +13,12 @@ import random
 import pyarrow as pa
 import pytest
 from runtime_helpers import read_output, run_to_end, run_until_idle, start, ts, write_jsonl
-from streamjoin.io.staging import InputSpec
-from streamjoin.lower import batch_join
+from streamjoin.io.sources.staging import InputSpec
+from streamjoin.lower.batch import batch_join
+from streamjoin.lower.batch.keyed_probe import arrow_output
 from streamjoin.lower.columns import flat
 from streamjoin.lower.explain import explain_text
-from streamjoin.lower.keyed_probe import arrow_output, keyed_sides
+from streamjoin.lower.probe_keys import keyed_sides
 from streamjoin.plan.compile import compile_sql
 from streamjoin.runtime.pipeline import Pipeline
 from streamjoin.settings import Settings

@@ -70,8 +70,8 @@ def test_risingwave_03_keeps_its_three_views_of_cdc_tables_and_a_topic_through_c
     `stream`); run until idle, the tables changed, run again from the checkpoint: each view's
     changelog folds to its SQL answer over the tables as they then stand."""
     from kafka_helpers import produce
-    from streamjoin.io.kafka import BOOTSTRAP_ENV
-    from streamjoin.io.kafka_broker import EmbeddedKafka, create_topic
+    from streamjoin.io.storage.kafka_broker import EmbeddedKafka, create_topic
+    from streamjoin.io.storage.kafka_client import BOOTSTRAP_ENV
     from streamjoin.runtime.pipeline import Pipeline
 
     path = CORPUS / "risingwave" / "03_pg_cdc_secret_kafka_tumble_join.sql"
@@ -115,7 +115,7 @@ def test_risingwave_04_joins_a_kinesis_stream_with_an_s3_folder_into_its_three_v
     (one over a LEFT JOIN), a filter on the Kinesis arrival time, and a join of TUMBLE groups
     with a TUMBLE window join. Each view folds to its SQL answer."""
     import boto3
-    from streamjoin.io import kinesis
+    from streamjoin.io.sources import kinesis
     from streamjoin.runtime.pipeline import Pipeline
 
     path = CORPUS / "risingwave" / "04_kinesis_s3_include_joins.sql"

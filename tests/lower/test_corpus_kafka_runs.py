@@ -47,10 +47,10 @@ LONG_RUNS = {"risingwave/01_ad_ctr_window_join", "risingwave/14_nexmark_q5_hop_j
                                   for p in PROGRAMS], ids=[f"{p.parent.name}/{p.stem}" for p in PROGRAMS])
 def test_a_corpus_program_that_reads_kafka_runs_on_the_broker_and_writes_its_columns(spark, tmp_path, monkeypatch, path):
     from streamjoin.errors import Unsupported
-    from streamjoin.io.kafka import BOOTSTRAP_ENV
-    from streamjoin.io.kafka_broker import EmbeddedKafka, create_topic
+    from streamjoin.io.storage.kafka_broker import EmbeddedKafka, create_topic
+    from streamjoin.io.storage.kafka_client import BOOTSTRAP_ENV
     from streamjoin.lower.inputs import kafka_options
-    from streamjoin.lower.support import topic_target
+    from streamjoin.lower.sink_target import topic_target
 
     sql = path.read_text()
     refused = RUN_REFUSES.get(f"{path.parent.name}/{path.stem}")

@@ -1,5 +1,5 @@
 """A bounded run (`--until-idle`) of an ASOF join with `right.rowtime <= / < left.rowtime` runs on
-Spark's batch engine (lower.asof_batch): the rows the operator writes (its column engine, checked
+Spark's batch engine (lower.batch.asof_batch): the rows the operator writes (its column engine, checked
 against the reference in tests/lower/test_run_asof_columns.py and tests/operator), INNER and LEFT,
 ties at a rowtime to the latest arrival, NULL keys, every plain type, in rowtime order; across a
 stop and a resume too, and `explain` says which runs it."""
@@ -30,7 +30,7 @@ def test_a_bounded_asof_join_on_the_batch_engine_writes_the_operators_rows_in_ro
     sql = ddl(tmp_path / "l", tmp_path / "r") + QUERY.format(join=join, op=op)
     script = Pipeline.from_sql(sql, "q.sql").script
     assert "with --until-idle: streamjoin's batch ASOF join instead" in explain_text(script)
-    assert "(lower.asof_batch)" in explain_text(script, LoweringOptions(bounded=True))
+    assert "(lower.batch.asof_batch)" in explain_text(script, LoweringOptions(bounded=True))
     batch, status = run_until_idle(spark, sql, tmp_path / "batch")
     operator, _ = run_until_idle(spark, sql, tmp_path / "operator", settings=OPERATOR)
     assert canonical(batch) == canonical(operator)

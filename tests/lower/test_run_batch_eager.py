@@ -1,5 +1,5 @@
-"""EMIT EAGER of INNER interval joins runs on the batch interval join (lower.batch_join,
-runtime.batch_sink), two streams and chains: the rows of EMIT FINAL, each written as soon as the
+"""EMIT EAGER of INNER interval joins runs on the batch interval join (lower.batch.batch_join,
+lower.batch.batch_sink), two streams and chains: the rows of EMIT FINAL, each written as soon as the
 join has found it. A live run writes its pairs before the clocks pass them (issue 42's latency:
 FINAL's floor is the lateness); outer EAGER joins, whose NULL-extended rows leave at once, stay
 on streamjoin's operator."""

@@ -16,7 +16,7 @@ import reference as ref
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from runtime_helpers import read_output, run_to_end, run_until_idle, start, write_jsonl
-from streamjoin.io.staging import late_rows
+from streamjoin.io.sources.staging import late_rows
 
 EPOCH = dt.datetime(1970, 1, 1)
 BASE = dt.datetime(2024, 1, 1)

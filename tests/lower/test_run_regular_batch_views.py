@@ -1,6 +1,6 @@
 """A bounded run of a regular join (RisingWave's join without a time bound) of two aggregating
 stream views, Nexmark q8's shape: each view runs as a part of its own (lower.staged_views) and the
-join of their rows runs on Spark's batch engine (lower.batch_join), as a join of two streams read
+join of their rows runs on Spark's batch engine (lower.batch.batch_join), as a join of two streams read
 directly does; its rows are the SQL answer."""
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ def test_a_bounded_runs_aggregating_views_are_one_batch_job_each_and_a_rerun_aft
     job (no streaming query: its part's checkpoint holds no offsets), and its sink records that job
     as batch 0: the join failing after the views were written, a rerun on the same checkpoint
     neither computes nor stages them again, and every row of the answer comes out once."""
-    from streamjoin.runtime.batch_sink import BatchJoinSink
+    from streamjoin.lower.batch.batch_sink import BatchJoinSink
     from streamjoin.runtime.runner import OnceQuery
 
     people, auctions = events(random.Random("q8-once"))

@@ -1,5 +1,5 @@
 """A bounded run (`--until-idle`) of an inner join of two ROWS CURRENT ROW windows partitioned by
-the join keys runs on Spark's batch engine (lower.rows_batch): the rows the operator writes (its
+the join keys runs on Spark's batch engine (lower.batch.rows_batch): the rows the operator writes (its
 engines are checked against the reference in tests/lower/test_run_rows_columns.py and
 tests/operator), ties at a rowtime in arrival order, NULL keys, every plain type, in rowtime
 order; across a stop and a resume too, and `explain` says which runs it."""
@@ -30,7 +30,7 @@ def test_a_bounded_rows_join_on_the_batch_engine_writes_the_operators_rows_in_ro
     sql = ddl(tmp_path / "l", tmp_path / "r") + CURRENT
     script = Pipeline.from_sql(sql, "q.sql").script
     assert "with --until-idle: streamjoin's batch ROWS join instead" in explain_text(script)
-    assert "(lower.rows_batch)" in explain_text(script, LoweringOptions(bounded=True))
+    assert "(lower.batch.rows_batch)" in explain_text(script, LoweringOptions(bounded=True))
     batch, status = run_until_idle(spark, sql, tmp_path / "batch")
     operator, _ = run_until_idle(spark, sql, tmp_path / "operator", settings=OPERATOR)
     assert len(batch) > 20 and status["late_rows"] == 0
@@ -46,7 +46,7 @@ def test_only_current_row_windows_on_the_join_keys_of_an_inner_join_run_on_the_b
               CURRENT.replace(" JOIN r", " LEFT JOIN r"),
               CURRENT.replace("l.n = r.n;", "l.n = r.n AND l.id < r.id;")]
     for other in others:
-        assert "(lower.rows_batch)" not in explain_text(Pipeline.from_sql(sql + other, "q.sql").script, bounded), other
+        assert "(lower.batch.rows_batch)" not in explain_text(Pipeline.from_sql(sql + other, "q.sql").script, bounded), other
 
 
 def test_a_stopped_batch_rows_join_resumes_and_writes_each_pair_once(spark, tmp_path):

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from pg_helpers import ensure_database
 from streamjoin.errors import SqlError, Unsupported
-from streamjoin.io.postgres import catalog_columns
+from streamjoin.io.sources.postgres import catalog_columns
 from streamjoin.lower.explain import explain_text
 from streamjoin.plan import compile_sql
 

@@ -89,7 +89,7 @@ def test_a_risingwave_program_with_sinks_append_only_tables_secrets_and_teardown
     script = compile_sql(RW, "rw.sql")
     assert script.dialect == "risingwave"
     assert script.relation("scans").kind.name == "STREAM" and script.relation("scans").rowtime == "at"
-    # a postgres-cdc table is read by its changes (io.pg_cdc): a stream of upserts and deletes
+    # a postgres-cdc table is read by its changes (io.sources.pg_cdc): a stream of upserts and deletes
     assert script.relation("kiosks").changing and dict(script.relation("kiosks").options)["password"] == "secret pg_pwd"
     assert script.outputs == ("counts", "zoned") and [q.sink for q in script.runs] == ["counts", "zoned"]
     assert script.view("per_window").emit.name == "FINAL"

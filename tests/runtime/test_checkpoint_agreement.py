@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 from runtime_helpers import run_to_end, start, write_jsonl
+from streamjoin.io.sinks.ordered_sink import OrderedSink
 from streamjoin.runtime.checkpoint import CheckpointMismatch, logged_batches
-from streamjoin.runtime.ordered_sink import OrderedSink
 
 
 def checkpoint(root: Path, offsets: int | None, commits: int | None, sink_batch: int | None) -> OrderedSink:
@@ -73,8 +73,8 @@ INSERT INTO out SELECT STREAM ROWTIME, a.k, a.x FROM a;
 
 @pytest.mark.parametrize("fmt", ["delta", "parquet"])
 def test_an_older_copy_of_a_checkpoint_beside_a_newer_table_is_refused_and_nothing_is_written(spark, tmp_path, s3_prefix, fmt):
-    from streamjoin.io.s3 import S3Settings
-    from streamjoin.io.table_sink import DeltaCommitter, ManifestCommitter, SinkSpec
+    from streamjoin.io.sinks.table_sink import DeltaCommitter, ManifestCommitter, SinkSpec
+    from streamjoin.io.storage.s3 import S3Settings
 
     sql = SQL.format(root=tmp_path, sink=f"{s3_prefix}/out", fmt=fmt)
     write_jsonl(tmp_path / "a" / "1.json", [{"rowtime": "2024-01-01 00:00:01", "k": 1, "x": 1}])

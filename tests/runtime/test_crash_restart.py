@@ -100,7 +100,7 @@ def sink_of(root: Path) -> str:
 
 def committed_hours(root: Path) -> tuple[list, dict]:
     """(the sink's committed rows, sorted, with their hour; each hour's marker row count)."""
-    from streamjoin.io.hours import complete_hours, marker, read_hour_arrow
+    from streamjoin.io.sinks.hours import complete_hours, marker, read_hour_arrow
 
     sink, rows = sink_of(root), []
     for hour in [f"2024-01-01T{h:02d}" for h in range(24)]:
@@ -113,7 +113,7 @@ def committed_hours(root: Path) -> tuple[list, dict]:
 def committed_rows(root: Path) -> list:
     """A Delta sink's committed rows (any partitioning), sorted."""
     from deltalake import DeltaTable
-    from streamjoin.io import s3
+    from streamjoin.io.storage import s3
 
     table = DeltaTable(sink_of(root), storage_options=s3.S3Settings.from_env().storage_options())
     return sorted((tuple(sorted((k, str(v)) for k, v in r.items())) for r in table.to_pyarrow_table().to_pylist()), key=repr)
@@ -121,7 +121,7 @@ def committed_rows(root: Path) -> list:
 
 def delta_commits(root: Path) -> int:
     """How many commits the Delta sink's log holds now (0 before the table exists)."""
-    from streamjoin.io import s3
+    from streamjoin.io.storage import s3
 
     try:
         return sum(p.endswith(".json") for p in s3.list_files(s3.join(sink_of(root), "_delta_log"), s3.S3Settings.from_env()))

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from runtime_helpers import read_output, run_until_idle, streamjoin, ts
-from streamjoin.io.rejects import RejectedRow, read_lenient
+from streamjoin.io.sources.rejects import RejectedRow, read_lenient
 
 pytestmark = [pytest.mark.spark]  # runs, in the session and as `streamjoin run`
 
@@ -137,7 +137,7 @@ def test_the_first_rejected_row_reads_as_file_line_column_and_reason():
 
 
 def test_a_table_row_that_cannot_be_read_fails_the_table_naming_file_and_line(tmp_path):
-    from streamjoin.io.tables import read_files
+    from streamjoin.io.sources.tables import read_files
 
     folder = tmp_path / "city_info"
     folder.mkdir()

@@ -7,8 +7,8 @@ import json
 
 import pyarrow as pa
 import pytest
-from streamjoin.runtime.ordered_sink import OrderedSink
-from streamjoin.runtime.writer import RowWriter
+from streamjoin.io.sinks.ordered_sink import OrderedSink
+from streamjoin.io.sinks.writer import RowWriter
 
 
 class Batch:
@@ -24,10 +24,10 @@ class Batch:
 
 def watermark(rowtime: str) -> str:
     """Spark's watermark for a clock at `rowtime`, as its progress reports write it: in engine time
-    (streamjoin.io.instants)."""
+    (streamjoin.io.formats.instants)."""
     import datetime as dt
 
-    from streamjoin.io.instants import SHIFT_US, parse_spark_time
+    from streamjoin.io.formats.instants import SHIFT_US, parse_spark_time
 
     at = dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=parse_spark_time(rowtime) + SHIFT_US)
     return at.isoformat(timespec="milliseconds") + "Z"
@@ -141,8 +141,8 @@ def test_a_cut_chain_part_redoes_a_crashed_release_with_its_own_threshold(tmp_pa
     """The next part may have read the crashed release's file: the replay must write the same
     rows under the same name (not more rows from a later threshold), and the rest comes next."""
     import pyarrow.parquet as pq
-    from streamjoin.io.staging import InputSpec
-    from streamjoin.runtime.stage_sink import StageSink
+    from streamjoin.io.sinks.stage_sink import StageSink
+    from streamjoin.io.sources.staging import InputSpec
 
     schema = pa.schema([pa.field("v", pa.int64()), pa.field("__rowtime", pa.timestamp("us", tz="UTC"))])
     spec = InputSpec("__part0", str(tmp_path / "rows"), "parquet", schema, "__rowtime", 0, str(tmp_path / "st"), str(tmp_path / "late"))
@@ -162,7 +162,7 @@ def test_a_cut_chain_part_redoes_a_crashed_release_with_its_own_threshold(tmp_pa
 
 
 def test_status_rows_emitted_counts_over_runs_of_a_checkpoint_and_rows_emitted_this_run_this_run_only(tmp_path):
-    from streamjoin.runtime.ordered_sink import SinkState
+    from streamjoin.io.sinks.ordered_sink import SinkState
     from streamjoin.runtime.status import Status, summary
 
     sink = OrderedSink(tmp_path, None, ["v"], 0)
@@ -179,7 +179,7 @@ def test_status_rows_emitted_counts_over_runs_of_a_checkpoint_and_rows_emitted_t
 
 
 def test_the_state_is_parsed_once_per_write_and_always_read_as_last_written(tmp_path, monkeypatch):
-    from streamjoin.runtime import ordered_sink
+    from streamjoin.io.sinks import ordered_sink
 
     parsed, real = [], json.loads
     monkeypatch.setattr(ordered_sink.json, "loads", lambda text: parsed.append(1) or real(text))

@@ -1,5 +1,5 @@
 """A release of many rows is formatted slice by slice on every core and written as each slice is
-ready (runtime.writer): every line once, in the table's order, to stdout and to a file, and the
+ready (io.sinks.writer): every line once, in the table's order, to stdout and to a file, and the
 text of the whole release is never held at once."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 
 import pyarrow as pa
-from streamjoin.runtime import writer
-from streamjoin.runtime.writer import RowWriter
+from streamjoin.io.sinks import writer
+from streamjoin.io.sinks.writer import RowWriter
 
 
 def release(n: int) -> pa.Table:

@@ -11,7 +11,7 @@ import time
 
 import pytest
 from runtime_helpers import read_output, run_until_idle, start, ts, write_jsonl
-from streamjoin.io.staging import BOUND, END_US, Manifest, Stager
+from streamjoin.io.sources.staging import BOUND, END_US, Manifest, Stager
 
 pytestmark = [pytest.mark.spark]  # runs, in the session and as `streamjoin run`
 

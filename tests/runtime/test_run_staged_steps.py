@@ -1,7 +1,7 @@
 """How a running query gets its input: the driver stages new files (on a feeder thread while
 the query runs), and Spark's file source reads the staged Parquet steps in order. The join here
 is an interval join, which by default runs as the batch interval join without a Spark streaming
-query (runtime.batch_sink): these tests name Spark's native join, which reads the steps as a
+query (lower.batch.batch_sink): these tests name Spark's native join, which reads the steps as a
 stream."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import time
 
 import pytest
 from runtime_helpers import read_output, run_to_end, start, ts, write_jsonl
-from streamjoin.io.source import steps_read
-from streamjoin.io.staging import Stager
+from streamjoin.io.sources.source import steps_read
+from streamjoin.io.sources.staging import Stager
 from streamjoin.settings import Settings
 
 DDL = """CREATE STREAM a (k INT, x INT) WITH (connector = 'files', format = 'json', path = '{a}');
@@ -118,7 +118,7 @@ def test_a_checkpoint_of_the_former_python_source_is_refused_with_a_clear_error(
 
 def test_a_step_is_a_parquet_file_with_row_groups_spark_can_split(tmp_path):
     import pyarrow.parquet as pq
-    from streamjoin.io.staging import STEP_CHUNK
+    from streamjoin.io.sources.staging import STEP_CHUNK
     from streamjoin.lower.inputs import input_specs
     from streamjoin.plan import compile_sql
 
@@ -186,9 +186,10 @@ def test_a_file_that_changes_after_it_was_read_is_reported_as_a_dead_letter_neve
 
 def test_staging_a_large_read_gives_the_memory_parsing_kept_back_and_a_small_one_does_not(tmp_path, monkeypatch):
     """A bounded run's peak memory is what each stage keeps: Arrow's allocator kept ~200 MB after
-    parsing a 55 MB file (io.memory). Every read says its size; one of LARGE_ROWS rows or more
+    parsing a 55 MB file (io.storage.memory). Every read says its size; one of LARGE_ROWS rows or more
     hands the memory back (Arrow's pool and glibc's heap), a smaller one leaves it."""
-    from streamjoin.io import memory, staging
+    from streamjoin.io.sources import staging
+    from streamjoin.io.storage import memory
     from streamjoin.lower.inputs import input_specs
     from streamjoin.plan import compile_sql
 

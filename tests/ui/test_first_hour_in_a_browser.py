@@ -268,7 +268,7 @@ def second_day(page, url: str, s3_env: dict[str, str], data: Path, apps: Path, s
     input (names never reused), `streaming_join_apps` triggered with run_seconds (its unpause box
     ticked, so its scheduled run starts too and must not hold the manual one back), the report of
     2024-01-01T05 triggered and published."""
-    from streamjoin.io import snapshots
+    from streamjoin.io.sources import snapshots
 
     generate = [sys.executable, str(ROOT / "include" / "apps" / "hourly_city_sales" / "generate.py"), "--out", str(apps)]
     subprocess.run([*generate, "--start", "2024-01-01T03:00:00", "--hours", "2"], check=True, cwd=ROOT, timeout=120)

@@ -64,8 +64,8 @@ def run_app(spark, root: Path, report=print, output: str | None = None, snapshot
 def read_rows(output: str) -> list[dict]:
     """The committed rows of every complete hour (a completeness marker exists), hour by hour,
     as JSON-ready values (timestamps `YYYY-MM-DD HH:MM:SS.fff`, NULL as None)."""
-    from streamjoin.io.hours import complete_hours, read_hour_arrow
-    from streamjoin.io.jsonlines import format_value
+    from streamjoin.io.formats.jsonlines import format_value
+    from streamjoin.io.sinks.hours import complete_hours, read_hour_arrow
 
     rows = []
     for hour in complete_hours(output):

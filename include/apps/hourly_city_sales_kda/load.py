@@ -22,7 +22,7 @@ from generate import Generated, generate  # noqa: E402
 def load(out: Path, stream: str | None = None, shards: int = 2, **generator) -> Generated:
     """Generate into `out/incoming`, move the city table to `out/city_info` (the reference app's
     city table: point CITY_INFO_PATH there), put the sales."""
-    from streamjoin.io.kinesis import put
+    from streamjoin.io.sources.kinesis import put
 
     shutil.rmtree(out / "incoming", ignore_errors=True)
     g = generate(out / "incoming", write_late=True, **generator)

@@ -83,7 +83,7 @@ def fold(statements: list[exp.Expression], chosen: Profile) -> list[exp.Expressi
     the profile's NUMERIC is unbounded, a cast to DECIMAL / NUMERIC without a precision is to DECIMAL(38, 18)."""
     if chosen.unbounded_numeric:
         for statement in statements:
-            for cast in list(statement.find_all(exp.Cast)):  # (a declared column is DECIMAL(38, 18) already: io.types)
+            for cast in list(statement.find_all(exp.Cast)):  # (a declared column is DECIMAL(38, 18) already: io.formats.types)
                 if cast.to.this == exp.DataType.Type.DECIMAL and not cast.to.expressions:
                     cast.set("to", exp.DataType.build("DECIMAL(38, 18)"))
     if chosen.fold != "upper":

@@ -18,14 +18,16 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from streamjoin.io.staging import InputSpec
+from streamjoin.io.formats.columns import OP
+from streamjoin.io.sources.staging import InputSpec
 from streamjoin.lower.changes import changing_keys, running_changes
 from streamjoin.lower.columns import ET_COLUMN
-from streamjoin.lower.lowered import OP, Lowered
+from streamjoin.lower.lowered import Lowered
 from streamjoin.lower.physical import PhysicalPlan, Run
+from streamjoin.lower.sink_target import sink_spec
 from streamjoin.lower.staged_views import lower_staged_views
 from streamjoin.lower.strategy import LoweringOptions, in_order, running_aggregate
-from streamjoin.lower.support import check_runnable, checked_plan, sink_spec
+from streamjoin.lower.support import check_runnable, checked_plan
 from streamjoin.plan.model import Emit, Query, Script
 
 
@@ -70,20 +72,20 @@ def _batch(lowering: Lowering) -> Lowered:
     the part's name."""
     query, plan = lowering.query, lowering.plan
     specs = lowering.specs + [replace(lowering.staged[i.alias], alias=i.alias) for i in query.inputs if i.alias in lowering.staged]
-    if plan.run == Run.BATCH_CHAIN:  # a chain of INNER interval joins (lower.chain_join)
-        from streamjoin.lower.chain_join import lower_chain
+    if plan.run == Run.BATCH_CHAIN:  # a chain of INNER interval joins (lower.batch.chain_join)
+        from streamjoin.lower.batch.chain_join import lower_chain
         from streamjoin.lower.strategy import chain_reach
 
         return lower_chain(query, specs, chain_reach(query))
-    if plan.run == Run.BATCH_ASOF:  # `r.rowtime <= / < l.rowtime` (lower.asof_batch)
-        from streamjoin.lower.asof_batch import lower_asof
+    if plan.run == Run.BATCH_ASOF:  # `r.rowtime <= / < l.rowtime` (lower.batch.asof_batch)
+        from streamjoin.lower.batch.asof_batch import lower_asof
 
         return lower_asof(query, specs)
-    if plan.run == Run.BATCH_ROWS:  # two ROWS CURRENT ROW windows (lower.rows_batch)
-        from streamjoin.lower.rows_batch import lower_rows
+    if plan.run == Run.BATCH_ROWS:  # two ROWS CURRENT ROW windows (lower.batch.rows_batch)
+        from streamjoin.lower.batch.rows_batch import lower_rows
 
         return lower_rows(query, specs)
-    from streamjoin.lower.batch_join import lower_batch
+    from streamjoin.lower.batch.batch_join import lower_batch
 
     return lower_batch(query, specs, plan.joins[0])
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from streamjoin.io.instants import SHIFT_US
+from streamjoin.io.formats.instants import SHIFT_US
 from streamjoin.lower.columns import ET_COLUMN, ROWTIME_COLUMN, any_bound, q
 from streamjoin.lower.expressions import spark_sql
 from streamjoin.plan.model import Aggregation, Query, sql

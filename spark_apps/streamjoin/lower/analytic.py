@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from streamjoin.io.source import SEQUENCE
+from streamjoin.io.sources.source import SEQUENCE
 from streamjoin.lower.columns import ROWTIME_COLUMN, et, flat
 from streamjoin.lower.expressions import spark_sql
 from streamjoin.plan.analyzer.analytics import key
@@ -122,7 +122,7 @@ def add_analytics(frame, query: Query, alias: str):
     compute = Compute(specs, tuple(kept), tuple(out.names))
     state = StructType([StructField("rows", BinaryType())])
     computed = frame.groupBy(*keys).applyInPandasWithState(compute, out, state, "append", GroupStateTimeout.NoTimeout)
-    # engine time is thousands of years on (io.instants): past what pandas holds, so it goes as micros
+    # engine time is thousands of years on (io.formats.instants): past what pandas holds, so it goes as micros
     engine = et(alias)
     return computed.drop(*kept, *keys).withColumn(engine, F.timestamp_micros(F.col(engine)))
 

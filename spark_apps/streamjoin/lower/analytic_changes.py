@@ -21,10 +21,10 @@ from __future__ import annotations
 import pickle
 
 from streamjoin.errors import Unsupported
+from streamjoin.io.formats.columns import OP
 from streamjoin.lower.analytic import SEQ, TIME, Spec, argument_of, default_of, frame_value, plain, prepared
 from streamjoin.lower.columns import ROWTIME_COLUMN, et
 from streamjoin.lower.expressions import spark_sql
-from streamjoin.lower.lowered import OP
 from streamjoin.plan.model import Query
 
 ORD = "__ac_ord"  # the order column's value as a float (timestamps in micros); NULL: +inf

@@ -2,7 +2,7 @@
 unit) RANGE CURRENT ROW) RIGHT JOIN table`.
 
 Spark has no streaming join that keeps unmatched rows of a static side, so the stream side runs
-as the streaming query and the join happens when a bucket closes: the sink (runtime.ordered_sink) holds
+as the streaming query and the join happens when a bucket closes: the sink (io.sinks.ordered_sink) holds
 the stream rows until the clock passes their bucket's end, then calls this with the closed
 buckets (every bucket from the first stream row's, including buckets without stream rows) and
 their rows. One Spark batch join gives the matched rows (rowtime = the stream row's) plus,

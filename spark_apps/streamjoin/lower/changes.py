@@ -1,16 +1,16 @@
 """Changelogs that feed other operators: a GROUP BY without a time bucket over regular joins or
 over a table that changes (the operator's +I / -D rows move the groups: `lower.running`'s signed
 accumulators), and a running aggregate's (or regular joins') view read by another query: its part writes its
-changelog as a table fed by its changes (io.changelog's CHANGE, '+' the group's row as it is now,
+changelog as a table fed by its changes (io.sources.changelog's CHANGE, '+' the group's row as it is now,
 '-' the group gone), keyed by its groups (plan `Query.changelog_key`), which its reader joins or
 groups as it does a Debezium table (docs/semantics-decisions.md, "Views whose rows change")."""
 
 from __future__ import annotations
 
-from streamjoin.io.changelog import CHANGE
-from streamjoin.lower.lowered import OP
-from streamjoin.lower.physical import PhysicalPlan
-from streamjoin.lower.strategy import LoweringOptions, changing_keys
+from streamjoin.io.formats.columns import OP
+from streamjoin.io.sources.changelog import CHANGE
+from streamjoin.lower.physical import PhysicalPlan, changing_keys
+from streamjoin.lower.strategy import LoweringOptions
 from streamjoin.plan.model import Query, Script
 
 

@@ -4,7 +4,7 @@
 - Each input's columns are flattened to `alias__column`, so joined frames re-project freely.
 - `__bound_<alias>`: the row is a rowtime bound (SEMANTICS §1), not data; bound rows flow
   through the joins (they move the watermark) and every join's guard rejects them.
-- `alias____et`: the input's *engine time* (`io.instants`), its watermark column. Time bounds
+- `alias____et`: the input's *engine time* (`io.formats.instants`), its watermark column. Time bounds
   between inputs compare it, so Spark drops state by them; rowtime columns stay plain data.
 - `alias____zero`: 0 on every row, read from the rowtime (so not foldable): the equality a
   key-less stream-stream join needs.
@@ -14,9 +14,9 @@
 
 from __future__ import annotations
 
+from streamjoin.io.formats.columns import ROWTIME_COLUMN  # (the sinks read it too)
 from streamjoin.plan.model import Input, JoinKind, JoinType, Query
 
-ROWTIME_COLUMN = "__rowtime"
 ET_COLUMN = "__et"
 ZERO = "__zero"
 START = "__start"
@@ -58,7 +58,7 @@ def engine_time(rowtime):
     """A rowtime column as Spark's event time (instants.SHIFT_US later)."""
     from pyspark.sql import functions as F
 
-    from streamjoin.io.instants import SHIFT_US
+    from streamjoin.io.formats.instants import SHIFT_US
 
     return F.timestamp_micros(F.unix_micros(rowtime) + F.lit(SHIFT_US))
 

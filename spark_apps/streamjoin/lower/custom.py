@@ -14,11 +14,11 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from streamjoin.errors import Unsupported
-from streamjoin.io.source import SEQUENCE, staged_stream
-from streamjoin.io.staging import BOUND, END_US, InputSpec
+from streamjoin.io.formats.columns import OP
+from streamjoin.io.sources.source import SEQUENCE, staged_stream
+from streamjoin.io.sources.staging import BOUND, END_US, InputSpec
 from streamjoin.lower.columns import ET_COLUMN, engine_time, flat, q
 from streamjoin.lower.expressions import local_sql, python_code, spark_sql
-from streamjoin.lower.lowered import OP
 from streamjoin.lower.physical import PhysicalPlan
 from streamjoin.lower.strategy import LoweringOptions
 from streamjoin.operator.group import Side, Spec

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from streamjoin.io.formats import BOUND
-from streamjoin.io.staging import InputSpec
+from streamjoin.io.formats.files import BOUND
+from streamjoin.io.sources.staging import InputSpec
 from streamjoin.lower.columns import (
     ET_COLUMN,
     ROWTIME_COLUMN,
@@ -86,7 +86,7 @@ def intermediate_frame(spark, spec: InputSpec, aliases: tuple[str, ...]):
     time, is START, the event time: the inputs' rowtimes are plain timestamps here)."""
     from pyspark.sql import functions as F
 
-    from streamjoin.io.source import staged_stream
+    from streamjoin.io.sources.source import staged_stream
 
     df = staged_stream(spark, spec)
     df = df.withColumn(START, engine_time(F.col(ROWTIME_COLUMN))).withWatermark(START, f"{spec.lateness_ms} milliseconds")

@@ -285,18 +285,18 @@ def _groups(query: Query, join: Join, node: JoinNode, plan: PhysicalPlan) -> str
 
 
 def _batch_lines(query: Query, join: Join, node: JoinNode) -> list[str]:
-    """explain's lines about a join the micro-batch loop runs (`lower.batch_join`, `lower.chain_join`,
-    `lower.asof_batch`, `lower.rows_batch`)."""
+    """explain's lines about a join the micro-batch loop runs (`lower.batch.batch_join`, `lower.batch.chain_join`,
+    `lower.batch.asof_batch`, `lower.batch.rows_batch`)."""
     lines = [f"operator: {BATCH}", "    state: the staged steps holding rows still in range (no state store)"]
     if query.emit == Emit.EAGER:
         lines.append("    release: a micro-batch's rows are written as soon as its join has found them (EMIT EAGER of "
                      "INNER joins: no wait for the clock; each release in rowtime order, the releases not)")
     if node.implementation == "ASOF join":
         return [*lines, "    asof: each left row, once the right clock passes it, takes the last right row of its key before "
-                "it, by one window function over the right rows so far (lower.asof_batch)"]
+                "it, by one window function over the right rows so far (lower.batch.asof_batch)"]
     if node.implementation == "ROWS join":
         return [*lines, "    rows: each row, once the other input's clock passes it, pairs with the latest row of its key on the "
-                "other side before it, by one window function over both inputs' rows so far (lower.rows_batch)"]
+                "other side before it, by one window function over both inputs' rows so far (lower.batch.rows_batch)"]
     if node.implementation == "regular join":
         return [*lines, "    range: every row of both inputs, for ever (a regular join); no time buckets"]
     if node.implementation == "chain of interval joins":

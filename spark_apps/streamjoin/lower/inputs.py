@@ -1,4 +1,4 @@
-"""The stream inputs a query stages (`io.staging.InputSpec`): its own declared streams and, under
+"""The stream inputs a query stages (`io.sources.staging.InputSpec`): its own declared streams and, under
 `view.alias`, those of the stream views it reads."""
 
 from __future__ import annotations
@@ -8,16 +8,13 @@ from pathlib import Path
 
 from streamjoin.env import expand
 from streamjoin.errors import Unsupported
-from streamjoin.io.kinesis import settings_from_env
-from streamjoin.io.s3 import S3Settings, is_s3
-from streamjoin.io.staging import InputSpec
-from streamjoin.io.types import arrow_schema
+from streamjoin.io.formats.types import arrow_schema
+from streamjoin.io.sources.kinesis import settings_from_env
+from streamjoin.io.sources.staging import InputSpec
+from streamjoin.io.storage.s3 import S3Settings, is_s3
 from streamjoin.lower.columns import folder
 from streamjoin.plan.model import Kind, Query, Relation, Script
 from streamjoin.plan.windows import interval_ms
-
-STREAM_CONNECTORS = ("files", "s3", "kinesis", "kafka", "postgres-cdc")
-LOGS = ("kinesis", "kafka", "postgres-cdc")  # read by the stager from a service, not from files: no path
 
 
 def input_specs(script: Script, query: Query, checkpoint: Path, late_root: Path, prefix: str = "") -> list[InputSpec]:
@@ -85,10 +82,10 @@ def seed_folder(relation: Relation, state_dir: Path) -> str:
 
 
 def _schema(relation: Relation):
-    """The staged columns: the declared ones, and a changing table's CHANGE (io.changelog)."""
+    """The staged columns: the declared ones, and a changing table's CHANGE (io.sources.changelog)."""
     import pyarrow as pa
 
-    from streamjoin.io.changelog import CHANGE
+    from streamjoin.io.sources.changelog import CHANGE
 
     schema = arrow_schema(relation.columns)
     if relation.changing:
@@ -102,7 +99,7 @@ def _schema(relation: Relation):
 
 def on_error(relation: Relation) -> str:
     """What a row of this stream that cannot be read does: 'dead_letter' (the default) or 'fail'."""
-    from streamjoin.io.rejects import ON_ERROR
+    from streamjoin.io.sources.rejects import ON_ERROR
 
     chosen = (relation.option("on_error") or "dead_letter").lower()
     if chosen not in ON_ERROR:
@@ -112,10 +109,10 @@ def on_error(relation: Relation) -> str:
 
 
 def kinesis_options(relation: Relation) -> dict:
-    """A Kinesis stream's WITH options, checked (io.kinesis)."""
+    """A Kinesis stream's WITH options, checked (io.sources.kinesis)."""
     import datetime as dt
 
-    from streamjoin.io.kinesis import STARTS
+    from streamjoin.io.sources.kinesis import STARTS
 
     stream = expand(relation.option("stream") or "")
     if not stream:
@@ -155,14 +152,15 @@ def duration_option(relation: Relation, name: str, default_ms: int, kind: str = 
 
 
 def kafka_options(relation: Relation) -> dict:
-    """A Kafka topic's WITH options, checked (io.kafka), in each dialect's words: RisingWave's
+    """A Kafka topic's WITH options, checked (io.sources.kafka), in each dialect's words: RisingWave's
     topic, properties.bootstrap.server, scan.startup.mode (earliest | latest | timestamp),
     scan.startup.timestamp.millis; s-Server's TOPIC, SEED_BROKERS, STARTING_TIME (EARLIEST |
     LATEST | a timestamp); streamjoin's start, start_timestamp, idle_timeout, broker_timeout. A
     Lenses topic is read by its name. STREAMJOIN_KAFKA_BOOTSTRAP overrides the brokers."""
     import datetime as dt
 
-    from streamjoin.io.kafka import STARTS, bootstrap
+    from streamjoin.io.sources.kafka import STARTS
+    from streamjoin.io.storage.kafka_client import bootstrap
 
     def option(*names: str) -> str:
         return next((expand(relation.option(n)) for n in names if relation.option(n)), "")
@@ -198,10 +196,10 @@ def kafka_options(relation: Relation) -> dict:
 
 
 def cdc_options(relation: Relation, state_dir: str) -> dict:
-    """A postgres-cdc table's WITH options, checked (io.pg_cdc), in RisingWave's words: hostname,
+    """A postgres-cdc table's WITH options, checked (io.sources.pg_cdc), in RisingWave's words: hostname,
     port, username, password, database.name, schema.name, table.name, slot.name,
     publication.name, publication.create.enable; streamjoin's broker_timeout."""
-    from streamjoin.io.pg_cdc import connection, slot_name
+    from streamjoin.io.sources.pg_cdc import connection, slot_name
 
     options = {k: expand(v) for k, v in relation.options if not (v or "").startswith("secret ")}
     options.update({k: v for k, v in relation.options if (v or "").startswith("secret ")})

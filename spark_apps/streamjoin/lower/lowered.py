@@ -4,22 +4,27 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
-from streamjoin.io.staging import InputSpec
+from streamjoin.io.sources.staging import InputSpec
 from streamjoin.plan.model import Emit
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from streamjoin.io.table_sink import SinkSpec
-    from streamjoin.lower.batch_join import BatchJoin
+    from streamjoin.io.sinks.table_sink import SinkSpec
     from streamjoin.lower.bucketed import BucketedJoin
-    from streamjoin.lower.chain_join import ChainJoin
     from streamjoin.lower.physical import PhysicalPlan
     from streamjoin.lower.tables import Snapshot
 
-OP = "op"  # the changelog's column (EMIT CHANGES): +I or -D
+
+
+class MicroBatchJoin(Protocol):
+    """A join of the micro-batch engine (lower.batch: batch_join.BatchJoin and its ASOF and ROWS
+    kinds, chain_join.ChainJoin), which its loop (lower.batch.batch_sink) runs."""
+
+    @property
+    def specs(self) -> tuple[InputSpec, ...]: ...
 
 
 @dataclass
@@ -44,9 +49,7 @@ class Lowered:
     # a running aggregate's view (lower.changes): its changes, in the order they were made, each
     # at least at the last bound written (a group's change may carry an older rowtime)
     stage_changes: bool = False
-    # the micro-batch loop's join (lower.batch_join.BatchJoin, its ASOF and ROWS kinds, or a
-    # lower.chain_join.ChainJoin), run by runtime.batch_sink without a streaming query
-    batch: BatchJoin | ChainJoin | None = None
+    batch: MicroBatchJoin | None = None  # run by lower.batch.batch_sink without a streaming query
     # its only stateful step emits every row in the batch that reads its input (windowed and
     # running aggregates): idle, the inputs' clock releases rows, as for a stateless query
     # (Runner.settle); Spark would move its watermark only with the next row

@@ -15,9 +15,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import streamjoin.lower.tables as tables
-from streamjoin.io.formats import BOUND
-from streamjoin.io.staging import InputSpec
-from streamjoin.io.types import arrow_schema
+from streamjoin.io.formats.columns import OP
+from streamjoin.io.formats.files import BOUND
+from streamjoin.io.formats.types import arrow_schema
+from streamjoin.io.sources.staging import InputSpec
 from streamjoin.lower.columns import (
     ET_COLUMN,
     ROWTIME_COLUMN,
@@ -40,7 +41,6 @@ from streamjoin.lower.columns import (
     rowtime_of,
 )
 from streamjoin.lower.expressions import spark_sql
-from streamjoin.lower.lowered import OP
 from streamjoin.lower.strategy import stream_view
 from streamjoin.lower.support import start_bounds
 from streamjoin.plan.model import Input, Join, JoinKind, JoinType, Kind, Query, Relation, Script
@@ -259,7 +259,7 @@ class NativeLowering:
         from pyspark.sql import functions as F
 
         from streamjoin.env import expand
-        from streamjoin.io.tables import read_files
+        from streamjoin.io.sources.tables import read_files
 
         view = self.script.view(relation.name)
         item = view.inputs[0]
@@ -268,11 +268,11 @@ class NativeLowering:
         if source.view:  # a table view of a table view (s-Server's VALUES splitter views): its rows first
             rows = self.table_view_rows(source)
         elif (source.option("connector") or "").lower() == "values":  # rows the program wrote (VALUES, INSERT)
-            from streamjoin.io.tables import read_table
+            from streamjoin.io.sources.tables import read_table
 
             rows = read_table(source.name, dict(source.options), arrow_schema(source.columns)).rows
         elif (source.option("connector") or "").lower() == "kafka":  # the topic as it is now
-            from streamjoin.io.kafka import read_all
+            from streamjoin.io.sources.kafka import read_all
             from streamjoin.lower.inputs import kafka_options
 
             rows = read_all(kafka_options(source), arrow_schema(source.columns), source.rowtime, source.arrival_rowtime)
@@ -370,11 +370,11 @@ def order_delay(query: Query) -> int:
 
 def stream_frame(spark, spec: InputSpec, alias: str, sequence: bool = False, joined: bool = True, batch: bool = False):
     """A staged stream input with its watermark on its engine time, columns flat under `alias`
-    (and, with `sequence`, each row's position in its input: `io.source.SEQUENCE`); `joined`:
+    (and, with `sequence`, each row's position in its input: `io.sources.source.SEQUENCE`); `joined`:
     Spark's stream-stream join reads it; `batch`: the steps staged now, as a batch frame."""
     from pyspark.sql import functions as F
 
-    from streamjoin.io.source import staged_stream
+    from streamjoin.io.sources.source import staged_stream
 
     df = staged_stream(spark, spec, sequence, batch).withColumn(ET_COLUMN, engine_time(F.col(q(spec.rowtime))))
     # Bound rows must reach the watermark operator, and Spark pushes any filter on them below

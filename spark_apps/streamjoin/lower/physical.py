@@ -16,14 +16,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
+from streamjoin.lower.probe_keys import keyed_query
 from streamjoin.lower.strategy import (
     LoweringOptions,
+    batch_reason,
     by_column,
     chain_keys,
     changing_alone,
-    changing_keys,
     custom_reason,
     cuts,
+    eager_inner,
     group_keys,
     in_order,
     interval,
@@ -31,18 +33,17 @@ from streamjoin.lower.strategy import (
     promoting_views,
     rows_join,
     running_aggregate,
-    runs_custom,
     staged_views,
     stream_view,
     uses_custom,
 )
-from streamjoin.plan.model import ROWS, Join, JoinKind, Kind, Query, Script, sql
+from streamjoin.plan.model import ROWS, Emit, Join, JoinKind, Kind, Query, Script, sql
 
 
 class Engine(StrEnum):
     SPARK = "spark"  # Spark's own operators (Structured Streaming's joins, lookups, aggregation; a batch over tables)
     OPERATOR = "operator"  # streamjoin's stateful operator, in a Spark streaming query (streamjoin.operator)
-    BATCH = "batch"  # the micro-batch loop on Spark's batch engine: no streaming query (runtime.batch_sink)
+    BATCH = "batch"  # the micro-batch loop on Spark's batch engine: no streaming query (lower.batch.batch_sink)
 
     @property
     def label(self) -> str:
@@ -52,10 +53,10 @@ class Engine(StrEnum):
 class Run(StrEnum):
     """How a query as a whole is lowered: the keys of `lower.lower`'s dispatch table."""
 
-    BATCH_INTERVAL = "interval join"  # lower.batch_join (a regular join: an interval without bounds)
-    BATCH_CHAIN = "chain of interval joins"  # lower.chain_join
-    BATCH_ASOF = "ASOF join"  # lower.asof_batch
-    BATCH_ROWS = "ROWS join"  # lower.rows_batch
+    BATCH_INTERVAL = "interval join"  # lower.batch.batch_join (a regular join: an interval without bounds)
+    BATCH_CHAIN = "chain of interval joins"  # lower.batch.chain_join
+    BATCH_ASOF = "ASOF join"  # lower.batch.asof_batch
+    BATCH_ROWS = "ROWS join"  # lower.batch.rows_batch
     OPERATOR = "join"  # lower.custom
     OPERATOR_RUNNING = "join, then running groups"  # lower.changes.running_changes
     SPARK = "streaming query"  # lower.native
@@ -78,7 +79,7 @@ class JoinNode:
     why: str | None = None  # why streamjoin's operator runs it (strategy.custom_reason)
     groups: str | None = None  # the operator's hash groups: "keys", "chain keys" or "one"
     by_column: str | None = None  # the operator's column-wise engine where the columns' types allow: "asof", "rows"
-    probe: str | None = None  # the batch interval join's pairs: "keyed" (operator.interval_probe) or "scan"
+    probe: str | None = None  # the batch interval join's pairs: "keyed" (lower.batch.interval_probe) or "scan"
     probe_in: str | None = None  # where the keyed probe runs: "driver" or "tasks"
     cut_after: bool = False  # Spark's chain is cut after this join (strategy.cuts)
 
@@ -194,9 +195,25 @@ def _planned(script: Script, query: Query, options: LoweringOptions, run: Run, p
                         options.operator_groups if group_key else None)
 
 
-def _run(script: Script, query: Query, options: LoweringOptions) -> Run:
-    from streamjoin.lower.strategy import batch_reason
+def runs_custom(script: Script, query: Query, options: LoweringOptions) -> bool:
+    """`uses_custom`, but for joins that need the operator only for EMIT EAGER, which the batch join runs."""
+    return uses_custom(query, options) and not (eager_inner(query) and not uses_custom(replace(query, emit=Emit.FINAL), options)
+                                                and batch_reason(script, query, options) is None)
 
+
+def changing_keys(script: Script, query: Query) -> tuple:
+    """Each input's primary key in regular joins (two inputs, or a chain's) when it is a table fed
+    by its changes, else ()."""
+    if not query.joins and changing_alone(script, query):  # a changing table's groups, read alone
+        return (script.relation(query.inputs[0].relation).primary_key,)
+    if not query.joins or query.joins[0].kind != JoinKind.REGULAR:
+        return ((), ())
+    aliases = (query.joins[0].left_inputs[0], *(j.right for j in query.joins))
+    relations = [script.relation(query.input(a).relation) for a in aliases]
+    return tuple(r.primary_key if r.changing else () for r in relations)
+
+
+def _run(script: Script, query: Query, options: LoweringOptions) -> Run:
     if _tables(query):
         return Run.TABLES
     if batch_reason(script, query, options) is None:
@@ -316,8 +333,6 @@ def _batch_node(script: Script, query: Query, join: Join, n: int, options: Lower
     if run != Run.BATCH_INTERVAL:
         return JoinNode(n + 1, Engine.BATCH, {Run.BATCH_CHAIN: "chain of interval joins", Run.BATCH_ASOF: "ASOF join",
                                               Run.BATCH_ROWS: "ROWS join"}[run])
-    from streamjoin.lower.keyed_probe import keyed_query
-
     span = interval(join)  # none: a regular join (an interval without bounds: strategy.regular_reason)
     wanted = options.batch_probe == "keyed" or (options.batch_probe == "auto" and not options.bounded)
     keyed = wanted and span is not None and keyed_query(script, query, join)

@@ -22,11 +22,11 @@ from fractions import Fraction
 
 from sqlglot import exp
 
+from streamjoin.io.formats.columns import OP
 from streamjoin.lower.aggregate import grouped_columns
 from streamjoin.lower.analytic import plain, total  # (and its filter of pandas' warning in Spark's worker)
 from streamjoin.lower.columns import ET_COLUMN, ROWTIME_COLUMN, engine_time, flat
 from streamjoin.lower.expressions import spark_sql
-from streamjoin.lower.lowered import OP
 from streamjoin.plan.model import ROWS, Emit, Query, Script
 
 TIME, CHANGE, SIGN = "__rn_t", "__rn_op", "__rn_sign"

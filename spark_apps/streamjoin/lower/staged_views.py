@@ -4,7 +4,7 @@ A view that aggregates a stream per time bucket (`GROUP BY FLOOR(ROWTIME TO MINU
 TUMBLE / HOP window's `window_start`) emits a bucket's row when the clock passes the bucket's
 end, with rowtime = the bucket start (SEMANTICS §7). Joined with another stream, those rows come
 long after the clock passed their rowtime: inside one Spark query they would be late to the join.
-So such a view runs as its own Spark query (a part, like a cut chain's, `runtime.stage_sink`): its
+So such a view runs as its own Spark query (a part, like a cut chain's, `io.sinks.stage_sink`): its
 rows are released in rowtime order, with rowtime bounds, as a staged stream that the joining
 query reads like any input (lateness 0). A row of bucket b is final when the clock reaches b's
 end, so everything at or below `clock - size` (the window size) is final: that is the part's
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from streamjoin.io.staging import InputSpec
+from streamjoin.io.sources.staging import InputSpec
 from streamjoin.lower.aggregate import bucket_ms
 from streamjoin.lower.changes import changing_keys, running_changes, table_changes
 from streamjoin.lower.columns import ET_COLUMN, ROWTIME_COLUMN, folder

@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 
 from sqlglot import exp
 
+from streamjoin.lower.probe_keys import keyed_query
 from streamjoin.plan.model import Emit, Input, Join, JoinKind, JoinType, Kind, Query, Script
 from streamjoin.plan.windows import RowsWindow
 from streamjoin.settings import Settings
@@ -34,7 +35,7 @@ class LoweringOptions:
     operator_groups: int = 32
     bounded: bool = False  # `run --until-idle`: what the inputs hold now is all there is
     columnar: bool = True  # the operator's column-wise engines where they apply (`by_column`)
-    batch_probe: str = "auto"  # the batch interval join's probe (`lower.keyed_probe.keyed_sides`)
+    batch_probe: str = "auto"  # the batch interval join's probe (`keyed_sides`)
     probe_in: str = "auto"  # where the keyed probe runs (auto: the driver on a local master, `lower.physical`)
     local: bool = True  # Spark's master is local (its executors are this machine: `runtime.pipeline` reads it)
 
@@ -84,10 +85,10 @@ def interval(join: Join) -> tuple[int, int] | None:
 
 
 def batch_reason(script: Script, query: Query, options: LoweringOptions = LoweringOptions()) -> str | None:
-    """Why the batch interval join (`lower.batch_join`) does not run `query`, or None when it does:
+    """Why the batch interval join (`lower.batch.batch_join`) does not run `query`, or None when it does:
     two streams read directly, one interval join with both bounds, EMIT FINAL, JSON Lines output;
     by default (`auto`) when the run is bounded, the range spans at most BATCH_SPAN_MS, or the
-    keyed probe finds its pairs (`lower.keyed_probe.keyed_query`)."""
+    keyed probe finds its pairs (`keyed_query`)."""
     if options.join_operator not in ("auto", "batch"):
         return f"STREAMJOIN_JOIN_OPERATOR={options.join_operator}"
     if query.order_within:
@@ -111,8 +112,6 @@ def batch_reason(script: Script, query: Query, options: LoweringOptions = Loweri
     if span is None:
         return "the time range is unbounded"
     if options.join_operator == "auto" and not options.bounded and span[1] - span[0] > BATCH_SPAN_MS:
-        from streamjoin.lower.keyed_probe import keyed_query
-
         if options.batch_probe == "scan" or not keyed_query(script, query, join):
             return ("the range is long, the run live and the keys not the keyed probe's: re-reading the range every "
                     "micro-batch costs more than Spark's state")
@@ -124,21 +123,15 @@ def _interval_custom_reason(query: Query, join: Join, options: LoweringOptions) 
     return custom_reason(replace(query, emit=Emit.FINAL) if eager_inner(query) else query, join, options)
 
 
-def runs_custom(script: Script, query: Query, options: LoweringOptions) -> bool:
-    """`uses_custom`, but for joins that need the operator only for EMIT EAGER, which the batch join runs."""
-    return uses_custom(query, options) and not (eager_inner(query) and not uses_custom(replace(query, emit=Emit.FINAL), options)
-                                                and batch_reason(script, query, options) is None)
-
-
 def eager_inner(query: Query) -> bool:
     """EMIT EAGER of INNER joins: the rows of FINAL, each written as soon as the join finds it
-    (`runtime.batch_sink.BatchJoinSink`: no wait for the clock, not in rowtime order); an outer
+    (`lower.batch.batch_sink.BatchJoinSink`: no wait for the clock, not in rowtime order); an outer
     join's EAGER NULL-extended rows run on streamjoin's operator."""
     return query.emit == Emit.EAGER and all(j.join_type == JoinType.INNER for j in query.joins)
 
 
 def _asof_reason(script: Script, query: Query, options: LoweringOptions) -> str | None:
-    """Why the batch ASOF join (`lower.asof_batch`) does not run the query's one join, or None when
+    """Why the batch ASOF join (`lower.batch.asof_batch`) does not run the query's one join, or None when
     it does: `r.rowtime <= / < l.rowtime`, INNER or LEFT on keys and nothing else, of two streams
     read directly, EMIT FINAL, JSON Lines output; by default (`auto`) when the run is bounded."""
     join = query.joins[0]
@@ -163,13 +156,13 @@ def _bounded_streams_reason(script: Script, query: Query, options: LoweringOptio
 
 
 def rows_join(query: Query, join: Join) -> bool:
-    """A join of two ROWS windows (the batch ROWS join's kind, `lower.rows_batch`)."""
+    """A join of two ROWS windows (the batch ROWS join's kind, `lower.batch.rows_batch`)."""
     return join.kind == JoinKind.STREAM_STREAM_WINDOW and all(
         isinstance(query.input(a).window, RowsWindow) for a in (join.left_inputs[-1], join.right))
 
 
 def _rows_reason(script: Script, query: Query, options: LoweringOptions) -> str | None:
-    """Why the batch ROWS join (`lower.rows_batch`) does not run the query's one join, or None when
+    """Why the batch ROWS join (`lower.batch.rows_batch`) does not run the query's one join, or None when
     it does: INNER on keys and nothing else, both windows ROWS CURRENT ROW partitioned by exactly
     their join-key columns, two streams read directly, EMIT FINAL, JSON Lines output; by default
     (`auto`) when the run is bounded."""
@@ -205,7 +198,7 @@ def regular_reason(script: Script, query: Query, options: LoweringOptions = Lowe
 
 
 def chain_reason(script: Script, query: Query, options: LoweringOptions = LoweringOptions()) -> str | None:
-    """Why the chain's batch interval join (`lower.chain_join`) does not run a chain of joins, or
+    """Why the chain's batch interval join (`lower.batch.chain_join`) does not run a chain of joins, or
     None when it does: streams read directly, every join INNER with a time range (windows or
     BETWEEN) that bounds every input against every other (`chain_reach`), EMIT FINAL or EAGER, JSON Lines
     output; by default (`auto`) when the run is bounded (`--until-idle`): a live chain re-reads
@@ -450,15 +443,3 @@ def stream_view(script: Script, item: Input) -> bool:
     """Whether the input reads a stream view."""
     relation = script.relation(item.relation)
     return relation.view and item.kind == Kind.STREAM and script.view(relation.name).kind == Kind.STREAM
-
-
-def changing_keys(script: Script, query: Query) -> tuple:
-    """Each input's primary key in regular joins (two inputs, or a chain's) when it is a table fed
-    by its changes, else ()."""
-    if not query.joins and changing_alone(script, query):  # a changing table's groups, read alone
-        return (script.relation(query.inputs[0].relation).primary_key,)
-    if not query.joins or query.joins[0].kind != JoinKind.REGULAR:
-        return ((), ())
-    aliases = (query.joins[0].left_inputs[0], *(j.right for j in query.joins))
-    relations = [script.relation(query.input(a).relation) for a in aliases]
-    return tuple(r.primary_key if r.changing else () for r in relations)

@@ -1,6 +1,6 @@
 """Table inputs of a streaming query (SEMANTICS.md §7).
 
-A **snapshot** is read once, when the query starts (`io.tables.read_table`: files, PostgreSQL,
+A **snapshot** is read once, when the query starts (`io.sources.tables.read_table`: files, PostgreSQL,
 or the latest version of an exported snapshot in S3): filters on the table alone are applied
 while reading (pushed into PostgreSQL's SQL where they translate; applied to the rows read
 otherwise), the result is written to the checkpoint as Parquet, cached and broadcast. The running
@@ -24,9 +24,9 @@ from sqlglot import exp
 
 from streamjoin.env import expand
 from streamjoin.errors import Unsupported
-from streamjoin.io.snapshots import content_hash
-from streamjoin.io.tables import read_table
-from streamjoin.io.types import arrow_schema
+from streamjoin.io.formats.types import arrow_schema
+from streamjoin.io.sources.snapshots import content_hash
+from streamjoin.io.sources.tables import read_table
 from streamjoin.lower.columns import flat, q
 from streamjoin.lower.expressions import postgres_sql, spark_sql
 from streamjoin.plan.model import Input, Join, JoinKind, Query, Relation
@@ -69,7 +69,7 @@ def kafka_table(relation: Relation) -> pa.Table:
     replacing an earlier one of the same primary key."""
     from dataclasses import replace
 
-    from streamjoin.io.kafka import read_all
+    from streamjoin.io.sources.kafka import read_all
     from streamjoin.lower.inputs import kafka_options
     from streamjoin.plan.model import Column
 
@@ -135,7 +135,7 @@ def temporal_frame(spark, relation: Relation, alias: str):
     """A PostgreSQL table Spark re-reads in every micro-batch (no snapshot)."""
     from pyspark.sql import functions as F
 
-    from streamjoin.io import pg_source
+    from streamjoin.io.sources import pg_source
 
     if (relation.option("connector") or "").lower() != "postgres":
         raise Unsupported(
@@ -156,7 +156,7 @@ def temporal_frame(spark, relation: Relation, alias: str):
 def check_temporal_key(relation: Relation, join: Join) -> None:
     """The condition must cover the table's primary key, read from PostgreSQL's catalog when the
     DDL declares none (the analyzer checked a declared one)."""
-    from streamjoin.io import postgres
+    from streamjoin.io.sources import postgres
 
     if relation.primary_key or not relation.option("table"):
         if not relation.primary_key:

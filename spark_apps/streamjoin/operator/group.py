@@ -57,7 +57,7 @@ class Spec:
     side_filters: tuple = (None, None)
     pending_us: float = INF  # changelog: how long a stream row waits for its table row
     # a regular join: each side's primary key when it is a table fed by its changes (its rows carry
-    # io.changelog.CHANGE: '+' the row as it is now, '-' deleted); () for an append-only side
+    # io.sources.changelog.CHANGE: '+' the row as it is now, '-' deleted); () for an append-only side
     changing: tuple = ((), ())
 
     def preserves(self, side: int) -> bool:
@@ -220,7 +220,7 @@ def instants(ready):
         i = j
 
 
-CHANGE = "__change"  # io.changelog.CHANGE (the operator imports nothing from io)
+CHANGE = "__change"  # io.sources.changelog.CHANGE (the operator imports nothing from io)
 # `Spec.changing[side]` that starts with plan.model.ROWS: the side's rows have no key (a view of
 # regular joins, whose changelog adds and withdraws whole rows): a '-' withdraws one row equal to it
 # in the columns that follow ROWS, a '+' adds a row beside its equals

@@ -25,7 +25,7 @@ import pickle
 
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 
-from streamjoin.io.instants import SHIFT_MS
+from streamjoin.io.formats.instants import SHIFT_MS
 from streamjoin.operator.asof_columns import AsofColumns
 from streamjoin.operator.columns import BLOB, ColumnGroup, unpack
 from streamjoin.operator.engine import new_condition, new_group
@@ -87,7 +87,7 @@ class JoinProcessor(StatefulProcessor):
         return group
 
     def _step(self, key, group, timerValues):
-        engine_ms = timerValues.getCurrentWatermarkInMs()  # Spark's: engine time (io.instants)
+        engine_ms = timerValues.getCurrentWatermarkInMs()  # Spark's: engine time (io.formats.instants)
         watermark = engine_ms - SHIFT_MS
         limit = INF if watermark >= self.end_ms else (watermark * 1000 + 999 if engine_ms > 0 else -INF)
         out = self._advance(group, limit) if limit != -INF else None

@@ -37,7 +37,7 @@ from streamjoin.plan.model import Emit, JoinKind, JoinType
 class ChainSpec:
     """`stages[k]`: the join of inputs 0..k with input k + 1 (its keys and residual over
     `scope[alias][column]`); `changing[i]`: input i's primary key when it is a table fed by its
-    changes (its rows carry io.changelog.CHANGE), else ()."""
+    changes (its rows carry io.sources.changelog.CHANGE), else ()."""
 
     aliases: tuple[str, ...]
     stages: tuple[Spec, ...]

@@ -28,7 +28,7 @@ def relation_from_create(create: exp.Create, where: Located, arrival: bool = Fal
     if "from_source" in options:
         options = _from_shared(name, options, shared or {}, where, create)
     if kind == "TABLE" and options.get("connector", "").lower() in CDC_CONNECTORS and "changelog" not in options:
-        options["changelog"] = "cdc"  # a table read by its changes (io.pg_cdc)
+        options["changelog"] = "cdc"  # a table read by its changes (io.sources.pg_cdc)
     columns, primary_key, watermark = _declared(schema)
     if kind == "SINK":
         return Relation(name, Kind.TABLE, tuple(columns), options=tuple(sorted(options.items())))
@@ -71,10 +71,10 @@ def relation_from_create(create: exp.Create, where: Located, arrival: bool = Fal
 
 
 # How a PostgreSQL table's columns are read from its database: (url, table) -> [(name, type)].
-# Set by whoever compiles (`compile_sql(..., catalog=io.postgres.catalog_columns)`): the plan
+# Set by whoever compiles (`compile_sql(..., catalog=io.sources.postgres.catalog_columns)`): the plan
 # reads no database itself.
 CATALOG: ContextVar[Callable[[str, str], list[tuple[str, str]]] | None] = ContextVar("catalog", default=None)
-# Likewise (`compile_sql(..., topics=io.kafka_catalog.topic_columns)`): a Kafka topic's columns, read
+# Likewise (`compile_sql(..., topics=io.sources.kafka_catalog.topic_columns)`): a Kafka topic's columns, read
 # from its records (ValueError: no such topic, no broker, no records), for a Lenses program's topics,
 # which it names without declaring them.
 TOPICS: ContextVar[Callable[[str], list[tuple[str, str]]] | None] = ContextVar("topics", default=None)
@@ -100,7 +100,7 @@ def _declared(schema) -> tuple[list[Column], list[str], exp.WatermarkColumnConst
     return columns, primary_key, watermark
 
 
-# RisingWave's FORMATs whose rows change a table by its primary key (io.changelog reads them)
+# RisingWave's FORMATs whose rows change a table by its primary key (io.sources.changelog reads them)
 CHANGELOGS = ("debezium", "upsert", "cdc")
 CDC_CONNECTORS = ("postgres-cdc", "mysql-cdc")  # tables read by their database's changes
 
@@ -169,7 +169,7 @@ def _included(create: exp.Create, options: dict[str, str], declared: set[str], w
                        f"include one of {', '.join(_INCLUDED)} or header 'name' TYPE")
         alias = prop.args.get("alias")
         name = ident_name(alias) if alias is not None else default
-        # what fills it (io.kafka reads `include.<column>`)
+        # what fills it (io.sources.kafka reads `include.<column>`)
         options[f"include.{name}"] = f"header:{column_def.this.name}" if column_def is not None else what
         if name not in declared:
             out.append(Column(name, kind))

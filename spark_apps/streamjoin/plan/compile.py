@@ -23,9 +23,9 @@ def compile_sql(sql: str, filename: str = "<sql>", declared: tuple[tuple[str, st
     `declared`: inputs declared outside the file (`streamjoin.plan.inputs.declarations`);
     `dialect`: the profile to read it with (`dialect.profiles`; `chosen_by` says who chose it),
     else detected (`choose`); `catalog`: how a PostgreSQL table declared without columns gets them
-    from its database ((url, table) -> [(name, type)], `io.postgres.catalog_columns`; None: it is
+    from its database ((url, table) -> [(name, type)], `io.sources.postgres.catalog_columns`; None: it is
     refused); `topics`: how a Lenses program's undeclared topic gets its columns (topic -> [(name,
-    type)], `io.kafka_catalog.topic_columns`; None: it is refused)."""
+    type)], `io.sources.kafka_catalog.topic_columns`; None: it is refused)."""
     token, topics_token = CATALOG.set(catalog), TOPICS.set(topics)
     try:
         script = choose(sql, filename, declared) if dialect is None else replace(

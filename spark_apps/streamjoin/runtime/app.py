@@ -118,11 +118,11 @@ def take_snapshots(app: App, only_missing: bool = False) -> list[dict]:
     """Export each `[[snapshots]]` table of the app (`table`, its declaring `source` SQL file, the
     snapshot root `path`) as a new version; with `only_missing`, only where none exists yet."""
     from streamjoin.env import expand
-    from streamjoin.io import snapshots
-    from streamjoin.io.kafka_catalog import topic_columns
-    from streamjoin.io.postgres import catalog_columns
-    from streamjoin.io.tables import read_table
-    from streamjoin.io.types import arrow_schema
+    from streamjoin.io.formats.types import arrow_schema
+    from streamjoin.io.sources import snapshots
+    from streamjoin.io.sources.kafka_catalog import topic_columns
+    from streamjoin.io.sources.postgres import catalog_columns
+    from streamjoin.io.sources.tables import read_table
     from streamjoin.plan import compile_sql
 
     app.export_paths()

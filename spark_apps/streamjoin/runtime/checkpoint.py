@@ -1,6 +1,6 @@
 """What a checkpoint must be for this streamjoin to resume it. A checkpoint records the format
 it was written in (`format.json`); one written before the engine-time change (2026-11-24: Spark's
-event time is the rowtime plus `io.instants.SHIFT_US`, and its state and watermark hold engine
+event time is the rowtime plus `io.formats.instants.SHIFT_US`, and its state and watermark hold engine
 times), or before staged steps were Spark's file source (2026-11-23), is refused with the reason,
 before any part of the query starts: resuming it would mix two notions of time."""
 
@@ -9,7 +9,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-FORMAT = 2  # 2: engine time (io.instants); 1 (no file): rowtimes as Spark's event time
+from streamjoin.errors import CheckpointMismatch
+
+FORMAT = 2  # 2: engine time (io.formats.instants); 1 (no file): rowtimes as Spark's event time
 
 
 def check_resumable(checkpoint: Path) -> None:
@@ -23,7 +25,7 @@ def check_resumable(checkpoint: Path) -> None:
                          "the old staged source's): start this query on a new checkpoint")
     if written_format(checkpoint) < FORMAT:
         raise ValueError(f"{checkpoint} was written by an earlier streamjoin (its Spark state holds rowtimes, not the "
-                         "engine times of io.instants): start this query on a new checkpoint")
+                         "engine times of io.formats.instants): start this query on a new checkpoint")
 
 
 def clear_interrupted_writes(checkpoint: Path) -> list[str]:
@@ -53,11 +55,6 @@ def ran_on(checkpoint: Path) -> str | None:
     if state.exists() and json.loads(state.read_text()).get("join"):
         return "batch"
     return None
-
-
-class CheckpointMismatch(RuntimeError):
-    """A checkpoint whose parts disagree about what was done (Spark's logs, the sink's record, the
-    sink's table): resuming it would skip or repeat rows, so the run stops before anything starts."""
 
 
 def logged_batches(checkpoint: Path) -> tuple[int | None, int | None]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 
-from streamjoin.runtime.ordered_sink import OrderedSink
+from streamjoin.io.sinks.ordered_sink import OrderedSink
 from streamjoin.runtime.status import Status
 
 log = logging.getLogger("streamjoin.run")
@@ -54,7 +54,7 @@ class ProgressListener(_listener_base()):
         self._after_batch(batch_id, watermark, release=True)
 
     def reported(self, batch_id: int) -> None:
-        """A join of the batch interval join, which runs no Spark query (`runtime.batch_sink`) and
+        """A join of the batch interval join, which runs no Spark query (`lower.batch.batch_sink`) and
         releases by itself: the status and the progress line only."""
         self._after_batch(batch_id, None, release=False)
 

@@ -14,14 +14,15 @@ from pathlib import Path
 
 from streamjoin.errors import Unsupported
 from streamjoin.faults import arm
-from streamjoin.io import retry
-from streamjoin.io.staging import InputSpec
+from streamjoin.io.sources.staging import InputSpec
+from streamjoin.io.storage import retry
 from streamjoin.lower.clauses import into_program_table
 from streamjoin.lower.inputs import input_specs
 from streamjoin.lower.lowered import Lowered
 from streamjoin.lower.physical import PhysicalPlan
+from streamjoin.lower.sink_target import topic_target
 from streamjoin.lower.strategy import LoweringOptions, running_aggregate
-from streamjoin.lower.support import check_runnable, checked_plan, topic_target
+from streamjoin.lower.support import check_runnable, checked_plan
 from streamjoin.plan.compile import compile_sql
 from streamjoin.plan.model import Kind, Query, Script
 from streamjoin.runtime.checkpoint import ran_on
@@ -44,15 +45,15 @@ class Pipeline:
         """Compile and check (SqlError, Unsupported: exit 2 in the CLI) before any Spark starts.
         `declared`: inputs an app's config declares (`streamjoin.plan.inputs`); `dialect`: the
         profile to read the file with (None: detected; `dialect.profiles`)."""
-        from streamjoin.io.kafka_catalog import topic_columns
-        from streamjoin.io.postgres import catalog_columns
+        from streamjoin.io.sources.kafka_catalog import topic_columns
+        from streamjoin.io.sources.postgres import catalog_columns
 
         script = compile_sql(sql, filename, declared, dialect, chosen_by, catalog=catalog_columns, topics=topic_columns)
         query = script.final
         if query is None:
             raise Unsupported("the file has no final query to run")
         settings = settings or Settings.from_env()
-        retry.configure(settings.storage_retry_s)  # io.retry: how long an S3 outage is ridden out
+        retry.configure(settings.storage_retry_s)  # io.storage.retry: how long an S3 outage is ridden out
         if settings.crash_at:
             arm(settings.crash_at)  # the crash harness (tests/crash_harness.py) kills this process there
         options = LoweringOptions.from_settings(settings)
@@ -74,7 +75,7 @@ class Pipeline:
         a local folder (Kafka, Kinesis, PostgreSQL CDC, S3) or the file declares a table that is
         not its own rows (a snapshot's size is not known here). `run --until-idle` starts a
         smaller JVM below runtime.session.SMALL_INPUT_BYTES."""
-        from streamjoin.io.input_files import folder_bytes
+        from streamjoin.io.sources.input_files import folder_bytes
 
         if any(not r.view and r.kind != Kind.STREAM and not r.given for r in self.script.relations):
             return None
@@ -161,8 +162,8 @@ def run_table_query(spark, script: Script, query: Query, checkpoint: Path, outpu
     import datetime as dt
     import json
 
+    from streamjoin.io.sinks.writer import row_writer
     from streamjoin.lower.native import NativeLowering
-    from streamjoin.runtime.writer import row_writer
 
     checkpoint.mkdir(parents=True, exist_ok=True)
     started = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")

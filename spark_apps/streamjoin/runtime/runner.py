@@ -1,4 +1,4 @@
-"""`streamjoin run`'s running query: a `Runner` stages the inputs (`io.staging`), runs the lowered
+"""`streamjoin run`'s running query: a `Runner` stages the inputs (`io.sources.staging`), runs the lowered
 query (and the earlier parts of a cut chain) on Spark, releases output through its sink, keeps
 the status, and stops it. `run_query` drives one for the CLI (`run_outputs` several, an
 application's outputs); tests drive it step by step.
@@ -15,10 +15,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 from streamjoin.errors import one_line_reason
-from streamjoin.io.instants import END_US
-from streamjoin.io.retry import retrying
-from streamjoin.io.source import steps_read
-from streamjoin.io.staging import Stager
+from streamjoin.io.formats.instants import END_US
+from streamjoin.io.sinks.committed_sink import CommittedSink
+from streamjoin.io.sinks.ordered_sink import OrderedSink
+from streamjoin.io.sinks.stage_sink import StageSink
+from streamjoin.io.sinks.writer import row_writer
+from streamjoin.io.sources.source import steps_read
+from streamjoin.io.sources.staging import Stager
+from streamjoin.io.storage.retry import retrying
 from streamjoin.lower.lowered import Lowered
 from streamjoin.runtime.checkpoint import (
     check_plan,
@@ -28,12 +32,8 @@ from streamjoin.runtime.checkpoint import (
     ran_on,
     stamp,
 )
-from streamjoin.runtime.committed_sink import CommittedSink
 from streamjoin.runtime.listener import ProgressListener
-from streamjoin.runtime.ordered_sink import OrderedSink
-from streamjoin.runtime.stage_sink import StageSink
 from streamjoin.runtime.status import Status
-from streamjoin.runtime.writer import row_writer
 
 log = logging.getLogger("streamjoin.run")
 # how often the feeder looks for new input: local folders every 0.1 s (a scandir of new names; a
@@ -71,7 +71,7 @@ class Runner:
                                   bounds=not lowered.stage_promotes, custom=lowered.custom, order=lowered.order,
                                   changes=lowered.stage_changes)
         elif lowered.batch is not None:
-            from streamjoin.runtime.batch_sink import BatchJoinSink
+            from streamjoin.lower.batch.batch_sink import BatchJoinSink
 
             self.sink = BatchJoinSink(spark, checkpoint, row_writer(output, suffix, checkpoint), lowered.columns, lowered.batch)
         elif lowered.sink is not None:
@@ -115,7 +115,7 @@ class Runner:
         except Exception as error:  # noqa: BLE001 - kept: the runner's next check raises it as the query's failure
             self.feed_error = error
         if self.lowered.batch is not None:  # no Spark streaming query: the feeder starts its joins
-            from streamjoin.runtime.batch_sink import BatchJoinQuery
+            from streamjoin.lower.batch.batch_sink import BatchJoinQuery
 
             self.query = BatchJoinQuery(self.sink, self.name, self.listener.reported)
         elif self.once:  # a bounded run's aggregating view: one batch job once its inputs end (end_of_input)
@@ -155,7 +155,7 @@ class Runner:
 
         now_us = int(time.time() * 1_000_000)  # the instant of this pass, for arrival-ordered inputs
         with self._feeding, ThreadPoolExecutor(max_workers=max(1, len(self.stagers))) as pool:
-            # an S3 landing zone that cannot be reached is retried (io.retry): the step is redone as it was
+            # an S3 landing zone that cannot be reached is retried (io.storage.retry): the step is redone as it was
             before = [s.manifest().steps if s.spec.arrival else 0 for s in self.stagers]
             staged = [pool.submit(retrying, f"input {s.spec.alias}", partial(s.advance, now_us)) for s in self.stagers]
             steps = [future.result() for future in staged]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sys
 
-from streamjoin.io.memory import lean_heap, lean_pool
+from streamjoin.io.storage.memory import lean_heap, lean_pool
 from streamjoin.runtime import class_archive
 from streamjoin.settings import Settings
 
@@ -47,7 +47,7 @@ def spark_session(app_name: str = "streamjoin", master: str | None = None, setti
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
-    lean_pool()  # Arrow's memory pool: jemalloc, which gives freed pages back (io.memory)
+    lean_pool()  # Arrow's memory pool: jemalloc, which gives freed pages back (io.storage.memory)
     lean_heap()  # and glibc's large blocks mapped on their own, so they go back when freed
     cores = os.cpu_count() or 2
     builder = SparkSession.builder.appName(app_name)

@@ -8,10 +8,10 @@ import os
 import threading
 from pathlib import Path
 
-from streamjoin.io.instants import END_US, spark_watermark_rowtime_us
-from streamjoin.io.jsonlines import format_instant
-from streamjoin.io.staging import Stager
-from streamjoin.runtime.ordered_sink import OrderedSink
+from streamjoin.io.formats.instants import END_US, spark_watermark_rowtime_us
+from streamjoin.io.formats.jsonlines import format_instant
+from streamjoin.io.sinks.ordered_sink import OrderedSink
+from streamjoin.io.sources.staging import Stager
 
 
 class Status:

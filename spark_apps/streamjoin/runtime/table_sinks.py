@@ -26,10 +26,10 @@ def run_table_sinks(spark, script: Script, target: str, sinks: list[Query], chec
     """Merge the sinks' rows into `target` and write its rows; the status of `target`'s output."""
     import pyarrow as pa
 
-    from streamjoin.io.tables import read_table
-    from streamjoin.io.types import arrow_schema
+    from streamjoin.io.formats.types import arrow_schema
+    from streamjoin.io.sinks.writer import row_writer
+    from streamjoin.io.sources.tables import read_table
     from streamjoin.lower.native import NativeLowering
-    from streamjoin.runtime.writer import row_writer
 
     table = script.relation(target)
     schema = arrow_schema(table.columns)

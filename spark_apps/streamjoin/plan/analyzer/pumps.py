@@ -93,7 +93,7 @@ class Application:
 
     def targets(self, pumps: list[exp.Create], read: set[str]) -> dict[str, exp.Create]:
         """stream -> the pump that fills it, each target checked. A Kafka foreign stream a pump
-        writes and nothing reads is the application's output topic: a sink (io.kafka_sink)."""
+        writes and nothing reads is the application's output topic: a sink (io.sinks.kafka_sink)."""
         relations, sinks = self.analyzer.relations, self.analyzer.sinks
         fills: dict[str, exp.Create] = {}
         for pump in pumps:

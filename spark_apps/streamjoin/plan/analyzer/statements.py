@@ -380,7 +380,7 @@ class Analyzer:
             self.where.fail(f"unknown stream or table '{name}', and no topic to read it from: {error}", table,
                             "declare it (CREATE STREAM name (...) WITH (connector = 'kafka', ...)), or point "
                             "STREAMJOIN_KAFKA_BOOTSTRAP at the broker that has it")
-        # the records' `rowtime` field if they have one, else their timestamps (io.kafka)
+        # the records' `rowtime` field if they have one, else their timestamps (io.sources.kafka)
         fields = tuple(Column(c, t) for c, t in columns if c != "rowtime")
         if re.search(r"\b_meta\b", self.where.sql, re.IGNORECASE):  # Lenses' _meta facet, where the program reads it
             fields += (Column("_meta", "STRUCT<offset BIGINT, partition INT, timestamp BIGINT>"),)

@@ -1,0 +1,1 @@
+"""Formats: input files as Arrow, JSON Lines, SQL types, the instants the engine agrees on."""
