@@ -104,7 +104,7 @@ def test_explain_until_idle_on_the_command_line_prints_a_bounded_runs_plan(tmp_p
     assert json.loads(explain("--until-idle", "--format", "json"))["physical"]["query"]["run"] == "chain of interval joins"
 
 
-def test_a_checkpoint_the_operator_ran_with_other_hash_groups_or_another_row_engine_is_refused(tmp_path):
+def test_a_checkpoint_the_operator_ran_with_other_hash_groups_or_by_column_is_refused_where_its_state_cannot_be_read(tmp_path):
     script = compile_sql(ASOF)
     ran = plan_query(script, script.final).to_dict()
     stamp(tmp_path, ran)
@@ -113,6 +113,8 @@ def test_a_checkpoint_the_operator_ran_with_other_hash_groups_or_another_row_eng
         check_plan(tmp_path, plan_query(script, script.final, LoweringOptions(operator_groups=8)).to_dict())
     with pytest.raises(CheckpointMismatch, match="this run would use 32 and join 1: row by row"):
         check_plan(tmp_path, plan_query(script, script.final, LoweringOptions(columnar=False)).to_dict())
+    stamp(tmp_path, plan_query(script, script.final, LoweringOptions(columnar=False)).to_dict())
+    check_plan(tmp_path, ran)  # row by row, then by column: the column engine converts the row engine's state
     batch = compile_sql(INTERVAL)
     check_plan(tmp_path, plan_query(batch, batch.final).to_dict())  # (another engine: ran_on's to decide)
     check_plan(tmp_path / "new", ran)  # nothing recorded
@@ -124,3 +126,15 @@ def test_every_run_of_the_plan_has_one_lowering():
     assert set(_LOWERINGS) == set(Run) - {Run.SPARK_ONE_BATCH}  # (a part's, lowered by lower.staged_views)
     assert {r.engine for r in Run} == set(Engine)
     assert replace(plan(INTERVAL), source=None) == plan(INTERVAL)  # (the query planned is not part of its value)
+
+
+def test_a_view_is_checked_by_the_rules_of_the_engine_its_part_runs_on():
+    view = STREAMS + ("CREATE VIEW j AS SELECT STREAM a.k AS ak, b.v FROM a JOIN b ON a.k = b.k "
+                      "AND b.ROWTIME BETWEEN a.ROWTIME - INTERVAL '1' SECOND AND a.ROWTIME;\n"
+                      "SELECT STREAM j.ak, c.v FROM j JOIN c ON j.ak = c.k "
+                      "AND c.ROWTIME BETWEEN j.ROWTIME - INTERVAL '1' SECOND AND j.ROWTIME;")
+    script = compile_sql(view)
+    forced = LoweringOptions(join_operator="custom")  # (measures the operator on the query `run` runs, not on views)
+    part = plan_query(script, script.view("j"), forced, top=False)
+    assert (part.run, part.rules) == (Run.SPARK, Engine.SPARK)  # it once was checked by the operator's rules
+    assert plan_query(script, script.final, forced).rules == Engine.OPERATOR

@@ -5,6 +5,7 @@ resumes from a checkpoint the row engine wrote."""
 
 from __future__ import annotations
 
+import json
 import random
 
 from runtime_helpers import resume_with_other_settings, run_until_idle, ts, write_jsonl
@@ -92,3 +93,18 @@ def test_a_column_only_the_where_clause_reads_still_reaches_the_column_engine(sp
     by_columns, _ = run_until_idle(spark, sql, tmp_path / "columns", settings=COLUMNS)
     assert 0 < len(by_columns) < 60
     assert canonical(by_columns) == canonical(by_rows)
+
+
+def test_a_query_the_column_engine_checkpointed_is_refused_on_the_row_engine_or_other_groups_naming_both(spark, tmp_path):
+    import pytest
+    from runtime_helpers import run_in_two_parts
+    from streamjoin.errors import CheckpointMismatch
+
+    first, later = restart_parts(random.Random("asof-columns-refused"))
+    sql = ddl(tmp_path / "l", tmp_path / "r", "1 SECOND") + QUERY.format(op="<=")
+    write_jsonl(tmp_path / "l" / "a.json", first[0])
+    write_jsonl(tmp_path / "r" / "a.json", first[1])
+    for n, after in enumerate((ROWS, Settings(operator_groups=8, join_operator="custom"))):
+        with pytest.raises(CheckpointMismatch, match="cannot read its state. Nothing was run"):
+            run_in_two_parts(spark, sql, tmp_path / f"run{n}", lambda: None, (COLUMNS, after))
+        assert json.loads((tmp_path / f"run{n}" / "checkpoint" / "plan.json").read_text())["joins"][0]["by_column"] == "asof"

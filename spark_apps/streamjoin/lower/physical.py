@@ -176,7 +176,7 @@ def plan_query(script: Script, query: Query, options: LoweringOptions = Lowering
                 "(the default follows the checkpoint) or start the query on a new checkpoint")
         options = resumed(options, recorded)
         run = _run(script, query, options)
-    return _planned(script, query, options, run, _parts(script, query, options) if top and run != Run.TABLES else ())
+    return _planned(script, query, options, run, _parts(script, query, options) if top and run != Run.TABLES else (), top)
 
 
 _FAMILY = {"batch": "streamjoin's micro-batch loop", "spark": "a Spark streaming query"}
@@ -187,10 +187,15 @@ def _family(run: Run) -> str:
     return "batch" if run.engine == Engine.BATCH else "spark"
 
 
-def _planned(script: Script, query: Query, options: LoweringOptions, run: Run, parts: tuple[Part, ...]) -> PhysicalPlan:
+def _planned(script: Script, query: Query, options: LoweringOptions, run: Run, parts: tuple[Part, ...],
+             top: bool = True) -> PhysicalPlan:
+    """The plan's nodes once its `Run` is chosen. Its rules: the query `run` runs is checked by the
+    operator's where a join needs the operator live, also when a bounded run batches it (what
+    `check` accepts runs both ways); a view, by the engine its part runs on (`_part_run`)."""
     group_key = _group_key(script, query) if run.engine == Engine.OPERATOR else ()
     joins = tuple(_join_node(script, query, n, options, run, group_key) for n in range(len(query.joins)))
-    rules = Engine.OPERATOR if runs_custom(script, query, options) else Engine.SPARK
+    custom = runs_custom(script, query, options) if top else uses_custom(query)
+    rules = Engine.OPERATOR if custom else Engine.SPARK
     return PhysicalPlan(query.name, run, joins, parts, query.sink or "output", str(query.emit), rules, group_key, query,
                         options.operator_groups if group_key else None)
 
@@ -275,7 +280,8 @@ def _parts(script: Script, query: Query, options: LoweringOptions) -> tuple[Part
                 reads = stage(view, inner_path) or reads  # runs inline: its own promoting views are staged
                 continue
             inner = stage(view, inner_path)
-            parts.append(Part(path + item.alias, _planned(script, view, options, _part_run(script, view, options, inner), ())))
+            parts.append(Part(path + item.alias, _planned(script, view, options, _part_run(script, view, options, inner), (),
+                                                          top=False)))
             reads = True
         return reads
 

@@ -77,23 +77,21 @@ def stamp(checkpoint: Path, plan: dict | None = None) -> None:
 
 
 def check_plan(checkpoint: Path, plan: dict | None) -> None:
-    """Refuse to resume a query whose operator keeps its state otherwise than the checkpoint's did:
-    another number of hash groups (`STREAMJOIN_OPERATOR_GROUPS`: a key's rows would meet another
-    group's state) or another engine of rows (`STREAMJOIN_OPERATOR_COLUMNAR`: row by row or by
-    column, each its own state). CheckpointMismatch names both."""
+    """Refuse to resume a query whose operator would read the checkpoint's state otherwise than it
+    was written: another number of hash groups (`STREAMJOIN_OPERATOR_GROUPS`: a key's rows would
+    meet another group's state), or a join the column engine ran now row by row
+    (`STREAMJOIN_OPERATOR_COLUMNAR=0`: the row engine cannot read the column engine's state; the
+    other way the column engine converts it). CheckpointMismatch names both."""
     recorded = recorded_plan(checkpoint)
     if plan is None or recorded is None or not (recorded.get("engine") == plan.get("engine") == "operator"):
         return
-
-    def layout(p: dict) -> tuple:
-        return p.get("operator_groups"), [j.get("by_column") for j in p.get("joins", [])]
-
-    if layout(recorded) != layout(plan):
-        (was_groups, was_columns), (now_groups, now_columns) = layout(recorded), layout(plan)
+    was, now = [j.get("by_column") for j in recorded.get("joins", [])], [j.get("by_column") for j in plan.get("joins", [])]
+    back = any(w and not n for w, n in zip(was, now, strict=False))
+    if recorded.get("operator_groups") != plan.get("operator_groups") or back:
         raise CheckpointMismatch(
-            f"checkpoint {checkpoint} was run by streamjoin's operator with {was_groups or 1} hash group(s) and "
-            f"{_engines(was_columns)}; this run would use {now_groups or 1} and {_engines(now_columns)}, which keep "
-            "their state otherwise. Nothing was run: set STREAMJOIN_OPERATOR_GROUPS and STREAMJOIN_OPERATOR_COLUMNAR "
+            f"checkpoint {checkpoint} was run by streamjoin's operator with {recorded.get('operator_groups') or 1} hash "
+            f"group(s) and {_engines(was)}; this run would use {plan.get('operator_groups') or 1} and {_engines(now)}, "
+            "which cannot read its state. Nothing was run: set STREAMJOIN_OPERATOR_GROUPS and STREAMJOIN_OPERATOR_COLUMNAR "
             "as they were, or start the query on a new checkpoint.")
 
 

@@ -29,7 +29,7 @@ and whose rowtime field is the bound, e.g. `{"rowtime": "2024-01-01 10:05:00", "
 
 Why one module of ~430 lines: `Stager` is the step protocol (pending step, staged file, manifest,
 the redo after a crash between them), and its steps only make sense read together; the file
-formats (`formats.py`), Spark's reading of the steps (`source.py`) and Kinesis (`kinesis.py`) are
+formats (`io.formats.files`), Spark's reading of the steps (`source.py`) and Kinesis (`kinesis.py`) are
 apart.
 """
 
