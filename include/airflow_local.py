@@ -27,6 +27,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 STORE = ROOT / "data" / "s3"  # the embedded S3's objects, one file each: <bucket>/<key>
 BIN = Path(sys.executable).parent
+# How long SQLite's writers wait for each other (s) before "database is locked". The UI's Trigger on
+# a paused DAG sends the unpause and the new run at once; beside a running app's tasks the default
+# 5 s was not always enough (the unpause failed with a 500, "Database error", 2026-12-07). Airflow
+# imports it by name (AIRFLOW__DATABASE__SQL_ALCHEMY_CONNECT_ARGS) when its database is SQLite.
+SQLITE_CONNECT_ARGS = {"timeout": 30}
 
 
 def airflow_env(home: Path, s3_env: dict[str, str], api_port: int) -> dict[str, str]:
@@ -51,9 +56,17 @@ def airflow_env(home: Path, s3_env: dict[str, str], api_port: int) -> dict[str, 
             "extra": {"endpoint_url": endpoint, "region_name": s3_env["AWS_REGION"]},
         }),
         "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"}),
+        **sqlite_env(),
         # the apps' data: outputs and snapshots on the embedded S3, inputs in local folders
         **data_env(),
     }
+
+
+def sqlite_env() -> dict[str, str]:
+    """SQLite's longer lock wait (SQLITE_CONNECT_ARGS), unless Airflow is given another database."""
+    if not os.environ.get("AIRFLOW__DATABASE__SQL_ALCHEMY_CONN", "sqlite").startswith("sqlite"):
+        return {}
+    return {"AIRFLOW__DATABASE__SQL_ALCHEMY_CONNECT_ARGS": "include.airflow_local.SQLITE_CONNECT_ARGS"}
 
 
 def data_env() -> dict[str, str]:

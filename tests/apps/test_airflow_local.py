@@ -68,3 +68,15 @@ def test_make_airflow_starts_the_embedded_kafka_broker_and_skips_it_saying_why_w
     finally:
         broker.stop()
     assert airflow_local.start_kafka(0) is None
+
+
+def test_airflow_waits_30_s_for_sqlites_lock_and_a_database_of_another_kind_gets_no_sqlite_argument(tmp_path, monkeypatch):
+    monkeypatch.delenv("AIRFLOW__DATABASE__SQL_ALCHEMY_CONN", raising=False)
+    env = airflow_local.airflow_env(tmp_path, S3_ENV, 8080)
+    # Airflow imports the arguments by name, as its settings do (the UI's unpause and trigger race on SQLite)
+    got = subprocess.run([sys.executable, "-c", "from airflow.configuration import conf; "
+                          "print(conf.getimport('database', 'sql_alchemy_connect_args'))"],
+                         env=env, capture_output=True, text=True, timeout=300)
+    assert "{'timeout': 30" in got.stdout.strip().splitlines()[-1], got.stderr[-2000:]  # (Airflow adds check_same_thread)
+    monkeypatch.setenv("AIRFLOW__DATABASE__SQL_ALCHEMY_CONN", "postgresql+psycopg2://airflow@db/airflow")
+    assert "AIRFLOW__DATABASE__SQL_ALCHEMY_CONNECT_ARGS" not in airflow_local.airflow_env(tmp_path, S3_ENV, 8080)
