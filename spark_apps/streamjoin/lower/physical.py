@@ -27,7 +27,6 @@ from streamjoin.lower.strategy import (
     cuts,
     eager_inner,
     group_keys,
-    in_order,
     interval,
     key_column,
     promoting_views,
@@ -37,7 +36,7 @@ from streamjoin.lower.strategy import (
     stream_view,
     uses_custom,
 )
-from streamjoin.plan.model import ROWS, Emit, Join, JoinKind, Kind, Query, Script, sql
+from streamjoin.plan.model import ROWS, Emit, Join, JoinKind, Kind, Query, Script
 
 
 class Engine(StrEnum):
@@ -77,7 +76,7 @@ class JoinNode:
     engine: Engine
     implementation: str
     why: str | None = None  # why streamjoin's operator runs it (strategy.custom_reason)
-    groups: str | None = None  # the operator's hash groups: "keys", "chain keys" or "one"
+    groups: str | None = None  # the operator's groups: "by the join keys", "by the chain's key" or "one"
     by_column: str | None = None  # the operator's column-wise engine where the columns' types allow: "asof", "rows"
     probe: str | None = None  # the batch interval join's pairs: "keyed" (lower.batch.interval_probe) or "scan"
     probe_in: str | None = None  # where the keyed probe runs: "driver" or "tasks"
@@ -352,8 +351,4 @@ def key_columns(join: Join) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return tuple(a.name for a, _ in join.condition.keys), tuple(b.name for _, b in join.condition.keys)
 
 
-def group_key_sql(plan: PhysicalPlan) -> list[str]:
-    return [" = ".join(sql(e) for e in pair) for pair in plan.group_key]
-
-
-__all__ = ["Engine", "JoinNode", "Part", "PhysicalPlan", "Run", "in_order", "plan_query", "resumed", "staged_inputs"]
+__all__ = ["Engine", "JoinNode", "Part", "PhysicalPlan", "Run", "key_columns", "plan_query", "resumed", "staged_inputs"]

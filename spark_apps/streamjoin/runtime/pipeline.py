@@ -152,7 +152,9 @@ class Pipeline:
 
 def default_late_root(checkpoint: Path, output: str) -> Path:
     """Late rows go beside the output (`DIR/late/`), or into the checkpoint for stdout and streams."""
-    return Path(output) / "late" if output != "-" and not output.startswith(("kafka://", "kinesis://")) else checkpoint / "late"
+    from streamjoin.io.connectors import output_of
+
+    return Path(output) / "late" if output != "-" and output_of(output) is None else checkpoint / "late"
 
 
 def run_table_query(spark, script: Script, query: Query, checkpoint: Path, output: str, query_file: str, suffix: str = "") -> dict:

@@ -84,8 +84,8 @@ class Runner:
         # staged inputs that are not the user's (a promoting view's are: its rows out of order are late)
         parts = {part.stage_spec.alias for part in lowered.upstream if not part.stage_promotes}
         user = [s for r in [*self.upstream, self] for s in r.stagers if s.spec.alias not in parts]
-        self.status = Status(checkpoint, user, self.sink, query_file, lowered.snapshots, self.upstream,
-                             lowered.plan.to_dict() if lowered.plan is not None else None)
+        self.plan = lowered.plan.to_dict() if lowered.plan is not None else None  # recorded: status.json, plan.json
+        self.status = Status(checkpoint, user, self.sink, query_file, lowered.snapshots, self.upstream, self.plan)
         self.name = f"streamjoin-{uuid.uuid4().hex[:12]}"  # the listener hears every query of the session
         self.listener = ProgressListener(self.status, self.sink, self.name, quiet)
         self.query = None
@@ -99,7 +99,7 @@ class Runner:
         """Stage what the inputs hold, start every part's query (the earlier parts first) and the
         feeder thread; refuses a checkpoint this streamjoin cannot resume before any part starts."""
         check_resumable(self.checkpoint)
-        check_plan(self.checkpoint, self.lowered.plan.to_dict() if self.lowered.plan is not None else None)
+        check_plan(self.checkpoint, self.plan)
         if removed := clear_interrupted_writes(self.checkpoint):
             log.warning("removed what a killed run left half-written in %s: %s", self.checkpoint / "spark", ", ".join(removed))
         self.sink.check_resumable()
@@ -107,7 +107,7 @@ class Runner:
             self.sink.check_batches(*logged_batches(self.checkpoint))
         for part in self.upstream:
             part.start()
-        stamp(self.checkpoint, self.lowered.plan.to_dict() if self.lowered.plan is not None else None)
+        stamp(self.checkpoint, self.plan)
         if self.until_idle and not self.upstream:
             self._end_inputs()
         try:
