@@ -74,7 +74,7 @@ browser:
 # and the Kafka input's on the embedded broker: docs/benchmarks-kafka.md. bench/hotspots.py profiles the
 # workload furthest below its target (docs/benchmarks-profile.md), which the report then links.
 # BENCH_ARGS e.g. "--sizes 1,4,16 --rounds 2" (see bench/run.py --help)
-BENCH_DEFAULT := --sizes 1 --rounds 2 --growth-sizes 4,16 --growth-workloads inner-sparse,three-inner --steady 2000,10000 --hourly 1000,10000
+BENCH_DEFAULT := --sizes 1 --rounds 2 --implementations --growth-sizes 4,16 --growth-workloads inner-sparse,three-inner --steady 2000,10000 --hourly 1000,10000
 bench: setup check-java
 	@$(PY) bench/run.py $(or $(BENCH_ARGS),$(BENCH_DEFAULT))
 	@$(PY) bench/hotspots.py

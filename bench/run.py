@@ -93,6 +93,22 @@ WORKLOADS = {  # name: (join, keys, partners per row)
 }
 COMPARED = {"asof-sparse": "inner-sparse", "rows-sparse": "inner-sparse"}  # the Flink run a workload without its own is compared with
 ENGINES = ("streamjoin", "flink", "pyspark")
+# streamjoin with one implementation forced (issue 66: each overlapping pair measured, the
+# implementation that is nowhere better retired): engine label -> (environment, what runs)
+IMPLEMENTATIONS = {
+    "streamjoin:operator": ({"STREAMJOIN_JOIN_OPERATOR": "custom"}, "streamjoin's operator (by column where it applies)"),
+    "streamjoin:operator-rows": ({"STREAMJOIN_JOIN_OPERATOR": "custom", "STREAMJOIN_OPERATOR_COLUMNAR": "0"},
+                                 "streamjoin's operator, row by row"),
+    "streamjoin:native": ({"STREAMJOIN_JOIN_OPERATOR": "native"}, "Spark's streaming join"),
+    "streamjoin:scan": ({"STREAMJOIN_BATCH_PROBE": "scan"}, "the batch join scanning its retained steps"),
+    "streamjoin:tasks": ({"STREAMJOIN_KEYED_PROBE_IN": "tasks"}, "the batch join's keyed probe in Spark tasks"),
+}
+# the workloads whose join has more than one implementation, and the implementations each can take
+COMPARED_IMPLEMENTATIONS = {
+    "inner-sparse": ("streamjoin", "streamjoin:tasks", "streamjoin:scan", "streamjoin:native", "streamjoin:operator"),
+    "asof-sparse": ("streamjoin", "streamjoin:operator", "streamjoin:operator-rows"),
+    "rows-sparse": ("streamjoin", "streamjoin:operator", "streamjoin:operator-rows"),
+}
 FLINK_VENV = HERE / ".venv-flink"
 
 REGULAR_SQL = """CREATE SOURCE l (k INT, v INT) WITH (connector = 'files', path = '{l}') FORMAT PLAIN ENCODE JSON;
@@ -222,6 +238,21 @@ def _state_rows(status: Path | None) -> int | None:
         return None
 
 
+def _plan_ran(status: Path) -> str:
+    """What streamjoin's status file says ran: the plan's run and each join's implementation and
+    engine (lower.physical), "" when it has none."""
+    try:
+        plan = json.loads(status.read_text())["plan"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return ""
+    plans = plan if isinstance(plan, list) else [plan]
+    joins = [f"{j['implementation']} on {j['engine']}" + (f" (probe {j['probe']}, {j.get('probe_in', '')})".replace(", )", ")")
+                                                         if j.get("probe") else "")
+             + (f" (by column: {j['by_column']})" if j.get("by_column") else "")
+             for p in plans if isinstance(p, dict) for j in p.get("joins", [])]
+    return "; ".join(joins)
+
+
 def timed(cmd: list[str], marker: bytes | None, env: dict, result: Result, log_path: Path, status: Path | None = None) -> None:
     """Runs `cmd`, counting its stdout rows, its process tree's CPU and peak RSS; with `status`
     (streamjoin's status.json) also the highest `state_rows` it shows, read at every sample."""
@@ -314,7 +345,7 @@ def command(engine: str, join: str, spec: Spec, dirs: dict[str, Path], run_dir: 
                     "--checkpoint", str(run_dir / "checkpoint")], None
         return [str(flink_python()), str(HERE / "flink_job.py"), str(dirs["person"].parent), "-", join, "0"], b"+I["
     l_dir, r_dir = str(dirs["l"]), str(dirs["r"])
-    if engine == "streamjoin":
+    if engine.startswith("streamjoin"):
         query = run_dir / "q.sql"
         key = "l.k" if join in ("INNER", "INNER3") else "COALESCE(l.k, r.k)"
         text = {"ASOF LEFT": ASOF_SQL, "INNER3": THREE_SQL, "ROWS": ROWS_SQL, "SNAPSHOT": SNAPSHOT_SQL,
@@ -339,11 +370,13 @@ def run_one(engine: str, workload: str, size: float, data: Path, work: Path) -> 
     if why := not_applicable(engine, workload):
         result.error = why
         return result
-    env = {**os.environ, "PYSPARK_PYTHON": str(ROOT / ".venv" / "bin" / "python")}
-    run_dir = Path(tempfile.mkdtemp(prefix=f"{engine}-{workload}-", dir=work))
+    env = {**os.environ, "PYSPARK_PYTHON": str(ROOT / ".venv" / "bin" / "python"), **IMPLEMENTATIONS.get(engine, ({},))[0]}
+    run_dir = Path(tempfile.mkdtemp(prefix=f"{engine.replace(':', '-')}-{workload}-", dir=work))
     cmd, marker = command(engine, join, spec, dirs, run_dir)
-    status = run_dir / "checkpoint" / "status.json" if engine == "streamjoin" else None
+    status = run_dir / "checkpoint" / "status.json" if engine.startswith("streamjoin") else None
     timed(cmd, marker, env, result, run_dir / "stderr.log", status)
+    if status is not None and (ran := _plan_ran(status)):
+        result.extra["plan"] = ran
     shutil.rmtree(run_dir / "checkpoint", ignore_errors=True)
     verdict = "ok" if result.ok else f"WRONG ({result.rows_out} rows, expected {result.expected}) {result.error}"
     state = f" state {result.peak_state_rows:,}" if result.peak_state_rows is not None else ""
@@ -545,6 +578,40 @@ def slowest(results: list[Result]) -> tuple[str, float] | None:
 
 
 PROFILE = ROOT / "docs" / "benchmarks-profile.md"
+
+
+def implementation_lines(groups: dict) -> list[str]:
+    """The report's comparison of the implementations a join can take (`--implementations`): each
+    forced in turn on the same files, against streamjoin's default choice."""
+    forced = sorted({(w, s) for w, s, e in groups if e in IMPLEMENTATIONS}, key=lambda k: (k[1], list(WORKLOADS).index(k[0])))
+    if not forced:
+        return []
+    lines = ["## Implementations compared", "",
+             "The joins that more than one implementation can run, each forced in turn (its environment variable) on",
+             "the same files as its workload above, a bounded run (`--until-idle`) like the rest; \"what ran\" is the",
+             "plan the run recorded in its status.json (lower.physical: each join's implementation and engine).",
+             "docs/architecture.md says which implementations stay and why.", "",
+             "| workload | size | forced | what ran | seconds | input rows/s | vs default | CPU us/row | peak RSS MB | rows out | exact |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for workload, size in forced:
+        default = groups.get((workload, size, "streamjoin"))
+        base = median(default, "rows_per_s") if default and all(r.ok for r in default) else None
+        for engine in ("streamjoin", *IMPLEMENTATIONS):
+            runs = groups.get((workload, size, engine))
+            if not runs:
+                continue
+            env = " ".join(f"{k}={v}" for k, v in IMPLEMENTATIONS[engine][0].items()) if engine in IMPLEMENTATIONS else "(default)"
+            ran = runs[0].extra.get("plan", "-")
+            if not all(r.ok for r in runs):
+                bad = next(r for r in runs if not r.ok)
+                lines.append(f"| {workload} | {size:g}x | {env} | {ran} | - | - | - | - | - | {bad.rows_out:,} | "
+                             f"{bad.expected:,}: {bad.error or 'WRONG COUNT'} |")
+                continue
+            rate = median(runs, "rows_per_s")
+            lines.append(f"| {workload} | {size:g}x | {env} | {ran} | {median(runs, 'seconds'):.1f} | {rate:,.0f} | "
+                         f"{f'{rate / base:.2f}x' if base else '-'} | {median(runs, 'cpu_us_per_row'):.1f} | "
+                         f"{median(runs, 'peak_rss_mb'):,.0f} | {runs[0].rows_out:,} | {runs[0].expected:,} |")
+    return lines + [""]
 
 
 def target_lines(groups: dict, keys: list, steady: list[dict]) -> list[str]:
@@ -763,6 +830,7 @@ def report(results: list[Result], path: Path, meta: dict, steady: list[dict] | N
         fig.tight_layout()
         fig.savefig(growth, dpi=100)
         lines += ["", f"![growth]({growth.name})", ""]
+    lines += implementation_lines(groups)
     lines += target_lines(groups, keys, steady or [])
     lines += steady_lines(steady or [], meta)
     lines += hourly_lines(hourly or [])
@@ -814,8 +882,8 @@ def _unknown(plan: list[tuple[float, str, list[str]]]) -> str | None:
         if name not in WORKLOADS:
             return f"unknown workload {name!r}: choose from {', '.join(WORKLOADS)}"
         for engine in names:
-            if engine not in ENGINES:
-                return f"unknown engine {engine!r}: choose from {', '.join(ENGINES)}"
+            if engine not in ENGINES and engine not in IMPLEMENTATIONS:
+                return f"unknown engine {engine!r}: choose from {', '.join((*ENGINES, *IMPLEMENTATIONS))}"
     return None
 
 
@@ -865,6 +933,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--growth-workloads", default="inner-sparse")
     parser.add_argument("--growth-engines", default="streamjoin,flink")
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--implementations", action="store_true",
+                        help="also each implementation a join can take, forced in turn, at the first size "
+                        f"({', '.join(COMPARED_IMPLEMENTATIONS)})")
     parser.add_argument("--report", default=str(ROOT / "docs" / "benchmarks.md"))
     parser.add_argument("--data", default=str(HERE / ".data"))
     parser.add_argument("--render", metavar="JSON", help="write the report again from a run's JSON (docs/benchmarks.json); run nothing")
@@ -901,6 +972,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.growth_sizes:
         plan += [(float(size), w, args.growth_engines.split(",")) for size in args.growth_sizes.split(",")
                  for w in args.growth_workloads.split(",")]
+    if args.implementations:
+        size = float(args.sizes.split(",")[0])
+        plan += [(size, w, [e for e in names if e != "streamjoin" or (size, w) not in {(s, x) for s, x, n in plan if e in n}])
+                 for w, names in COMPARED_IMPLEMENTATIONS.items()]
     if unknown := _unknown(plan):
         parser.error(unknown)
     if any("flink" in names for _, _, names in plan):

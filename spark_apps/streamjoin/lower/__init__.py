@@ -66,28 +66,41 @@ def lower(spark, script: Script, plan: PhysicalPlan, specs: list[InputSpec], che
     return replace(lowered, inputs=specs + read, upstream=parts, plan=plan)
 
 
-def _batch(lowering: Lowering) -> Lowered:
-    """The query on Spark's batch engine: no streaming frame. It reads a staged view's steps under
-    the view's alias in the query (its columns named as a stream's); the runner stages them under
-    the part's name."""
-    query, plan = lowering.query, lowering.plan
-    specs = lowering.specs + [replace(lowering.staged[i.alias], alias=i.alias) for i in query.inputs if i.alias in lowering.staged]
-    if plan.run == Run.BATCH_CHAIN:  # a chain of INNER interval joins (lower.batch.chain_join)
-        from streamjoin.lower.batch.chain_join import lower_chain
-        from streamjoin.lower.strategy import chain_reach
+def _batch_specs(lowering: Lowering) -> list[InputSpec]:
+    """The micro-batch loop's inputs (Spark's batch engine, no streaming frame): a staged view's
+    steps read under the view's alias in the query (its columns named as a stream's); the runner
+    stages them under the part's name."""
+    staged = lowering.staged
+    return lowering.specs + [replace(staged[i.alias], alias=i.alias) for i in lowering.query.inputs if i.alias in staged]
 
-        return lower_chain(query, specs, chain_reach(query))
-    if plan.run == Run.BATCH_ASOF:  # `r.rowtime <= / < l.rowtime` (lower.batch.asof_batch)
-        from streamjoin.lower.batch.asof_batch import lower_asof
 
-        return lower_asof(query, specs)
-    if plan.run == Run.BATCH_ROWS:  # two ROWS CURRENT ROW windows (lower.batch.rows_batch)
-        from streamjoin.lower.batch.rows_batch import lower_rows
-
-        return lower_rows(query, specs)
+def _batch_interval(lowering: Lowering) -> Lowered:
+    """Two streams' interval join on the micro-batch loop (lower.batch.batch_join)."""
     from streamjoin.lower.batch.batch_join import lower_batch
 
-    return lower_batch(query, specs, plan.joins[0])
+    return lower_batch(lowering.query, _batch_specs(lowering), lowering.plan.joins[0])
+
+
+def _batch_chain(lowering: Lowering) -> Lowered:
+    """A chain of INNER interval joins on the micro-batch loop (lower.batch.chain_join)."""
+    from streamjoin.lower.batch.chain_join import lower_chain
+    from streamjoin.lower.strategy import chain_reach
+
+    return lower_chain(lowering.query, _batch_specs(lowering), chain_reach(lowering.query))
+
+
+def _batch_asof(lowering: Lowering) -> Lowered:
+    """`r.rowtime <= / < l.rowtime` on the micro-batch loop (lower.batch.asof_batch)."""
+    from streamjoin.lower.batch.asof_batch import lower_asof
+
+    return lower_asof(lowering.query, _batch_specs(lowering))
+
+
+def _batch_rows(lowering: Lowering) -> Lowered:
+    """Two ROWS CURRENT ROW windows on the micro-batch loop (lower.batch.rows_batch)."""
+    from streamjoin.lower.batch.rows_batch import lower_rows
+
+    return lower_rows(lowering.query, _batch_specs(lowering))
 
 
 def _operator(lowering: Lowering) -> Lowered:
@@ -121,17 +134,26 @@ def _running(lowering: Lowering) -> Lowered:
     return Lowered(frame, [], columns, 0, sink=sink_spec(script, query), prompt=True)
 
 
+def _native(lowering: Lowering):
+    from streamjoin.lower.native import NativeLowering
+
+    return NativeLowering(lowering.spark, lowering.script, {s.alias: s for s in lowering.specs}, lowering.checkpoint,
+                          lowering.staged, lowering.query)
+
+
+def _cut_chain(lowering: Lowering) -> Lowered:
+    """A chain cut into several Spark queries (lower.cut_chain): its parts are the chain's."""
+    from streamjoin.lower.cut_chain import lower_cut_chain
+
+    return lower_cut_chain(_native(lowering), lowering.query, lowering.specs)
+
+
 def _spark(lowering: Lowering) -> Lowered:
-    """The query on Spark's own operators (lower.native), or a chain cut into several Spark queries."""
-    from streamjoin.lower.native import NativeLowering, order_delay
+    """The query on Spark's own operators (lower.native)."""
+    from streamjoin.lower.native import order_delay
 
     script, query = lowering.script, lowering.query
-    native = NativeLowering(lowering.spark, script, {s.alias: s for s in lowering.specs}, lowering.checkpoint,
-                            lowering.staged, query)
-    if lowering.plan.run == Run.SPARK_CUT_CHAIN:
-        from streamjoin.lower.cut_chain import lower_cut_chain
-
-        return lower_cut_chain(native, query, lowering.specs)
+    native = _native(lowering)
     columns = [c.name for c in query.output]
     frame, bucketed = native.query_frame(query)
     frame = frame.drop(ET_COLUMN)
@@ -151,8 +173,9 @@ def _spark(lowering: Lowering) -> Lowered:
                    prompt=in_order(query), order=query.order_within)
 
 
-_LOWERINGS = {Run.BATCH_INTERVAL: _batch, Run.BATCH_CHAIN: _batch, Run.BATCH_ASOF: _batch, Run.BATCH_ROWS: _batch,
-              Run.OPERATOR: _operator, Run.OPERATOR_RUNNING: _running, Run.SPARK: _spark, Run.SPARK_CUT_CHAIN: _spark,
+_LOWERINGS = {Run.BATCH_INTERVAL: _batch_interval, Run.BATCH_CHAIN: _batch_chain, Run.BATCH_ASOF: _batch_asof,
+              Run.BATCH_ROWS: _batch_rows, Run.OPERATOR: _operator, Run.OPERATOR_RUNNING: _running, Run.SPARK: _spark,
+              Run.SPARK_CUT_CHAIN: _cut_chain,
               Run.TABLES: _spark}  # (a query over tables in `Pipeline.run` is one batch: run_table_query)
 
 

@@ -13,6 +13,7 @@ order delay, and its bounds never run ahead of a row still to come.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from streamjoin.io.sources.staging import InputSpec
@@ -20,6 +21,7 @@ from streamjoin.lower.aggregate import bucket_ms
 from streamjoin.lower.changes import changing_keys, running_changes, table_changes
 from streamjoin.lower.columns import ET_COLUMN, ROWTIME_COLUMN, folder
 from streamjoin.lower.lowered import Lowered
+from streamjoin.lower.native import NativeLowering
 from streamjoin.lower.physical import Part, PhysicalPlan, Run
 from streamjoin.lower.strategy import LoweringOptions, promotes, stream_view
 from streamjoin.plan.model import Query, Script
@@ -61,6 +63,43 @@ def lower_staged_views(spark, script: Script, plan: PhysicalPlan, specs: list[In
     return parts, staged, rest, top
 
 
+@dataclass(frozen=True)
+class PartFrame:
+    """What each way of lowering a view's part gets: its plan, Spark's lowering of the view (its
+    inputs read under `prefix`), and its inputs by the view's aliases."""
+
+    spark: object
+    script: Script
+    plan: PhysicalPlan
+    native: NativeLowering
+    prefix: str
+    inputs: dict[str, InputSpec]
+    options: LoweringOptions
+
+
+def _running_frame(part: PartFrame):
+    """The groups of a changelog (lower.changes)."""
+    return running_changes(part.spark, part.script, part.plan, part.inputs, part.options)
+
+
+def _operator_frame(part: PartFrame):
+    """One join on streamjoin's operator (lower.custom): its inputs are declared streams or staged views."""
+    from streamjoin.lower.custom import lower_custom
+
+    return lower_custom(part.spark, part.plan, part.inputs, part.options, changing_keys(part.script, part.plan.source))
+
+
+def _spark_frame(part: PartFrame):
+    """The view on Spark's own operators (lower.native); a bounded run's aggregating view is also
+    one batch job once its inputs end (`_part`'s `bounded`)."""
+    return part.native.query_frame(part.plan.source, part.prefix)[0]
+
+
+# a view's part is lowered by its plan's Run (lower.physical._part_run), from this table
+_PART_FRAMES = {Run.OPERATOR_RUNNING: _running_frame, Run.OPERATOR: _operator_frame, Run.SPARK: _spark_frame,
+                Run.SPARK_ONE_BATCH: _spark_frame}
+
+
 def _part(spark, script: Script, part: Part, prefix: str, mine: list[InputSpec], inner: list[InputSpec],
           staged: dict[str, InputSpec], checkpoint: Path, late_root: Path, parts: list[Lowered],
           options: LoweringOptions = LoweringOptions()) -> InputSpec:
@@ -70,21 +109,14 @@ def _part(spark, script: Script, part: Part, prefix: str, mine: list[InputSpec],
     from pyspark.sql import functions as F
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    from streamjoin.lower.native import NativeLowering, order_delay
+    from streamjoin.lower.native import order_delay
 
     view, key = part.plan.source, part.key
     lowering = NativeLowering(spark, script, {s.alias: s for s in mine}, checkpoint, dict(staged), view)
     custom = part.run == Run.OPERATOR
     specs = {**{s.alias: s for s in mine}, **staged}
-    if part.run == Run.OPERATOR_RUNNING:  # the groups of a changelog
-        frame = running_changes(spark, script, part.plan, {i.alias: specs[prefix + i.alias] for i in view.inputs}, options)
-    elif custom:  # one join on streamjoin's operator (lower.custom): its inputs are declared streams or staged views
-        from streamjoin.lower.custom import lower_custom
-
-        frame = lower_custom(spark, part.plan, {i.alias: specs[prefix + i.alias] for i in view.inputs}, options,
-                             changing_keys(script, view))
-    else:
-        frame, _ = lowering.query_frame(view, prefix)
+    frame = _PART_FRAMES[part.run](PartFrame(spark, script, part.plan, lowering, prefix,
+                                             {i.alias: specs[prefix + i.alias] for i in view.inputs}, options))
     columns = [c.name for c in view.output]
     changes = view.changelog_key() is not None
     if changes:  # a running aggregate's or regular joins' changelog, as a table's changes (lower.changes)
