@@ -154,9 +154,10 @@ def shape_id(windows, steps) -> str:
 
 
 def engine_cases():
-    """(shape, operator) pairs: `auto` for every shape; Spark's native join and our operator for
-    the two-stream shapes (with three or more streams `run` has no choice to make): in `make test`
-    for the first two-stream FULL join, in `make test-long` for every two-stream shape."""
+    """(shape, operator) pairs: `auto` for every shape; Spark's native join for the two-stream
+    shapes (with three or more streams `run` has no choice to make; our operator no longer runs an
+    EMIT FINAL RANGE join, lower.strategy.custom_reason): in `make test` for the first two-stream
+    FULL join, in `make test-long` for every two-stream shape."""
     two_stream = [i for i, (windows, _) in enumerate(SHAPES) if len(windows) == 2]
     quick = next((i for i in two_stream if SHAPES[i][1][0][0] == "FULL"), two_stream[0])
     for i, shape in enumerate(SHAPES):
@@ -164,7 +165,7 @@ def engine_cases():
         yield pytest.param(i, "auto", id=f"auto-{shape_id(*shape)}",
                            marks=pytest.mark.long if QUICK_SHAPES <= i < SHAPE_COUNT and i != quick else ())
         if i in two_stream:
-            for operator in ("native", "custom"):
+            for operator in ("native",):
                 marks = () if i == quick else pytest.mark.long
                 yield pytest.param(i, operator, id=f"{operator}-{shape_id(*shape)}", marks=marks)
 

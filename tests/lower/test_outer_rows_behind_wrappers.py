@@ -39,7 +39,7 @@ def streams(tmp_path, left=L_ROWS, right=R_ROWS) -> str:
             f"CREATE STREAM r (k INT, w INT) WITH (connector = 'files', format = 'json', path = '{tmp_path / 'r'}');\n")
 
 
-@pytest.mark.parametrize("operator", ["auto", "native", "custom"])
+@pytest.mark.parametrize("operator", ["auto", "native"])
 @pytest.mark.parametrize("view", ["SELECT STREAM k, v + 0 AS v FROM l", "SELECT STREAM k, v FROM l WHERE v >= 0"])
 def test_a_full_join_through_a_view_emits_the_last_unmatched_row_of_the_viewed_stream(spark, tmp_path, view, operator):
     sql = streams(tmp_path) + (
@@ -50,7 +50,7 @@ def test_a_full_join_through_a_view_emits_the_last_unmatched_row_of_the_viewed_s
     assert rows == FULL_ROWS
 
 
-@pytest.mark.parametrize("operator", ["auto", "custom"])
+@pytest.mark.parametrize("operator", ["auto", "native"])
 def test_a_left_join_reading_a_kda_pump_emits_every_unmatched_row(spark, tmp_path, operator):
     sql = streams(tmp_path) + (
         'CREATE OR REPLACE STREAM "L_IN" ("k" INT, "v" INT);\n'
@@ -63,7 +63,7 @@ def test_a_left_join_reading_a_kda_pump_emits_every_unmatched_row(spark, tmp_pat
     assert rows == [{"k": 1, "v": 10, "w": 100}, {"k": 2, "v": 20, "w": None}, {"k": 3, "v": 30, "w": None}]
 
 
-@pytest.mark.parametrize(("operator", "probe"), [("auto", "scan"), ("auto", "keyed"), ("native", "auto"), ("custom", "auto")])
+@pytest.mark.parametrize(("operator", "probe"), [("auto", "scan"), ("auto", "keyed"), ("native", "auto")])
 def test_a_left_join_with_an_empty_right_input_emits_every_left_row_null_extended(spark, tmp_path, operator, probe):
     """RisingWave's e2e test (`t3 LEFT JOIN t4 ON t3.v1 = t4.v1` with t4 empty): both rows of t3."""
     write_jsonl(tmp_path / "t3" / "a.json", [{"v1": 1, "v2": 2, "rowtime": "2024-01-01 00:00:00"},
@@ -157,7 +157,7 @@ def test_a_writers_rowtime_bound_is_no_row_of_an_aggregation(spark, tmp_path):
                     {"rowtime": "2024-01-01 00:00:05.000", "c": 2, "n": 1}]
 
 
-@pytest.mark.parametrize("operator", ["auto", "native", "custom"])
+@pytest.mark.parametrize("operator", ["auto", "native"])
 def test_a_condition_on_the_preserved_side_in_on_null_extends_the_rows_that_fail_it(spark, tmp_path, operator):
     """ON keeps its outer meaning: k=1 (v=10) fails `a.v > 15`, so it matches nothing and comes out
     NULL-extended (WHERE would drop it)."""

@@ -157,7 +157,7 @@ def _promoted_inputs(tmp_path: Path) -> str:
     """
 
 
-@pytest.mark.parametrize("operator", ["auto", "native", "custom"])
+@pytest.mark.parametrize("operator", ["auto", "native"])
 def test_a_view_that_promotes_a_new_rowtime_joins_by_it_and_its_t_sort_allows_its_disorder(spark, tmp_path: Path, operator):
     sql = _promoted_inputs(tmp_path) + """
     SELECT STREAM u.ROWTIME AS t, volume, sector

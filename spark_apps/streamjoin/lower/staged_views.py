@@ -13,7 +13,8 @@ order delay, and its bounds never run ahead of a row still to come.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from streamjoin.io.sources.staging import InputSpec
@@ -64,40 +65,75 @@ def lower_staged_views(spark, script: Script, plan: PhysicalPlan, specs: list[In
 
 
 @dataclass(frozen=True)
-class PartFrame:
-    """What each way of lowering a view's part gets: its plan, Spark's lowering of the view (its
-    inputs read under `prefix`), and its inputs by the view's aliases."""
+class PartInput:
+    """What each way of lowering a view's part gets: its plan, the inputs it reads itself (`mine`)
+    and the staged ones (`staged`, under `prefix`), its checkpoint and the options."""
 
     spark: object
     script: Script
     plan: PhysicalPlan
-    native: NativeLowering
     prefix: str
-    inputs: dict[str, InputSpec]
+    mine: list[InputSpec]
+    staged: dict[str, InputSpec]
+    checkpoint: Path
     options: LoweringOptions
 
+    def inputs(self) -> dict[str, InputSpec]:
+        """The view's inputs by its own aliases."""
+        specs = {**{s.alias: s for s in self.mine}, **self.staged}
+        return {i.alias: specs[self.prefix + i.alias] for i in self.plan.source.inputs}
 
-def _running_frame(part: PartFrame):
-    """The groups of a changelog (lower.changes)."""
-    return running_changes(part.spark, part.script, part.plan, part.inputs, part.options)
+    def native(self, batch: bool = False) -> NativeLowering:
+        return NativeLowering(self.spark, self.script, {s.alias: s for s in self.mine}, self.checkpoint, dict(self.staged),
+                              self.plan.source, batch=batch)
 
 
-def _operator_frame(part: PartFrame):
-    """One join on streamjoin's operator (lower.custom): its inputs are declared streams or staged views."""
+@dataclass(frozen=True)
+class PartFrame:
+    """What lowering a view's part gives: its frame, the snapshots of the tables it reads, how far
+    behind the clock its rows are final, and (a bounded run's aggregating view) a batch frame of its
+    rows over every staged step, made once its inputs end."""
+
+    frame: object
+    snapshots: list = field(default_factory=list)
+    delay_ms: int = 0
+    bounded: Callable[[], object] | None = None
+
+
+def _running_frame(part: PartInput) -> PartFrame:
+    """The groups of a changelog (lower.changes): each change final at once."""
+    return PartFrame(running_changes(part.spark, part.script, part.plan, part.inputs(), part.options))
+
+
+def _operator_frame(part: PartInput) -> PartFrame:
+    """One join on streamjoin's operator (lower.custom): its inputs are declared streams or staged
+    views; its rows come out final."""
     from streamjoin.lower.custom import lower_custom
 
-    return lower_custom(part.spark, part.plan, part.inputs, part.options, changing_keys(part.script, part.plan.source))
+    changing = changing_keys(part.script, part.plan.source)
+    return PartFrame(lower_custom(part.spark, part.plan, part.inputs(), part.options, changing))
 
 
-def _spark_frame(part: PartFrame):
-    """The view on Spark's own operators (lower.native); a bounded run's aggregating view is also
-    one batch job once its inputs end (`_part`'s `bounded`)."""
-    return part.native.query_frame(part.plan.source, part.prefix)[0]
+def _spark_frame(part: PartInput) -> PartFrame:
+    """The view on Spark's own operators (lower.native): a row is final once the clock passes its
+    bucket's end, or (no aggregation) the view's own order delay: 0 for a projection, a filter or
+    inner joins."""
+    from streamjoin.lower.native import order_delay
+
+    view, native = part.plan.source, part.native()
+    frame = native.query_frame(view, part.prefix)[0]
+    return PartFrame(frame, native.snapshots, bucket_ms(view.aggregation) if view.aggregation is not None else order_delay(view))
+
+
+def _one_batch_frame(part: PartInput) -> PartFrame:
+    """`_spark_frame`, and the view's rows over every step its inputs staged once they have ended:
+    one Spark batch job."""
+    return replace(_spark_frame(part), bounded=lambda: part.native(batch=True).query_frame(part.plan.source, part.prefix)[0])
 
 
 # a view's part is lowered by its plan's Run (lower.physical._part_run), from this table
 _PART_FRAMES = {Run.OPERATOR_RUNNING: _running_frame, Run.OPERATOR: _operator_frame, Run.SPARK: _spark_frame,
-                Run.SPARK_ONE_BATCH: _spark_frame}
+                Run.SPARK_ONE_BATCH: _one_batch_frame}
 
 
 def _part(spark, script: Script, part: Part, prefix: str, mine: list[InputSpec], inner: list[InputSpec],
@@ -109,14 +145,9 @@ def _part(spark, script: Script, part: Part, prefix: str, mine: list[InputSpec],
     from pyspark.sql import functions as F
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    from streamjoin.lower.native import order_delay
-
     view, key = part.plan.source, part.key
-    lowering = NativeLowering(spark, script, {s.alias: s for s in mine}, checkpoint, dict(staged), view)
-    custom = part.run == Run.OPERATOR
-    specs = {**{s.alias: s for s in mine}, **staged}
-    frame = _PART_FRAMES[part.run](PartFrame(spark, script, part.plan, lowering, prefix,
-                                             {i.alias: specs[prefix + i.alias] for i in view.inputs}, options))
+    lowered = _PART_FRAMES[part.run](PartInput(spark, script, part.plan, prefix, mine, staged, checkpoint, options))
+    frame = lowered.frame
     columns = [c.name for c in view.output]
     changes = view.changelog_key() is not None
     if changes:  # a running aggregate's or regular joins' changelog, as a table's changes (lower.changes)
@@ -130,12 +161,7 @@ def _part(spark, script: Script, part: Part, prefix: str, mine: list[InputSpec],
         return (frame.withColumn(rowtime, F.col(ROWTIME_COLUMN)) if implicit else frame).drop(ET_COLUMN)
 
     rows = rows_of(frame)
-    bounded = None
-    if part.run == Run.SPARK_ONE_BATCH:
-        def bounded():
-            """The view's rows over every step its inputs staged (they have ended): one Spark batch job."""
-            batch = NativeLowering(spark, script, {s.alias: s for s in mine}, checkpoint, dict(staged), view, batch=True)
-            return rows_of(batch.query_frame(view, prefix)[0])
+    bounded = (lambda: rows_of(lowered.bounded())) if lowered.bounded is not None else None
     schema = to_arrow_schema(rows.select(*columns).schema, timezone="UTC")
     name = f"__view_{key}"  # the query's own alias at the top, as before nested views were staged
     n = len(parts)
@@ -151,11 +177,9 @@ def _part(spark, script: Script, part: Part, prefix: str, mine: list[InputSpec],
         state_dir=str(checkpoint / "sources" / folder(name)),
         late_dir=str(late_root / folder(name)),
     )
-    # a row is final once the clock passes its bucket's end, or (no aggregation) the view's
-    # own order delay: 0 for a projection, a filter or inner joins
-    delay = 0 if custom or changes else bucket_ms(view.aggregation) if view.aggregation is not None else order_delay(view)
-    parts.append(Lowered(rows, mine + inner, columns, delay, lowering.snapshots, stage_output=spec.path, stage_spec=spec,
+    delay = 0 if changes else lowered.delay_ms  # a changelog's change is final when it is made
+    parts.append(Lowered(rows, mine + inner, columns, delay, lowered.snapshots, stage_output=spec.path, stage_spec=spec,
                          prompt=bool(view.analytics) or changes,
-                         stage_promotes=promotes(view), stage_changes=changes, custom=custom, emit=view.emit,
+                         stage_promotes=promotes(view), stage_changes=changes, custom=part.run == Run.OPERATOR, emit=view.emit,
                          order=view.order_within, bounded_frame=bounded))
     return spec

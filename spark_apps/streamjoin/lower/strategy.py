@@ -47,10 +47,8 @@ class LoweringOptions:
 
 
 def custom_reason(query: Query, join: Join, options: LoweringOptions = LoweringOptions()) -> str | None:
-    """Why `join` needs the custom operator, or None when Spark's join (or a table join) runs it.
-
-    `join_operator = custom` sends two-stream RANGE joins to the custom operator too (to
-    measure it against the native join, bench/custom_operator_throughput.py)."""
+    """Why `join` needs the custom operator, or None when Spark's join (or a table join) runs it (an
+    EMIT FINAL RANGE join, also under `custom`: retired, docs/architecture.md "Implementations")."""
     if join.kind == JoinKind.ASOF:
         return "Spark has no ASOF join"
     if join.kind == JoinKind.WINDOW_TVF:
@@ -66,8 +64,6 @@ def custom_reason(query: Query, join: Join, options: LoweringOptions = LoweringO
         return f"ROWS windows ({', '.join(rows)}) count rows, which Spark's join cannot"
     if query.emit != Emit.FINAL:
         return f"EMIT {query.emit}: Spark's join emits NULL-extended rows only once they are final"
-    if options.join_operator == "custom" and len(query.inputs) == 2:
-        return "STREAMJOIN_JOIN_OPERATOR=custom"
     return None
 
 
@@ -89,6 +85,7 @@ def batch_reason(script: Script, query: Query, options: LoweringOptions = Loweri
     two streams read directly, one interval join with both bounds, EMIT FINAL, JSON Lines output;
     by default (`auto`) when the run is bounded, the range spans at most BATCH_SPAN_MS, or the
     keyed probe finds its pairs (`keyed_query`)."""
+    options = _operator_or_auto(query, options)
     if options.join_operator not in ("auto", "batch"):
         return f"STREAMJOIN_JOIN_OPERATOR={options.join_operator}"
     if query.order_within:
@@ -116,6 +113,13 @@ def batch_reason(script: Script, query: Query, options: LoweringOptions = Loweri
             return ("the range is long, the run live and the keys not the keyed probe's: re-reading the range every "
                     "micro-batch costs more than Spark's state")
     return None
+
+
+def _operator_or_auto(query: Query, options: LoweringOptions) -> LoweringOptions:
+    """`custom` keeps the queries whose joins the operator runs on it (a bounded run included);
+    the others are planned as by default (`custom_reason`: the operator's RANGE join was retired)."""
+    return replace(options, join_operator="auto") if options.join_operator == "custom" and not uses_custom(query, options) \
+        else options
 
 
 def _interval_custom_reason(query: Query, join: Join, options: LoweringOptions) -> str | None:
