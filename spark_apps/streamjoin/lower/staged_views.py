@@ -122,6 +122,8 @@ def _spark_frame(part: PartInput) -> PartFrame:
 
     view, native = part.plan.source, part.native()
     frame = native.query_frame(view, part.prefix)[0]
+    if view.changelog_key() is not None:  # a changelog's change is final when it is made
+        return PartFrame(frame, native.snapshots)
     return PartFrame(frame, native.snapshots, bucket_ms(view.aggregation) if view.aggregation is not None else order_delay(view))
 
 
@@ -177,8 +179,7 @@ def _part(spark, script: Script, part: Part, prefix: str, mine: list[InputSpec],
         state_dir=str(checkpoint / "sources" / folder(name)),
         late_dir=str(late_root / folder(name)),
     )
-    delay = 0 if changes else lowered.delay_ms  # a changelog's change is final when it is made
-    parts.append(Lowered(rows, mine + inner, columns, delay, lowered.snapshots, stage_output=spec.path, stage_spec=spec,
+    parts.append(Lowered(rows, mine + inner, columns, lowered.delay_ms, lowered.snapshots, stage_output=spec.path, stage_spec=spec,
                          prompt=bool(view.analytics) or changes,
                          stage_promotes=promotes(view), stage_changes=changes, custom=part.run == Run.OPERATOR, emit=view.emit,
                          order=view.order_within, bounded_frame=bounded))
