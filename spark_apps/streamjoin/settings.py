@@ -29,7 +29,8 @@ class Settings:
     class_archive: str | None = None
     spark_log_level: str = "ERROR"
     # which operator runs a two-stream RANGE join (lower): auto (the default choice per join),
-    # native (Spark's join wherever it gives the answer), custom (streamjoin's own operator),
+    # native (Spark's join wherever it gives the answer), custom (streamjoin's own operator for the
+    # joins it runs, also in a bounded run; an EMIT FINAL RANGE join is planned as by auto),
     # batch (streamjoin's batch interval join wherever it runs the query, lower.batch.batch_join)
     join_operator: str = "auto"
     # how the batch interval join finds a micro-batch's pairs (lower.batch.batch_join): auto (keyed on a
