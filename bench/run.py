@@ -606,17 +606,23 @@ def implementation_lines(groups: dict) -> list[str]:
             if not runs:
                 continue
             env = " ".join(f"{k}={v}" for k, v in IMPLEMENTATIONS[engine][0].items()) if engine in IMPLEMENTATIONS else "(default)"
-            ran = runs[0].extra.get("plan", "-")
-            if not all(r.ok for r in runs):
-                bad = next(r for r in runs if not r.ok)
-                lines.append(f"| {workload} | {size:g}x | {env} | {ran} | - | - | - | - | - | {bad.rows_out:,} | "
-                             f"{bad.expected:,}: {bad.error or 'WRONG COUNT'} |")
-                continue
-            rate = median(runs, "rows_per_s")
-            lines.append(f"| {workload} | {size:g}x | {env} | {ran} | {median(runs, 'seconds'):.1f} | {rate:,.0f} | "
-                         f"{f'{rate / base:.2f}x' if base else '-'} | {median(runs, 'cpu_us_per_row'):.1f} | "
-                         f"{median(runs, 'peak_rss_mb'):,.0f} | {runs[0].rows_out:,} | {runs[0].expected:,} |")
+            lines.append(result_row([workload, f"{size:g}x", env, runs[0].extra.get("plan", "-")], runs, base, state=False))
     return lines + [""]
+
+
+def result_row(lead: list[str], runs: list[Result], base: float | None, state: bool = True) -> str:
+    """A table row of the runs' medians after the `lead` cells: seconds, rows/s, the ratio to
+    `base` (rows/s), CPU, peak RSS, peak state rows (`state`), rows out and the exact count; or
+    the first wrong run's count and error."""
+    cells = " | ".join(lead)
+    if not all(r.ok for r in runs):
+        bad = next(r for r in runs if not r.ok)
+        return f"| {cells} | {' | '.join(['-'] * (6 if state else 5))} | {bad.rows_out:,} | {bad.expected:,}: {bad.error or 'WRONG COUNT'} |"
+    rate = median(runs, "rows_per_s")
+    ratio = f"{rate / base:.2f}x" if base else "-"
+    peak = f" {peak_state_cell(runs)} |" if state else ""
+    return (f"| {cells} | {median(runs, 'seconds'):.1f} | {rate:,.0f} | {ratio} | {median(runs, 'cpu_us_per_row'):.1f} | "
+            f"{median(runs, 'peak_rss_mb'):,.0f} |{peak} {runs[0].rows_out:,} | {runs[0].expected:,} |")
 
 
 def target_lines(groups: dict, keys: list, steady: list[dict]) -> list[str]:
@@ -773,17 +779,7 @@ def report(results: list[Result], path: Path, meta: dict, steady: list[dict] | N
             runs = groups.get((workload, size, engine))
             if not runs:
                 continue
-            if not all(r.ok for r in runs):
-                bad = next(r for r in runs if not r.ok)
-                lines.append(f"| {workload} | {size:g}x | {engine} | - | - | - | - | - | - | {bad.rows_out:,} | {bad.expected:,}: "
-                             f"{bad.error or 'WRONG COUNT'} |")
-                continue
-            rate = median(runs, "rows_per_s")
-            ratio = f"{rate / flink_rate:.2f}x" if flink_rate else "-"
-            lines.append(f"| {workload} | {size:g}x | {engine} | {median(runs, 'seconds'):.1f} | {rate:,.0f} | {ratio} | "
-                         f"{median(runs, 'cpu_us_per_row'):.1f} | {median(runs, 'peak_rss_mb'):,.0f} | {peak_state_cell(runs)} | "
-                         f"{runs[0].rows_out:,} | "
-                         f"{runs[0].expected:,} |")
+            lines.append(result_row([workload, f"{size:g}x", engine], runs, flink_rate))
     path.parent.mkdir(parents=True, exist_ok=True)
     figure = path.with_name("benchmarks-throughput.png")
     fig, ax = plt.subplots(figsize=(9, 4))
