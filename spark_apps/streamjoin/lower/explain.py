@@ -212,10 +212,24 @@ def _input_detail(i: Input, relation) -> str:
     return f", rowtime {i.rowtime}, window {i.window.describe()}{source.get(i.window_source, '')}"
 
 
+# a query inside an expression, as the join it is (plan.analyzer.subqueries)
+_WRITTEN = {
+    "EXISTS": "EXISTS (SELECT ...): a semi join: each row once, if a row of the subquery matches it",
+    "IN": "IN (SELECT ...): a semi join: each row once, if the subquery holds its value",
+    "NOT EXISTS": "NOT EXISTS (SELECT ...): an anti join: each row once, if no row of the subquery matches it",
+    "NOT IN": "NOT IN (SELECT ...): a null-aware anti join: each row once, if the subquery is empty, or if its value "
+              "is not NULL and the subquery holds neither it nor a NULL",
+    "scalar": "a scalar subquery: a single-row join: its one value per correlation key (NULL when it has no row; "
+              "COUNT 0), more than one row an error that stops the run",
+}
+
+
 def _join(n: int, j: Join) -> list[str]:
     how = "NATURAL " if j.natural else ""
     lines = [f"  join {n}: {', '.join(j.left_inputs)} {how}{j.join_type} JOIN {j.right}  [{j.kind}]"]
     c = j.condition
+    if j.subquery:
+        lines.append(f"    written: {_WRITTEN[j.subquery]}")
     if j.using:
         lines.append(f"    using: {', '.join(j.using)} (one coalesced column each)")
     if c.from_where:

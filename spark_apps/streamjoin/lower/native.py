@@ -46,7 +46,7 @@ from streamjoin.lower.support import start_bounds
 from streamjoin.plan.model import Input, Join, JoinKind, JoinType, Kind, Query, Relation, Script
 
 _SPARK_JOIN = {JoinType.INNER: "inner", JoinType.CROSS: "inner", JoinType.LEFT: "left", JoinType.RIGHT: "right",
-               JoinType.FULL: "full"}
+               JoinType.FULL: "full", JoinType.SEMI: "left_semi", JoinType.ANTI: "left_anti"}
 
 
 class NativeLowering:

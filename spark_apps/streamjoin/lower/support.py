@@ -74,7 +74,7 @@ def check_query(ctx: Context, rules: Engine | None = None) -> None:
         rules = plan_query(ctx.script, ctx.query, ctx.options, top=False).rules
     rules = CUSTOM_RULES if rules == Engine.OPERATOR else NATIVE_RULES
     for _, rule in (("DISTINCT, UNION ALL", clauses_not_run), ("changing tables in regular joins", changing_outside_regular),
-                    *rules):
+                    ("semi and anti joins of what they run on", _filter_joins), *rules):
         message = rule(ctx)
         if message:
             raise Unsupported(message)
@@ -209,6 +209,18 @@ def _table_view(script: Script, view: Query) -> str | None:
         return None  # rows the program wrote (VALUES, INSERT INTO ... VALUES)
     if relation.view or relation.option("connector", "files") != "files" or not relation.option("path"):
         return f"table view '{view.name}': its source must be a declared files stream or table with a path, or a Kafka topic"
+    return None
+
+
+def _filter_joins(ctx: Context) -> str | None:
+    """Semi and anti joins (EXISTS, IN, NOT EXISTS, NOT IN, LEFT SEMI / ANTI JOIN) run over tables
+    (one batch) and for a stream against a table's snapshot (each row decided against it) so far."""
+    for j in ctx.query.joins:
+        if j.join_type.filters and j.kind != JoinKind.SNAPSHOT:
+            written = f"{j.subquery} (SELECT ...)" if j.subquery else f"{j.join_type} JOIN"
+            return (f"{written} is a {'semi' if j.join_type == JoinType.SEMI else 'anti'} join, here a {j.kind}: semi and "
+                    "anti joins run over tables and for a stream against a table's snapshot so far, not yet over two "
+                    "streams or a table that changes")
     return None
 
 

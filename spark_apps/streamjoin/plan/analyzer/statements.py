@@ -16,6 +16,7 @@ from sqlglot import exp
 
 import streamjoin.plan.analyzer.compound as compound
 import streamjoin.plan.analyzer.dml as dml
+import streamjoin.plan.analyzer.subqueries as subqueries
 from streamjoin.dialect import directives, parse_script
 from streamjoin.dialect.profiles import DEFAULT, Profile, fold
 from streamjoin.errors import SqlError
@@ -68,6 +69,7 @@ class Analyzer:
         self.servers: dict[str, dict[str, str]] = {}  # s-Server's CREATE SERVER, by name
         self.cdc_sources: dict[str, dict[str, str]] = {}  # RisingWave's shared CDC CREATE SOURCE, by name
         self.epoch = 0  # the INSERT / UPDATE / DELETE statements read so far (plan.analyzer.dml)
+        self.subqueries = 0  # queries inside expressions made joins so far: their views' numbers (exists_1, ...)
 
     def script(self, statements: list[exp.Expression]) -> Script:
         statements, self.notes = in_order(statements, self.where)
@@ -283,6 +285,11 @@ class Analyzer:
             self.where.fail("LATERAL is not supported: it flattens a column of each row, it joins no other input",
                             select.args["laterals"][0], "select the array column itself")
         select = self.parts_as_views(distinct_as_groups(select))
+        while subqueries.has_subquery(select):  # a query inside an expression: a join (each pass one level)
+            rewrite = subqueries.Rewrite(self.where, self.item_columns, select, count=self.subqueries)
+            select = rewrite.run()
+            self.subqueries = rewrite.count  # numbered across the script: a view's own subqueries are analysed first
+            select = self.parts_as_views(select)
         from_ = select.args.get("from_")
         if from_ is None:
             self.where.fail("a query needs a FROM clause", select, "SELECT STREAM ... FROM stream")
@@ -328,6 +335,19 @@ class Analyzer:
                     table.set(key, sub.args[key])
             item.set("this", table)
         return select
+
+    def item_columns(self, node: exp.Expression) -> tuple[str, ...] | None:
+        """A FROM item's column names, where the script knows them (plan.analyzer.subqueries)."""
+        if isinstance(node, exp.Subquery) and isinstance(node.this, exp.Select):
+            names = [e.alias_or_name for e in node.this.expressions]
+            return None if "*" in names or "" in names else tuple(ident_name(n) for n in names)
+        if not isinstance(node, exp.Table) or not isinstance(node.this, exp.Identifier):
+            return None
+        try:
+            relation = self.relation(node)
+        except SqlError:
+            return None
+        return (*relation.column_names(), *(("rowtime",) if relation.kind == Kind.STREAM else ()))
 
     def listed(self, query: exp.Expression, alias: exp.TableAlias | None) -> exp.Expression:
         """A CTE's or subquery's query with its columns named as its alias lists them, if it does."""

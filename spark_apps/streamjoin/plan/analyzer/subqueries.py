@@ -1,0 +1,380 @@
+"""Queries inside expressions, rewritten as joins before the query is analysed (issue 67;
+docs/semantics-decisions.md, "Subqueries are joins"), as Flink and RisingWave plan them:
+
+- a WHERE conjunct `EXISTS (q)` or `x IN (q)` is a LEFT SEMI JOIN of the query's inputs with q
+  (each row at most once, however many rows of q match it); `NOT EXISTS (q)` a LEFT ANTI JOIN;
+  `x NOT IN (q)` a LEFT ANTI JOIN that SQL's three-valued logic makes null-aware: a NULL among
+  q's values, or a NULL `x` against a q that has rows, is a match (the row is dropped);
+- a scalar subquery `(q)` is a LEFT JOIN with a view of at most one row per correlation key
+  (decorrelated: q's aggregate grouped by the columns its correlation compares), its value read
+  from that view; COUNT over no rows is 0 (the "count bug"). A q that is not an aggregate may
+  give several rows: its view counts them and more than one is an error (`raise_error`) that
+  stops the run;
+- a HAVING conjunct with a subquery filters the grouped rows: the grouped query becomes a view
+  and the conjunct a WHERE over it.
+
+The subquery's correlation (its WHERE conjuncts that read the outer query's columns) becomes
+the join's condition, its other conjuncts stay in the view. The new joins' right inputs are
+hidden (`*` does not select them; an unqualified name does not resolve to them). What cannot be
+rewritten so is refused where it is written, with what to write instead."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sqlglot import exp
+
+from streamjoin.plan.conditions import conjuncts
+from streamjoin.plan.scope import Located, ident_name
+
+SUBQUERY = "subquery"  # exp.Join.meta key: how the join was written (model.Join.subquery)
+HIDDEN = "hidden"  # exp.Join.meta key: its right input is the subquery's view, not a column source
+_AGGREGATES = (exp.AggFunc,)
+
+
+def has_subquery(select: exp.Select) -> bool:
+    return any(_nested(select, key) for key in ("expressions", "where", "having"))
+
+
+def _nested(select: exp.Select, key: str) -> list[exp.Query]:
+    """The queries written inside the select's `key` clause (not inside a deeper query)."""
+    value = select.args.get(key)
+    return [q for node in (value if isinstance(value, list) else [value]) if node is not None
+            for q in node.find_all(exp.Select, exp.Union) if q is not node and _query_of(q) is select]
+
+
+@dataclass
+class Rewrite:
+    """One SELECT's subqueries as joins; `columns(table)` gives a FROM item's column names."""
+
+    where: Located
+    columns: object  # Callable[[exp.Expression], tuple[str, ...] | None]
+    select: exp.Select
+    joins: list[exp.Join] = field(default_factory=list)
+    count: int = 0
+
+    # ---------------------------------------------------------------- scopes
+    def items(self, select: exp.Select) -> dict[str, tuple[str, ...] | None]:
+        """alias -> column names (None: not known here) of a SELECT's FROM items."""
+        out = {}
+        for item in (select.args.get("from_"), *(select.args.get("joins") or [])):
+            if item is None:
+                continue
+            out[_alias_of(item.this)] = self.columns(item.this)
+        return out
+
+    def owner(self, col: exp.Column, inner: dict, outer: dict) -> str | None:
+        """'inner', 'outer' or None (a name neither knows: the analysis of the view says so)."""
+        table = ident_name(col.args["table"]) if col.args.get("table") is not None else ""
+        name = ident_name(col.this)
+        if table:
+            return "inner" if table in inner else "outer" if table in outer else None
+        if any(cols is not None and name in cols for cols in inner.values()):
+            return "inner"
+        if any(cols is not None and name in cols for cols in outer.values()):
+            return "outer"
+        return None
+
+    def outer_refs(self, node: exp.Expression, body: exp.Select, inner: dict, outer: dict) -> list[exp.Column]:
+        return [c for c in node.find_all(exp.Column) if not isinstance(c.this, exp.Star)
+                and _query_of(c) is body and self.owner(c, inner, outer) == "outer"]
+
+    # ---------------------------------------------------------------- the rewrite
+    def run(self) -> exp.Select:
+        select = self.select = self.select.copy()
+        if _nested(select, "having"):
+            return self.having(select)
+        outer = self.items(select)
+        where = select.args.get("where")
+        kept = []
+        for part in conjuncts(where.this if where is not None else None):
+            join = self.filtering(part, outer)
+            if join is None:
+                kept.append(part)
+            else:
+                self.joins.append(join)
+        for n, node in [*enumerate(kept), *((None, e) for e in select.expressions)]:
+            for sub in [s for s in node.find_all(exp.Subquery) if _query_of(s) is select and isinstance(s.this, exp.Query)
+                        and not isinstance(s.parent, exp.In)]:
+                value = self.scalar(sub, outer)
+                if sub is node and n is not None:
+                    kept[n] = value
+                else:
+                    sub.replace(value)
+        left = [n for n in (*kept, *(e for e in select.expressions)) if any(
+            isinstance(q, exp.Exists) or isinstance(q, exp.In) and q.args.get("query") for q in n.find_all(exp.Exists, exp.In))]
+        if left:
+            node = next(q for n in left for q in n.find_all(exp.Exists, exp.In))
+            self.where.fail("EXISTS and IN (SELECT ...) are supported as conditions of WHERE joined by AND", node,
+                            "write it as a WHERE condition of its own (... AND EXISTS (...)), not under OR, NOT or CASE")
+        select.set("where", exp.Where(this=_and(kept)) if kept else None)
+        select.set("joins", [*(select.args.get("joins") or []), *self.joins])
+        return select
+
+    def filtering(self, part: exp.Expression, outer: dict) -> exp.Join | None:
+        """A WHERE conjunct that is EXISTS / NOT EXISTS / IN / NOT IN (SELECT ...) as its semi or anti join."""
+        negated = isinstance(part, exp.Not)
+        node = part.this if negated else part
+        while isinstance(node, exp.Paren):
+            node = node.this
+        if isinstance(node, exp.Exists):
+            body, value = node.this, None
+        elif isinstance(node, exp.In) and node.args.get("query") is not None:
+            body, value = node.args["query"], node.this
+        else:
+            return None
+        body = body.unnest() if isinstance(body, exp.Subquery) else body
+        written = ("NOT " if negated else "") + ("EXISTS" if value is None else "IN")
+        if not isinstance(body, exp.Select):
+            if value is None or self.correlated(body, outer):
+                self.where.fail(f"{written} over a {body.key.upper()} is supported uncorrelated, with IN", body,
+                                "name the union in a WITH view and join it")
+            return self.join_of(written, body, value, [], outer)
+        inner = self.items(body)
+        correlated = [p for p in conjuncts(body.args["where"].this if body.args.get("where") else None)
+                      if self.outer_refs(p, body, inner, outer)]
+        self.only_in_where(body, inner, outer, written)
+        if correlated and (body.args.get("group") or _aggregates(body) or body.args.get("limit")
+                           or body.args.get("distinct") is not None and value is not None):
+            self.where.fail(f"a correlated {written} subquery that groups, aggregates or limits its rows is not supported",
+                            body, "join the grouped rows in a WITH view on the correlated columns")
+        if value is not None and len(body.expressions) != 1:
+            self.where.fail(f"{written} (SELECT ...) compares one column; this subquery selects {len(body.expressions)}",
+                            body, "select the one column to compare")
+        return self.join_of(written, body, value, correlated, outer)
+
+    def join_of(self, written: str, body: exp.Query, value: exp.Expression | None, correlated: list, outer: dict) -> exp.Join:
+        self.count += 1
+        alias = f"{written.lower().replace(' ', '_')}_{self.count}"
+        body = body.copy()
+        condition, projected = self.decorrelate(body, correlated, alias, outer)
+        if value is not None:
+            if isinstance(body, exp.Select):
+                projected.insert(0, exp.alias_(body.expressions[0].copy(), "value", quoted=False))
+            else:  # a UNION: its first column, as written
+                body = exp.select(exp.alias_(exp.column(_first_name(body)), "value")).from_(
+                    exp.Subquery(this=body, alias=exp.TableAlias(this=exp.to_identifier(f"{alias}_rows"))))
+            mine = exp.column("value", alias)
+            equal = exp.EQ(this=value.copy(), expression=mine)
+            if written == "NOT IN":  # SQL's NOT IN: a NULL on either side is UNKNOWN, a match (null-aware)
+                equal = exp.Paren(this=exp.or_(equal, exp.Is(this=value.copy(), expression=exp.Null()),
+                                               exp.Is(this=mine.copy(), expression=exp.Null())))
+            condition = _and([equal, *([condition] if condition is not None else [])])
+        if isinstance(body, exp.Select):
+            body.set("expressions", projected or [exp.alias_(exp.Literal.number(1), "one")])
+            if value is None:
+                body.set("distinct", None)
+        join = exp.Join(this=exp.Subquery(this=body, alias=exp.TableAlias(this=exp.to_identifier(alias))),
+                        side="LEFT", kind="ANTI" if written.startswith("NOT") else "SEMI",
+                        on=condition if condition is not None else exp.true())
+        join.meta[SUBQUERY] = written
+        join.meta[HIDDEN] = True
+        return join
+
+    def decorrelate(self, body: exp.Query, correlated: list, alias: str, outer: dict) -> tuple[exp.Expression | None, list]:
+        """Takes the correlated conjuncts out of `body`'s WHERE: (them, over `alias`'s columns k1, k2,
+        ..., which the body selects: the `projected` list)."""
+        if not correlated or not isinstance(body, exp.Select):
+            return None, []
+        inner = self.items(body)
+        texts = {p.sql() for p in correlated}
+        where = body.args.get("where")
+        rest = [p for p in conjuncts(where.this) if p.sql() not in texts]
+        body.set("where", exp.Where(this=_and(rest)) if rest else None)
+        projected, seen, parts = [], {}, []
+        for part in correlated:
+            part = part.copy()
+            for col in [c for c in part.find_all(exp.Column) if self.owner(c, inner, outer) == "inner"]:
+                key = col.sql()
+                if key not in seen:
+                    seen[key] = f"k{len(seen) + 1}"
+                    projected.append(exp.alias_(col.copy(), seen[key], quoted=False))
+                replacement = exp.column(seen[key], alias)
+                if col is part:
+                    part = replacement
+                else:
+                    col.replace(replacement)
+            parts.append(part)
+        return _and(parts), projected
+
+    def correlated(self, body: exp.Query, outer: dict) -> bool:
+        for select in body.find_all(exp.Select):
+            inner = self.items(select)
+            if any(self.outer_refs(n, select, inner, outer) for n in select.iter_expressions()):
+                return True
+        return False
+
+    def only_in_where(self, body: exp.Select, inner: dict, outer: dict, written: str) -> None:
+        for key in ("expressions", "joins", "group", "having", "order"):
+            value = body.args.get(key)
+            for node in value if isinstance(value, list) else [value]:
+                if node is None:
+                    continue
+                refs = self.outer_refs(node, body, inner, outer)
+                if refs:
+                    self.where.fail(f"a {written} subquery reads the outer query's column {refs[0].sql()} outside its WHERE",
+                                    refs[0], "compare the outer columns in the subquery's WHERE, joined by AND")
+
+    def scalar(self, sub: exp.Subquery, outer: dict) -> exp.Expression:
+        """A scalar subquery as a LEFT JOIN of a view of at most one row per correlation key: the
+        expression that reads its value."""
+        body = sub.this
+        if not isinstance(body, exp.Select) or len(body.expressions) != 1:
+            self.where.fail("a scalar subquery selects one column", sub, "select one value: (SELECT MAX(v) FROM t)")
+        inner = self.items(body)
+        self.only_in_where(body, inner, outer, "scalar")
+        correlated = [p for p in conjuncts(body.args["where"].this if body.args.get("where") else None)
+                      if self.outer_refs(p, body, inner, outer)]
+        for part in correlated:
+            if not (isinstance(part, exp.EQ) and bool(self.outer_refs(part.this, body, inner, outer))
+                    != bool(self.outer_refs(part.expression, body, inner, outer))):
+                self.where.fail("a correlated scalar subquery is joined on equalities: this condition is not one",
+                                part, "compare an outer column with a subquery column by = (other conditions: a join)")
+        self.count += 1
+        alias = f"scalar_{self.count}"
+        body = body.copy()
+        expression = body.expressions[0]
+        expression = expression.this if isinstance(expression, exp.Alias) else expression
+        aggregate = _aggregates(body) and not body.args.get("group") and not body.args.get("having") \
+            and not body.args.get("limit") and not body.args.get("offset")
+        if correlated and not aggregate:
+            if body.args.get("group") or _aggregates(body):
+                self.where.fail("a correlated scalar subquery with GROUP BY, HAVING or LIMIT is not supported", sub,
+                                "aggregate without GROUP BY: (SELECT MAX(v) FROM t WHERE t.k = o.k)")
+        condition, keys = self.decorrelate(body, correlated, alias, outer)
+        if not correlated and aggregate:  # one row, always (SQL's aggregate over no rows included)
+            body.set("expressions", [exp.alias_(expression.copy(), "value", quoted=False)])
+            join = exp.Join(this=exp.Subquery(this=body, alias=exp.TableAlias(this=exp.to_identifier(alias))), kind="CROSS")
+            join.meta[SUBQUERY], join.meta[HIDDEN] = "scalar", True
+            self.joins.append(join)
+            return exp.column("value", alias)
+        if not aggregate and not correlated and (body.args.get("group") or body.args.get("having") or _aggregates(body)
+                                                 or body.args.get("limit") or body.args.get("distinct")):
+            # its rows as they are, counted
+            rows_alias = f"{alias}_rows"
+            body.set("expressions", [exp.alias_(expression.copy(), "value", quoted=False)])
+            body = exp.select(exp.alias_(exp.Min(this=exp.column("value")), "value", quoted=False),
+                              exp.alias_(exp.Count(this=exp.Star()), "n", quoted=False)).from_(
+                exp.Subquery(this=body, alias=exp.TableAlias(this=exp.to_identifier(rows_alias))))
+        elif aggregate:
+            body.set("expressions", [*keys, exp.alias_(expression.copy(), "value", quoted=False),
+                                     exp.alias_(exp.Count(this=exp.Star()), "n", quoted=False)])
+        else:  # rows of a plain query: at most one per key, or the run stops
+            body.set("expressions", [*keys, exp.alias_(exp.Min(this=expression.copy()), "value", quoted=False),
+                                     exp.alias_(exp.Count(this=exp.Star()), "n", quoted=False)])
+        if keys:
+            body.set("group", exp.Group(expressions=[k.this.copy() for k in keys]))
+        join = exp.Join(this=exp.Subquery(this=body, alias=exp.TableAlias(this=exp.to_identifier(alias))),
+                        side="LEFT", on=condition if condition is not None else exp.true())
+        if condition is None:
+            join = exp.Join(this=join.this, kind="CROSS")
+        join.meta[SUBQUERY], join.meta[HIDDEN] = "scalar", True
+        self.joins.append(join)
+        value = exp.column("value", alias)
+        if not aggregate:
+            text = sub.sql(dialect="postgres").replace("'", "''")
+            error = exp.Anonymous(this="raise_error", expressions=[exp.Literal.string(
+                f"scalar subquery produced more than one row: {text}")])
+            return exp.Case(ifs=[exp.If(this=exp.GT(this=exp.column("n", alias), expression=exp.Literal.number(1)),
+                                        true=error)], default=value)
+        if correlated and any(isinstance(a, exp.Count) for a in expression.find_all(exp.Count)):
+            # the count bug: a key with no rows has no row in the view; its COUNT is 0, not NULL
+            empty = expression.copy()
+            for agg in list(empty.find_all(exp.AggFunc)):
+                replacement = exp.Literal.number(0) if isinstance(agg, exp.Count) else exp.Null()
+                empty = replacement if agg is empty else empty
+                if agg is not empty:
+                    agg.replace(replacement)
+            return exp.Case(ifs=[exp.If(this=exp.Is(this=exp.column("n", alias), expression=exp.Null()), true=empty)],
+                            default=value)
+        return value
+
+    def having(self, select: exp.Select) -> exp.Select:
+        """`... GROUP BY ... HAVING c` where c holds a subquery: the grouped rows as a view
+        (`grouped`), with the aggregates and keys c reads as columns of their own (h1, h2, ...),
+        and c a WHERE over it; ORDER BY, LIMIT and OFFSET move to the query that reads it."""
+        having = select.args["having"].this
+        parts = conjuncts(having)
+        with_sub = [p for p in parts if any(q.find_ancestor(exp.Query) is select for q in p.find_all(exp.Query))]
+        rest = [p for p in parts if p not in with_sub]
+        inner = select.copy()
+        inner.set("having", exp.Having(this=_and([p.copy() for p in rest])) if rest else None)
+        outer_moves = {k: inner.args.get(k) for k in ("order", "limit", "offset")}
+        for k in outer_moves:
+            inner.set(k, None)
+        names = [_output_ident(e) for e in inner.expressions]
+        if any(n is None for n in names):
+            self.where.fail("a HAVING condition with a subquery needs the query's output columns named", select,
+                            "name each output column with AS")
+        hidden, filters = [], []
+        for part in with_sub:
+            part = part.copy()
+            for node in list(_grouped_terms(part, select)):
+                name = f"h{len(hidden) + 1}"
+                hidden.append(exp.alias_(node.copy(), name, quoted=False))
+                node.replace(exp.column(name, "grouped"))
+            filters.append(part)
+        inner.set("expressions", [*inner.expressions, *hidden])
+        outer = exp.select(*(exp.Column(this=n, table=exp.to_identifier("grouped")) for n in names)).from_(
+            exp.Subquery(this=inner, alias=exp.TableAlias(this=exp.to_identifier("grouped"))))
+        outer.set("where", exp.Where(this=_and(filters)))
+        for k, v in outer_moves.items():
+            if v is not None:
+                outer.set(k, v)
+        return outer
+
+
+def _grouped_terms(node: exp.Expression, select: exp.Select):
+    """The aggregates and plain columns of a HAVING conjunct outside its subqueries."""
+    for n in list(node.find_all(exp.AggFunc, exp.Column)):
+        if n.find_ancestor(exp.Query) is not None:
+            continue
+        if isinstance(n, exp.Column) and n.find_ancestor(exp.AggFunc) is not None:
+            continue
+        yield n
+
+
+def _query_of(node: exp.Expression) -> exp.Expression | None:
+    """The nearest SELECT (or other query) a node is written in."""
+    parent = node.parent
+    while parent is not None and not isinstance(parent, exp.Select | exp.Union):
+        parent = parent.parent
+    return parent
+
+
+def _aggregates(select: exp.Select) -> bool:
+    return any(a.find_ancestor(exp.Window) is None and _query_of(a) is select
+               for e in select.expressions for a in e.find_all(exp.AggFunc))
+
+
+def _first_name(union: exp.Query) -> str:
+    first = union
+    while isinstance(first, exp.Union):
+        first = first.this
+    return first.unnest().expressions[0].alias_or_name if isinstance(first, exp.Subquery) else first.expressions[0].alias_or_name
+
+
+def _alias_of(node: exp.Expression) -> str:
+    """A FROM item's name in its query: its alias, or the table's name."""
+    alias = node.args.get("alias")
+    if alias is not None and alias.this is not None:
+        return ident_name(alias.this)
+    return ident_name(node.this) if isinstance(node, exp.Table) and isinstance(node.this, exp.Identifier) else ""
+
+
+def _output_ident(node: exp.Expression) -> exp.Identifier | None:
+    """The identifier an output column is named by (None: a star, or an unnamed expression)."""
+    if isinstance(node, exp.Alias):
+        return node.args["alias"].copy()
+    if isinstance(node, exp.Column) and isinstance(node.this, exp.Identifier):
+        return node.this.copy()
+    return None
+
+
+def _and(parts: list[exp.Expression]) -> exp.Expression | None:
+    if not parts:
+        return None
+    out = parts[0]
+    for p in parts[1:]:
+        out = exp.And(this=out, expression=p)
+    return out
