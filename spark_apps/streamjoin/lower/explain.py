@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
+from sqlglot import exp
+
 from streamjoin.lower.physical import Engine, JoinNode, PhysicalPlan, Run, plan_query, staged_inputs
 from streamjoin.lower.strategy import BATCH, CUSTOM, NATIVE, LoweringOptions, in_order, uses_custom
 from streamjoin.plan.model import ROWS, Emit, Input, Join, JoinKind, Kind, Query, Script, sql
@@ -238,7 +240,8 @@ def _join(n: int, j: Join) -> list[str]:
     if c.asof:
         lines.append(f"    asof: {sql(c.asof.left)} {c.asof.op} {sql(c.asof.right)} (the nearest match; ties: latest arrival)")
     lines.append("    time bounds: " + ("; ".join(b.describe() for b in c.time_bounds) if c.time_bounds else "none"))
-    lines.append("    residual: " + (" AND ".join(sql(r) for r in c.residual) if c.residual else "none"))
+    lines.append("    residual: " + (" AND ".join(f"({sql(r)})" if isinstance(r, exp.Or) else sql(r) for r in c.residual)
+                                        if c.residual else "none"))
     lines.append("    state:")
     lines.extend(f"      - {s}" for s in j.state)
     return lines

@@ -262,6 +262,8 @@ class NativeLowering:
         from streamjoin.io.sources.tables import read_files
 
         view = self.script.view(relation.name)
+        if view.joins or view.aggregation is not None or len(view.inputs) != 1:  # a view of tables only: one batch
+            return self.table_frame(view).toArrow()
         item = view.inputs[0]
         source = self.script.relation(item.relation)
         fmt = (source.option("format") or ("json" if source.kind == Kind.STREAM else "csv")).lower()

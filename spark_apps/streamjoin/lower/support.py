@@ -196,7 +196,12 @@ def _table(relation: Relation) -> str | None:
 
 def _table_view(script: Script, view: Query) -> str | None:
     if view.joins or view.aggregation is not None or len(view.inputs) != 1:
-        return f"table view '{view.name}': `run` takes table views over one stream or table, without joins or GROUP BY"
+        # a view of tables only (a subquery's grouped view, plan.analyzer.subqueries): one batch of them
+        if all(i.kind == Kind.TABLE and not i.temporal for i in view.inputs) and not view.union_of:
+            problems = [_table_view(script, script.view(r.name)) if r.view else _table(r)
+                        for r in (script.relation(i.relation) for i in view.inputs)]
+            return next((p for p in problems if p), None)
+        return f"table view '{view.name}': `run` takes table views over one stream or table, or over tables only"
     if view.unrun or view.union_of or view.distinct is not None:
         what = view.unrun[0] if view.unrun else "UNION ALL" if view.union_of else "DISTINCT"
         return f"table view '{view.name}': {what} is not carried out in a table view by `run` yet (it refuses rather than drop it)"

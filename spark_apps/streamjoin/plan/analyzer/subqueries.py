@@ -134,20 +134,37 @@ class Rewrite:
         correlated = [p for p in conjuncts(body.args["where"].this if body.args.get("where") else None)
                       if self.outer_refs(p, body, inner, outer)]
         self.only_in_where(body, inner, outer, written)
-        if correlated and (body.args.get("group") or _aggregates(body) or body.args.get("limit")
-                           or body.args.get("distinct") is not None and value is not None):
-            self.where.fail(f"a correlated {written} subquery that groups, aggregates or limits its rows is not supported",
-                            body, "join the grouped rows in a WITH view on the correlated columns")
         if value is not None and len(body.expressions) != 1:
             self.where.fail(f"{written} (SELECT ...) compares one column; this subquery selects {len(body.expressions)}",
                             body, "select the one column to compare")
-        return self.join_of(written, body, value, correlated, outer)
+        # `x IN (SELECT SUM(a) FROM t WHERE t.k = o.k)`: one value per correlation key (no COUNT: it
+        # is 0 for a key without rows, which no group of the view has)
+        grouped = bool(correlated) and value is not None and _aggregates(body) and self.equalities(correlated, body, outer) \
+            and not any(body.args.get(k) for k in ("group", "having", "limit", "offset")) \
+            and not body.expressions[0].find(exp.Count)
+        if correlated and not grouped and (body.args.get("group") or _aggregates(body) or body.args.get("limit")
+                                           or body.args.get("distinct") is not None and value is not None):
+            self.where.fail(f"a correlated {written} subquery that groups, aggregates or limits its rows is not supported",
+                            body, "join the grouped rows in a WITH view on the correlated columns")
+        return self.join_of(written, body, value, correlated, outer, grouped)
 
-    def join_of(self, written: str, body: exp.Query, value: exp.Expression | None, correlated: list, outer: dict) -> exp.Join:
+    def equalities(self, correlated: list, body: exp.Select, outer: dict) -> bool:
+        """Whether each correlated conjunct compares an outer expression with an inner one by `=`."""
+        inner = self.items(body)
+        return all(isinstance(p, exp.EQ) and bool(self.outer_refs(p.this, body, inner, outer))
+                   != bool(self.outer_refs(p.expression, body, inner, outer))
+                   and all(self.owner(c, inner, outer) == "outer" for side in (p.this, p.expression)
+                           if self.outer_refs(side, body, inner, outer) for c in side.find_all(exp.Column))
+                   for p in correlated)
+
+    def join_of(self, written: str, body: exp.Query, value: exp.Expression | None, correlated: list, outer: dict,
+                grouped: bool = False) -> exp.Join:
         self.count += 1
         alias = f"{written.lower().replace(' ', '_')}_{self.count}"
         body = body.copy()
         condition, projected = self.decorrelate(body, correlated, alias, outer)
+        if grouped:
+            body.set("group", exp.Group(expressions=[k.this.copy() for k in projected]))
         if value is not None:
             if isinstance(body, exp.Select):
                 projected.insert(0, exp.alias_(body.expressions[0].copy(), "value", quoted=False))
@@ -226,8 +243,7 @@ class Rewrite:
         correlated = [p for p in conjuncts(body.args["where"].this if body.args.get("where") else None)
                       if self.outer_refs(p, body, inner, outer)]
         for part in correlated:
-            if not (isinstance(part, exp.EQ) and bool(self.outer_refs(part.this, body, inner, outer))
-                    != bool(self.outer_refs(part.expression, body, inner, outer))):
+            if not self.equalities([part], body, outer):
                 self.where.fail("a correlated scalar subquery is joined on equalities: this condition is not one",
                                 part, "compare an outer column with a subquery column by = (other conditions: a join)")
         self.count += 1
