@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import pytest
 from runtime_helpers import read_output
-
 from streamjoin.errors import SqlError
 
 TABLES = """CREATE TABLE l (a INT, b DOUBLE);

@@ -246,64 +246,23 @@ class Rewrite:
             if not self.equalities([part], body, outer):
                 self.where.fail("a correlated scalar subquery is joined on equalities: this condition is not one",
                                 part, "compare an outer column with a subquery column by = (other conditions: a join)")
+        # an aggregate without GROUP BY: one row (per correlation key), always
+        aggregate = _aggregates(body) and not any(body.args.get(k) for k in ("group", "having", "limit", "offset"))
+        if correlated and not aggregate and (body.args.get("group") or _aggregates(body)):
+            self.where.fail("a correlated scalar subquery with GROUP BY, HAVING or LIMIT is not supported", sub,
+                            "aggregate without GROUP BY: (SELECT MAX(v) FROM t WHERE t.k = o.k)")
         self.count += 1
         alias = f"scalar_{self.count}"
         body = body.copy()
         expression = body.expressions[0]
         expression = expression.this if isinstance(expression, exp.Alias) else expression
-        aggregate = _aggregates(body) and not body.args.get("group") and not body.args.get("having") \
-            and not body.args.get("limit") and not body.args.get("offset")
-        if correlated and not aggregate:
-            if body.args.get("group") or _aggregates(body):
-                self.where.fail("a correlated scalar subquery with GROUP BY, HAVING or LIMIT is not supported", sub,
-                                "aggregate without GROUP BY: (SELECT MAX(v) FROM t WHERE t.k = o.k)")
         condition, keys = self.decorrelate(body, correlated, alias, outer)
-        if not correlated and aggregate:  # one row, always (SQL's aggregate over no rows included)
-            body.set("expressions", [exp.alias_(expression.copy(), "value", quoted=False)])
-            join = exp.Join(this=exp.Subquery(this=body, alias=exp.TableAlias(this=exp.to_identifier(alias))), kind="CROSS")
-            join.meta[SUBQUERY], join.meta[HIDDEN] = "scalar", True
-            self.joins.append(join)
-            return exp.column("value", alias)
-        if not aggregate and not correlated and (body.args.get("group") or body.args.get("having") or _aggregates(body)
-                                                 or body.args.get("limit") or body.args.get("distinct")):
-            # its rows as they are, counted
-            rows_alias = f"{alias}_rows"
-            body.set("expressions", [exp.alias_(expression.copy(), "value", quoted=False)])
-            body = exp.select(exp.alias_(exp.Min(this=exp.column("value")), "value", quoted=False),
-                              exp.alias_(exp.Count(this=exp.Star()), "n", quoted=False)).from_(
-                exp.Subquery(this=body, alias=exp.TableAlias(this=exp.to_identifier(rows_alias))))
-        elif aggregate:
-            body.set("expressions", [*keys, exp.alias_(expression.copy(), "value", quoted=False),
-                                     exp.alias_(exp.Count(this=exp.Star()), "n", quoted=False)])
-        else:  # rows of a plain query: at most one per key, or the run stops
-            body.set("expressions", [*keys, exp.alias_(exp.Min(this=expression.copy()), "value", quoted=False),
-                                     exp.alias_(exp.Count(this=exp.Star()), "n", quoted=False)])
-        if keys:
-            body.set("group", exp.Group(expressions=[k.this.copy() for k in keys]))
-        join = exp.Join(this=exp.Subquery(this=body, alias=exp.TableAlias(this=exp.to_identifier(alias))),
-                        side="LEFT", on=condition if condition is not None else exp.true())
-        if condition is None:
-            join = exp.Join(this=join.this, kind="CROSS")
+        body = _scalar_body(body, expression, keys, aggregate, bool(correlated), alias)
+        view = exp.Subquery(this=body, alias=exp.TableAlias(this=exp.to_identifier(alias)))
+        join = exp.Join(this=view, side="LEFT", on=condition) if condition is not None else exp.Join(this=view, kind="CROSS")
         join.meta[SUBQUERY], join.meta[HIDDEN] = "scalar", True
         self.joins.append(join)
-        value = exp.column("value", alias)
-        if not aggregate:
-            text = sub.sql(dialect="postgres").replace("'", "''")
-            error = exp.Anonymous(this="raise_error", expressions=[exp.Literal.string(
-                f"scalar subquery produced more than one row: {text}")])
-            return exp.Case(ifs=[exp.If(this=exp.GT(this=exp.column("n", alias), expression=exp.Literal.number(1)),
-                                        true=error)], default=value)
-        if correlated and any(isinstance(a, exp.Count) for a in expression.find_all(exp.Count)):
-            # the count bug: a key with no rows has no row in the view; its COUNT is 0, not NULL
-            empty = expression.copy()
-            for agg in list(empty.find_all(exp.AggFunc)):
-                replacement = exp.Literal.number(0) if isinstance(agg, exp.Count) else exp.Null()
-                empty = replacement if agg is empty else empty
-                if agg is not empty:
-                    agg.replace(replacement)
-            return exp.Case(ifs=[exp.If(this=exp.Is(this=exp.column("n", alias), expression=exp.Null()), true=empty)],
-                            default=value)
-        return value
+        return _scalar_value(sub, expression, alias, aggregate, bool(correlated))
 
     def having(self, select: exp.Select) -> exp.Select:
         """`... GROUP BY ... HAVING c` where c holds a subquery: the grouped rows as a view
@@ -338,6 +297,48 @@ class Rewrite:
             if v is not None:
                 outer.set(k, v)
         return outer
+
+
+def _scalar_body(body: exp.Select, expression: exp.Expression, keys: list, aggregate: bool, correlated: bool,
+                 alias: str) -> exp.Select:
+    """A scalar subquery's view: its correlation keys (k1, ...), its value and its rows' count (n)."""
+    value = exp.alias_(expression.copy(), "value", quoted=False)
+    count = exp.alias_(exp.Count(this=exp.Star()), "n", quoted=False)
+    if aggregate and not correlated:  # one row, always (SQL's aggregate over no rows included)
+        body.set("expressions", [value])
+        return body
+    if aggregate:
+        body.set("expressions", [*keys, value, count])
+    elif correlated:  # rows of a plain query: at most one per key, or the run stops
+        body.set("expressions", [*keys, exp.alias_(exp.Min(this=expression.copy()), "value", quoted=False), count])
+    elif any(body.args.get(k) for k in ("group", "having", "limit", "distinct")) or _aggregates(body):
+        body.set("expressions", [value])  # its rows as the query gives them, counted
+        return exp.select(exp.alias_(exp.Min(this=exp.column("value")), "value", quoted=False), count).from_(
+            exp.Subquery(this=body, alias=exp.TableAlias(this=exp.to_identifier(f"{alias}_rows"))))
+    else:
+        body.set("expressions", [exp.alias_(exp.Min(this=expression.copy()), "value", quoted=False), count])
+    if keys:
+        body.set("group", exp.Group(expressions=[k.this.copy() for k in keys]))
+    return body
+
+
+def _scalar_value(sub: exp.Subquery, expression: exp.Expression, alias: str, aggregate: bool,
+                  correlated: bool) -> exp.Expression:
+    """What reads a scalar subquery's value from its view: more than one row stops the run
+    (`raise_error`); COUNT of a correlation key without rows is 0, not NULL (the count bug)."""
+    value = exp.column("value", alias)
+    if not aggregate:
+        error = exp.Anonymous(this="raise_error", expressions=[exp.Literal.string(
+            f"scalar subquery produced more than one row: {sub.sql(dialect='postgres')}")])
+        return exp.Case(ifs=[exp.If(this=exp.GT(this=exp.column("n", alias), expression=exp.Literal.number(1)),
+                                    true=error)], default=value)
+    if not correlated or expression.find(exp.Count) is None:
+        return value
+    empty = exp.Paren(this=expression.copy())  # over no rows: COUNT 0, every other aggregate NULL
+    for agg in list(empty.find_all(exp.AggFunc)):
+        agg.replace(exp.Literal.number(0) if isinstance(agg, exp.Count) else exp.Null())
+    return exp.Case(ifs=[exp.If(this=exp.Is(this=exp.column("n", alias), expression=exp.Null()), true=empty)],
+                    default=value)
 
 
 def _grouped_terms(node: exp.Expression, select: exp.Select):
