@@ -99,7 +99,7 @@ def test_a_semi_join_of_two_streams_is_planned_and_refused_by_run_naming_it(quer
     query_plan = compile_sql(STREAMS + query + ";", "s.sql").queries[-1]
     assert [j.join_type for j in query_plan.joins] == [join_type]
     assert [c.name for c in query_plan.output] == ["k"]  # no column of the right input
-    with pytest.raises(Unsupported, match="semi and anti joins run over tables and for a stream against a table's snapshot"):
+    with pytest.raises(Unsupported, match="semi and anti joins run over tables, for a stream against a table's snapshot"):
         Pipeline.from_sql(STREAMS + query + ";", "s.sql")
 
 

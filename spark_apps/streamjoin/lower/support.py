@@ -219,13 +219,14 @@ def _table_view(script: Script, view: Query) -> str | None:
 
 def _filter_joins(ctx: Context) -> str | None:
     """Semi and anti joins (EXISTS, IN, NOT EXISTS, NOT IN, LEFT SEMI / ANTI JOIN) run over tables
-    (one batch) and for a stream against a table's snapshot (each row decided against it) so far."""
+    (one batch), for a stream against a table's snapshot (each row decided against it) and as
+    regular joins (RisingWave's: streams without a time bound, tables that change) so far."""
     for j in ctx.query.joins:
-        if j.join_type.filters and j.kind != JoinKind.SNAPSHOT:
+        if j.join_type.filters and j.kind not in (JoinKind.SNAPSHOT, JoinKind.REGULAR):
             written = f"{j.subquery} (SELECT ...)" if j.subquery else f"{j.join_type} JOIN"
             return (f"{written} is a {'semi' if j.join_type == JoinType.SEMI else 'anti'} join, here a {j.kind}: semi and "
-                    "anti joins run over tables and for a stream against a table's snapshot so far, not yet over two "
-                    "streams or a table that changes")
+                    "anti joins run over tables, for a stream against a table's snapshot and as regular joins so far, "
+                    "not yet bounded in time")
     return None
 
 

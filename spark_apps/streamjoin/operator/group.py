@@ -61,7 +61,9 @@ class Spec:
     changing: tuple = ((), ())
 
     def preserves(self, side: int) -> bool:
-        return self.join_type == JoinType.FULL or (self.join_type, side) in ((JoinType.LEFT, 0), (JoinType.RIGHT, 1))
+        """A row of `side` that has no partner is output (NULL-extended; an anti join's row as it is)."""
+        return self.join_type == JoinType.FULL or (self.join_type, side) in (
+            (JoinType.LEFT, 0), (JoinType.RIGHT, 1), (JoinType.ANTI, 0))
 
 
 def _null_safe_eq(a, b) -> bool:
