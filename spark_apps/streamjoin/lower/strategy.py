@@ -59,6 +59,8 @@ def custom_reason(query: Query, join: Join, options: LoweringOptions = LoweringO
         return "the table changes by key while the query runs: a later table row meets the stream rows still waiting for one"
     if not join.kind.stream_stream:
         return None
+    if join.join_type.filters:
+        return "a semi or anti join of two streams writes each left row once (Spark's join: once per match)"
     rows = [a for a in (*join.left_inputs, join.right) if isinstance(query.input(a).window, RowsWindow)]
     if rows:
         return f"ROWS windows ({', '.join(rows)}) count rows, which Spark's join cannot"
@@ -90,6 +92,8 @@ def batch_reason(script: Script, query: Query, options: LoweringOptions = Loweri
         return f"STREAMJOIN_JOIN_OPERATOR={options.join_operator}"
     if query.order_within:
         return "it writes rows in rowtime order only, not ordered within a rowtime (ORDER BY ROWTIME, ...)"
+    if any(j.join_type.filters for j in query.joins):
+        return "a semi or anti join: each left row once, which streamjoin's operator writes"
     if len(query.joins) > 1:
         return chain_reason(script, query, options)
     if len(query.inputs) != 2 or len(query.joins) != 1 or len(query.streams()) != 2:

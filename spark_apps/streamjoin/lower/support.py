@@ -219,14 +219,16 @@ def _table_view(script: Script, view: Query) -> str | None:
 
 def _filter_joins(ctx: Context) -> str | None:
     """Semi and anti joins (EXISTS, IN, NOT EXISTS, NOT IN, LEFT SEMI / ANTI JOIN) run over tables
-    (one batch), for a stream against a table's snapshot (each row decided against it) and as
-    regular joins (RisingWave's: streams without a time bound, tables that change) so far."""
+    (one batch), for a stream against a table's snapshot (each row decided against it), as
+    regular joins (RisingWave's: streams without a time bound, tables that change) and of two
+    streams bounded in time (RANGE windows, interval joins: streamjoin's operator) so far."""
     for j in ctx.query.joins:
-        if j.join_type.filters and j.kind not in (JoinKind.SNAPSHOT, JoinKind.REGULAR):
+        if j.join_type.filters and j.kind not in (JoinKind.SNAPSHOT, JoinKind.REGULAR, JoinKind.STREAM_STREAM_WINDOW,
+                                                  JoinKind.INTERVAL):
             written = f"{j.subquery} (SELECT ...)" if j.subquery else f"{j.join_type} JOIN"
             return (f"{written} is a {'semi' if j.join_type == JoinType.SEMI else 'anti'} join, here a {j.kind}: semi and "
-                    "anti joins run over tables, for a stream against a table's snapshot and as regular joins so far, "
-                    "not yet bounded in time")
+                    "anti joins run over tables, for a stream against a table's snapshot, as regular joins and as "
+                    "joins of two streams in RANGE windows or an interval so far")
     return None
 
 

@@ -133,7 +133,10 @@ class Rewrite:
         inner = self.items(body)
         correlated = [p for p in conjuncts(body.args["where"].this if body.args.get("where") else None)
                       if self.outer_refs(p, body, inner, outer)]
-        self.only_in_where(body, inner, outer, written)
+        # EXISTS selects nothing it compares; IN compares its one column, which may read the outer
+        # query's (`t1.y IN (SELECT t1.y FROM t2 WHERE ...)`) unless it aggregates
+        self.only_in_where(body, inner, outer, written, select_list=value is None or not _aggregates(body))
+        self.one_level(body, outer, written)
         if value is not None and len(body.expressions) != 1:
             self.where.fail(f"{written} (SELECT ...) compares one column; this subquery selects {len(body.expressions)}",
                             body, "select the one column to compare")
@@ -162,16 +165,21 @@ class Rewrite:
         self.count += 1
         alias = f"{written.lower().replace(' ', '_')}_{self.count}"
         body = body.copy()
-        condition, projected = self.decorrelate(body, correlated, alias, outer)
+        compared = None  # IN's column when it reads the outer query's columns: compared in the condition
+        if value is not None and isinstance(body, exp.Select) and self.outer_refs(body.expressions[0], body, self.items(body), outer):
+            compared = body.expressions[0].this if isinstance(body.expressions[0], exp.Alias) else body.expressions[0]
+        condition, projected, compared = self.decorrelate(body, correlated, alias, outer, compared)
         if grouped:
             body.set("group", exp.Group(expressions=[k.this.copy() for k in projected]))
         if value is not None:
-            if isinstance(body, exp.Select):
+            if compared is not None:
+                mine = compared
+            elif isinstance(body, exp.Select):
                 projected.insert(0, exp.alias_(body.expressions[0].copy(), "value", quoted=False))
             else:  # a UNION: its first column, as written
                 body = exp.select(exp.alias_(exp.column(_first_name(body)), "value")).from_(
                     exp.Subquery(this=body, alias=exp.TableAlias(this=exp.to_identifier(f"{alias}_rows"))))
-            mine = exp.column("value", alias)
+            mine = compared if compared is not None else exp.column("value", alias)
             equal = exp.EQ(this=value.copy(), expression=mine)
             if written == "NOT IN":  # SQL's NOT IN: a NULL on either side is UNKNOWN, a match (null-aware)
                 equal = exp.Paren(this=exp.or_(equal, exp.Is(this=value.copy(), expression=exp.Null()),
@@ -188,18 +196,19 @@ class Rewrite:
         join.meta[HIDDEN] = True
         return join
 
-    def decorrelate(self, body: exp.Query, correlated: list, alias: str, outer: dict) -> tuple[exp.Expression | None, list]:
+    def decorrelate(self, body: exp.Query, correlated: list, alias: str, outer: dict,
+                    compared: exp.Expression | None = None) -> tuple[exp.Expression | None, list, exp.Expression | None]:
         """Takes the correlated conjuncts out of `body`'s WHERE: (them, over `alias`'s columns k1, k2,
-        ..., which the body selects: the `projected` list)."""
-        if not correlated or not isinstance(body, exp.Select):
-            return None, []
+        ..., which the body selects: the `projected` list; `compared` over them too)."""
+        if not isinstance(body, exp.Select) or not correlated and compared is None:
+            return None, [], None
         inner = self.items(body)
         texts = {p.sql() for p in correlated}
         where = body.args.get("where")
-        rest = [p for p in conjuncts(where.this) if p.sql() not in texts]
+        rest = [p for p in conjuncts(where.this if where is not None else None) if p.sql() not in texts]
         body.set("where", exp.Where(this=_and(rest)) if rest else None)
         projected, seen, parts = [], {}, []
-        for part in correlated:
+        for part in [*correlated, *([compared] if compared is not None else [])]:
             part = part.copy()
             for col in [c for c in part.find_all(exp.Column) if self.owner(c, inner, outer) == "inner"]:
                 key = col.sql()
@@ -212,7 +221,9 @@ class Rewrite:
                 else:
                     col.replace(replacement)
             parts.append(part)
-        return _and(parts), projected
+        if compared is not None:
+            compared = parts.pop()
+        return _and(parts), projected, compared
 
     def correlated(self, body: exp.Query, outer: dict) -> bool:
         for select in body.find_all(exp.Select):
@@ -221,8 +232,21 @@ class Rewrite:
                 return True
         return False
 
-    def only_in_where(self, body: exp.Select, inner: dict, outer: dict, written: str) -> None:
-        for key in ("expressions", "joins", "group", "having", "order"):
+    def one_level(self, body: exp.Select, outer: dict, written: str) -> None:
+        """A subquery inside the subquery that reads this query's columns (two levels out) is refused."""
+        for deeper in body.find_all(exp.Select):
+            if deeper is body:
+                continue
+            scope = {**self.items(body), **self.items(deeper)}
+            far = [c for c in deeper.find_all(exp.Column) if not isinstance(c.this, exp.Star) and _query_of(c) is deeper
+                   and self.owner(c, scope, outer) == "outer"]
+            if far:
+                self.where.fail(f"a subquery inside a {written} subquery reads the outer query's column {far[0].sql()}, "
+                                "two levels out", far[0], "compare it in the outer subquery's WHERE")
+
+    def only_in_where(self, body: exp.Select, inner: dict, outer: dict, written: str, select_list: bool = False) -> None:
+        """`select_list`: the select list may read outer columns too."""
+        for key in ("joins", "group", "having", "order") if select_list else ("expressions", "joins", "group", "having", "order"):
             value = body.args.get(key)
             for node in value if isinstance(value, list) else [value]:
                 if node is None:
@@ -240,6 +264,7 @@ class Rewrite:
             self.where.fail("a scalar subquery selects one column", sub, "select one value: (SELECT MAX(v) FROM t)")
         inner = self.items(body)
         self.only_in_where(body, inner, outer, "scalar")
+        self.one_level(body, outer, "scalar")
         correlated = [p for p in conjuncts(body.args["where"].this if body.args.get("where") else None)
                       if self.outer_refs(p, body, inner, outer)]
         for part in correlated:
@@ -256,7 +281,7 @@ class Rewrite:
         body = body.copy()
         expression = body.expressions[0]
         expression = expression.this if isinstance(expression, exp.Alias) else expression
-        condition, keys = self.decorrelate(body, correlated, alias, outer)
+        condition, keys, _ = self.decorrelate(body, correlated, alias, outer)
         body = _scalar_body(body, expression, keys, aggregate, bool(correlated), alias)
         view = exp.Subquery(this=body, alias=exp.TableAlias(this=exp.to_identifier(alias)))
         join = exp.Join(this=view, side="LEFT", on=condition) if condition is not None else exp.Join(this=view, kind="CROSS")
