@@ -90,10 +90,9 @@ def batch_reason(script: Script, query: Query, options: LoweringOptions = Loweri
     options = _operator_or_auto(query, options)
     if options.join_operator not in ("auto", "batch"):
         return f"STREAMJOIN_JOIN_OPERATOR={options.join_operator}"
-    if query.order_within:
-        return "it writes rows in rowtime order only, not ordered within a rowtime (ORDER BY ROWTIME, ...)"
-    if any(j.join_type.filters for j in query.joins):
-        return "a semi or anti join: each left row once, which streamjoin's operator writes"
+    unbatched = _unbatched(query)
+    if unbatched:
+        return unbatched
     if len(query.joins) > 1:
         return chain_reason(script, query, options)
     if len(query.inputs) != 2 or len(query.joins) != 1 or len(query.streams()) != 2:
@@ -116,6 +115,15 @@ def batch_reason(script: Script, query: Query, options: LoweringOptions = Loweri
         if options.batch_probe == "scan" or not keyed_query(script, query, join):
             return ("the range is long, the run live and the keys not the keyed probe's: re-reading the range every "
                     "micro-batch costs more than Spark's state")
+    return None
+
+
+def _unbatched(query: Query) -> str | None:
+    """What the micro-batch loop never writes, whatever the joins."""
+    if query.order_within:
+        return "it writes rows in rowtime order only, not ordered within a rowtime (ORDER BY ROWTIME, ...)"
+    if any(j.join_type.filters for j in query.joins):
+        return "a semi or anti join: each left row once, which streamjoin's operator writes"
     return None
 
 
