@@ -218,3 +218,49 @@ def test_a_subquery_over_sources_is_a_regular_semi_or_anti_join_whose_changelog_
     oids = {p["oid"] for p in pays}
     expected = sorted(((o["id"], o["cust"]) for o in orders if keep(o, oids)), key=repr)
     assert sorted((k for k, n in content.items() for _ in range(n)), key=repr) == expected, status
+
+
+# two streams, the subquery's condition bounding the rowtimes (an interval join) or its FROM item's
+# window: a semi row leaves at its first match, an anti row when its window closes without one
+STREAM_SHAPES = {
+    "exists-interval-final": ("EXISTS (SELECT * FROM in1 AS s1 WHERE s1.c = s0.c AND s1.k = s0.k AND "
+                              "s1.ROWTIME BETWEEN s0.ROWTIME - INTERVAL '2' SECOND AND s0.ROWTIME + INTERVAL '1' SECOND)",
+                              "SEMI", "FINAL", ("range", 1000, 0), ("range", 2000, 0)),
+    "not-exists-window-changes": ("NOT EXISTS (SELECT * FROM in1 OVER (RANGE INTERVAL '1' SECOND PRECEDING) AS s1 "
+                                  "WHERE s1.c = s0.c AND s1.k = s0.k)", "ANTI", "CHANGES", ("range", 2000, 0),
+                                  ("range", 1000, 0)),
+    "not-exists-interval-final": ("NOT EXISTS (SELECT * FROM in1 AS s1 WHERE s1.c = s0.c AND s1.k = s0.k AND "
+                                  "s1.ROWTIME BETWEEN s0.ROWTIME - INTERVAL '1' SECOND AND s0.ROWTIME + INTERVAL '2' SECOND)",
+                                  "ANTI", "FINAL", ("range", 2000, 0), ("range", 1000, 0)),
+    "in-window-eager": ("s0.k IN (SELECT k FROM in1 OVER (RANGE INTERVAL '2' SECOND PRECEDING) AS s1 WHERE s1.c = s0.c)",
+                        "SEMI", "EAGER", ("range", 1000, 0), ("range", 2000, 0)),
+}
+
+
+@pytest.mark.parametrize("name", list(STREAM_SHAPES))
+def test_a_subquery_over_two_streams_gives_the_references_rows(spark, tmp_path, name):
+    import random
+
+    import reference as ref
+    from runtime_helpers import run_until_idle
+    from test_differential import CASES as N_CASES
+    from test_differential import OPERATOR_SEED, as_ids, compare, ddl, generate, write_inputs
+
+    condition, join_type, emit, lwin, rwin = STREAM_SHAPES[name]
+    rng = random.Random(f"{OPERATOR_SEED}-{name}")
+    streams = generate(rng)
+    dirs = write_inputs(tmp_path, streams, rng)
+    window = {("range", 1000, 0): "OVER (RANGE INTERVAL '1' SECOND PRECEDING)",
+              ("range", 2000, 0): "OVER (RANGE INTERVAL '2' SECOND PRECEDING)"}[lwin] if "OVER" in condition else ""
+    sql = ddl(dirs) + (f"SELECT STREAM ROWTIME, s0.c AS c, s0.id AS id0, CAST(NULL AS INT) AS id1 FROM in0 {window} AS s0 "
+                       f"WHERE {condition} EMIT {emit};")
+    rows, status = run_until_idle(spark, sql, tmp_path / "run")
+    assert status["late_rows"] == 0
+    expected = {}
+    for c in range(N_CASES):
+        left = [r for r in streams[0] if r["c"] == c]
+        right = [r for r in streams[1] if r["c"] == c]
+        result = ref.two_way(ref.Side("s0", left, lwin), ref.Side("s1", right, rwin), join_type,
+                             lambda a, b: a["k"] is not None and a["k"] == b["k"], emit)
+        expected[c] = as_ids(result, left, right)
+    compare(rows, emit, expected)

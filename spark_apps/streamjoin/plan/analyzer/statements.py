@@ -286,7 +286,8 @@ class Analyzer:
                             select.args["laterals"][0], "select the array column itself")
         select = self.parts_as_views(distinct_as_groups(select))
         while subqueries.has_subquery(select):  # a query inside an expression: a join (each pass one level)
-            rewrite = subqueries.Rewrite(self.where, self.item_columns, select, count=self.subqueries)
+            rewrite = subqueries.Rewrite(self.where, self.item_columns, select, rowtime=self.item_rowtime,
+                                         count=self.subqueries)
             select = rewrite.run()
             self.subqueries = rewrite.count  # numbered across the script: a view's own subqueries are analysed first
             select = self.parts_as_views(select)
@@ -348,6 +349,16 @@ class Analyzer:
         except SqlError:
             return None
         return (*relation.column_names(), *(("rowtime",) if relation.kind == Kind.STREAM else ()))
+
+    def item_rowtime(self, node: exp.Expression) -> str | None:
+        """A FROM item's rowtime column when it is a declared stream or stream view (plan.analyzer.subqueries)."""
+        if not isinstance(node, exp.Table) or not isinstance(node.this, exp.Identifier):
+            return None
+        try:
+            relation = self.relation(node)
+        except SqlError:
+            return None
+        return relation.rowtime if relation.kind == Kind.STREAM else None
 
     def listed(self, query: exp.Expression, alias: exp.TableAlias | None) -> exp.Expression:
         """A CTE's or subquery's query with its columns named as its alias lists them, if it does."""

@@ -50,6 +50,7 @@ class Rewrite:
     where: Located
     columns: object  # Callable[[exp.Expression], tuple[str, ...] | None]
     select: exp.Select
+    rowtime: object = None  # Callable[[exp.Expression], str | None]: a FROM item's rowtime column, if a stream
     joins: list[exp.Join] = field(default_factory=list)
     count: int = 0
 
@@ -189,8 +190,11 @@ class Rewrite:
             body.set("expressions", projected or [exp.alias_(exp.Literal.number(1), "one")])
             if value is None:
                 body.set("distinct", None)
-        join = exp.Join(this=exp.Subquery(this=body, alias=exp.TableAlias(this=exp.to_identifier(alias))),
-                        side="LEFT", kind="ANTI" if written.startswith("NOT") else "SEMI",
+        view = exp.Subquery(this=body, alias=exp.TableAlias(this=exp.to_identifier(alias)))
+        from_ = body.args.get("from_") if isinstance(body, exp.Select) else None
+        if from_ is not None and not body.args.get("joins") and from_.this.args.get("window") is not None:
+            view.set("window", from_.this.args["window"].pop())  # `FROM s OVER (RANGE ...)`: the join's window of s
+        join = exp.Join(this=view, side="LEFT", kind="ANTI" if written.startswith("NOT") else "SEMI",
                         on=condition if condition is not None else exp.true())
         join.meta[SUBQUERY] = written
         join.meta[HIDDEN] = True
@@ -208,10 +212,14 @@ class Rewrite:
         rest = [p for p in conjuncts(where.this if where is not None else None) if p.sql() not in texts]
         body.set("where", exp.Where(this=_and(rest)) if rest else None)
         projected, seen, parts = [], {}, []
+        rowtimes = self.passed_rowtimes(body)
         for part in [*correlated, *([compared] if compared is not None else [])]:
             part = part.copy()
             for col in [c for c in part.find_all(exp.Column) if self.owner(c, inner, outer) == "inner"]:
                 key = col.sql()
+                if self.owner_alias(col, inner) in rowtimes and ident_name(col.this) in (
+                        "rowtime", rowtimes[self.owner_alias(col, inner)]):
+                    seen[key] = "rowtime"  # the view's rowtime is its stream's: a time bound of the join
                 if key not in seen:
                     seen[key] = f"k{len(seen) + 1}"
                     projected.append(exp.alias_(col.copy(), seen[key], quoted=False))
@@ -224,6 +232,21 @@ class Rewrite:
         if compared is not None:
             compared = parts.pop()
         return _and(parts), projected, compared
+
+    def passed_rowtimes(self, body: exp.Select) -> dict[str, str]:
+        """{alias: rowtime column} of a subquery that reads one stream and keeps its rows' rowtimes
+        (no join, no aggregate): a correlated condition on that rowtime bounds the join in time."""
+        items = [i for i in (body.args.get("from_"), *(body.args.get("joins") or [])) if i is not None]
+        if self.rowtime is None or len(items) != 1 or _aggregates(body) or body.args.get("group"):
+            return {}
+        rowtime = self.rowtime(items[0].this)
+        return {_alias_of(items[0].this): rowtime} if rowtime else {}
+
+    def owner_alias(self, col: exp.Column, inner: dict) -> str | None:
+        if col.args.get("table") is not None:
+            return ident_name(col.args["table"])
+        name = ident_name(col.this)
+        return next((a for a, cols in inner.items() if cols is not None and name in cols), None)
 
     def correlated(self, body: exp.Query, outer: dict) -> bool:
         for select in body.find_all(exp.Select):
