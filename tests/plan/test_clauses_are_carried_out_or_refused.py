@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 from streamjoin.errors import SqlError, Unsupported
+from streamjoin.lower.support import checked_plan
 from streamjoin.plan import compile_sql
 from streamjoin.runtime.pipeline import Pipeline
 
@@ -92,15 +93,15 @@ def test_ordering_by_the_rowtime_is_the_order_rows_leave_in_and_runs():
     ("SELECT STREAM a.k FROM a LEFT ANTI JOIN b ON a.k = b.k", "LEFT ANTI"),
     ("SELECT STREAM k FROM a WHERE k IN (SELECT k FROM b)", "LEFT SEMI"),
 ])
-def test_a_semi_join_of_two_streams_is_planned_and_refused_by_run_naming_it(query, join_type):
+def test_a_semi_join_of_two_streams_is_planned_on_streamjoins_operator(query, join_type):
     """Before 2026-11-27 a SEMI join was read as an outer join (every match written) and a
-    subquery in WHERE failed inside Spark; since issue 67 both are semi / anti joins, which `run`
-    runs over tables and against table snapshots so far (tests/lower/test_subquery_joins_run.py)."""
+    subquery in WHERE failed inside Spark; since issue 67 both are semi / anti joins (of two
+    streams: on streamjoin's operator, tests/lower/test_subquery_joins_run.py)."""
     query_plan = compile_sql(STREAMS + query + ";", "s.sql").queries[-1]
     assert [j.join_type for j in query_plan.joins] == [join_type]
     assert [c.name for c in query_plan.output] == ["k"]  # no column of the right input
-    with pytest.raises(Unsupported, match="semi and anti joins run over tables, for a stream against a table's snapshot"):
-        Pipeline.from_sql(STREAMS + query + ";", "s.sql")
+    pipeline = Pipeline.from_sql(STREAMS + query + ";", "s.sql")
+    assert checked_plan(pipeline.script, pipeline.query).joins[0].engine == "operator"
 
 
 def test_a_right_semi_join_is_refused_where_written():

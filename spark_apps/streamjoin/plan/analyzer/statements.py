@@ -285,12 +285,7 @@ class Analyzer:
             self.where.fail("LATERAL is not supported: it flattens a column of each row, it joins no other input",
                             select.args["laterals"][0], "select the array column itself")
         select = self.parts_as_views(distinct_as_groups(select))
-        while subqueries.has_subquery(select):  # a query inside an expression: a join (each pass one level)
-            rewrite = subqueries.Rewrite(self.where, self.item_columns, select, rowtime=self.item_rowtime,
-                                         count=self.subqueries)
-            select = rewrite.run()
-            self.subqueries = rewrite.count  # numbered across the script: a view's own subqueries are analysed first
-            select = self.parts_as_views(select)
+        select = subqueries.as_joins(self, select)
         from_ = select.args.get("from_")
         if from_ is None:
             self.where.fail("a query needs a FROM clause", select, "SELECT STREAM ... FROM stream")
@@ -336,29 +331,6 @@ class Analyzer:
                     table.set(key, sub.args[key])
             item.set("this", table)
         return select
-
-    def item_columns(self, node: exp.Expression) -> tuple[str, ...] | None:
-        """A FROM item's column names, where the script knows them (plan.analyzer.subqueries)."""
-        if isinstance(node, exp.Subquery) and isinstance(node.this, exp.Select):
-            names = [e.alias_or_name for e in node.this.expressions]
-            return None if "*" in names or "" in names else tuple(ident_name(n) for n in names)
-        if not isinstance(node, exp.Table) or not isinstance(node.this, exp.Identifier):
-            return None
-        try:
-            relation = self.relation(node)
-        except SqlError:
-            return None
-        return (*relation.column_names(), *(("rowtime",) if relation.kind == Kind.STREAM else ()))
-
-    def item_rowtime(self, node: exp.Expression) -> str | None:
-        """A FROM item's rowtime column when it is a declared stream or stream view (plan.analyzer.subqueries)."""
-        if not isinstance(node, exp.Table) or not isinstance(node.this, exp.Identifier):
-            return None
-        try:
-            relation = self.relation(node)
-        except SqlError:
-            return None
-        return relation.rowtime if relation.kind == Kind.STREAM else None
 
     def listed(self, query: exp.Expression, alias: exp.TableAlias | None) -> exp.Expression:
         """A CTE's or subquery's query with its columns named as its alias lists them, if it does."""

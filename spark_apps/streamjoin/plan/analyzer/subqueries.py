@@ -24,23 +24,64 @@ from dataclasses import dataclass, field
 
 from sqlglot import exp
 
+from streamjoin.errors import SqlError
+from streamjoin.plan.analyzer.subquery_values import aggregates, and_all, having_as_where, query_of, scalar_body, scalar_value
 from streamjoin.plan.conditions import conjuncts
+from streamjoin.plan.model import Kind
 from streamjoin.plan.scope import Located, ident_name
 
 SUBQUERY = "subquery"  # exp.Join.meta key: how the join was written (model.Join.subquery)
 HIDDEN = "hidden"  # exp.Join.meta key: its right input is the subquery's view, not a column source
-_AGGREGATES = (exp.AggFunc,)
+
+
+def as_joins(analyzer, select: exp.Select) -> exp.Select:
+    """The select with its subqueries as joins of their views (`analyzer`: plan.analyzer.statements'
+    Analyzer, which names the views and numbers them across the script: `analyzer.subqueries`);
+    each pass rewrites one level, the views' own subqueries when they are analysed."""
+    while has_subquery(select):
+        rewrite = Rewrite(analyzer.where, lambda node: item_columns(analyzer, node), select,
+                          rowtime=lambda node: item_rowtime(analyzer, node), count=analyzer.subqueries)
+        select = rewrite.run()
+        analyzer.subqueries = rewrite.count
+        select = analyzer.parts_as_views(select)
+    return select
 
 
 def has_subquery(select: exp.Select) -> bool:
     return any(_nested(select, key) for key in ("expressions", "where", "having"))
 
 
+def item_columns(analyzer, node: exp.Expression) -> tuple[str, ...] | None:
+    """A FROM item's column names, where the script knows them."""
+    if isinstance(node, exp.Subquery) and isinstance(node.this, exp.Select):
+        names = [e.alias_or_name for e in node.this.expressions]
+        return None if "*" in names or "" in names else tuple(ident_name(n) for n in names)
+    relation = _relation(analyzer, node)
+    if relation is None:
+        return None
+    return (*relation.column_names(), *(("rowtime",) if relation.kind == Kind.STREAM else ()))
+
+
+def item_rowtime(analyzer, node: exp.Expression) -> str | None:
+    """A FROM item's rowtime column when it is a declared stream or a stream view."""
+    relation = _relation(analyzer, node)
+    return relation.rowtime if relation is not None and relation.kind == Kind.STREAM else None
+
+
+def _relation(analyzer, node: exp.Expression):
+    if not isinstance(node, exp.Table) or not isinstance(node.this, exp.Identifier):
+        return None
+    try:
+        return analyzer.relation(node)
+    except SqlError:
+        return None
+
+
 def _nested(select: exp.Select, key: str) -> list[exp.Query]:
     """The queries written inside the select's `key` clause (not inside a deeper query)."""
     value = select.args.get(key)
     return [q for node in (value if isinstance(value, list) else [value]) if node is not None
-            for q in node.find_all(exp.Select, exp.Union) if q is not node and _query_of(q) is select]
+            for q in node.find_all(exp.Select, exp.Union) if q is not node and query_of(q) is select]
 
 
 @dataclass
@@ -78,13 +119,13 @@ class Rewrite:
 
     def outer_refs(self, node: exp.Expression, body: exp.Select, inner: dict, outer: dict) -> list[exp.Column]:
         return [c for c in node.find_all(exp.Column) if not isinstance(c.this, exp.Star)
-                and _query_of(c) is body and self.owner(c, inner, outer) == "outer"]
+                and query_of(c) is body and self.owner(c, inner, outer) == "outer"]
 
     # ---------------------------------------------------------------- the rewrite
     def run(self) -> exp.Select:
         select = self.select = self.select.copy()
         if _nested(select, "having"):
-            return self.having(select)
+            return having_as_where(self.where, select)
         outer = self.items(select)
         where = select.args.get("where")
         kept = []
@@ -95,7 +136,7 @@ class Rewrite:
             else:
                 self.joins.append(join)
         for n, node in [*enumerate(kept), *((None, e) for e in select.expressions)]:
-            for sub in [s for s in node.find_all(exp.Subquery) if _query_of(s) is select and isinstance(s.this, exp.Query)
+            for sub in [s for s in node.find_all(exp.Subquery) if query_of(s) is select and isinstance(s.this, exp.Query)
                         and not isinstance(s.parent, exp.In)]:
                 value = self.scalar(sub, outer)
                 if sub is node and n is not None:
@@ -108,7 +149,7 @@ class Rewrite:
             node = next(q for n in left for q in n.find_all(exp.Exists, exp.In))
             self.where.fail("EXISTS and IN (SELECT ...) are supported as conditions of WHERE joined by AND", node,
                             "write it as a WHERE condition of its own (... AND EXISTS (...)), not under OR, NOT or CASE")
-        select.set("where", exp.Where(this=_and(kept)) if kept else None)
+        select.set("where", exp.Where(this=and_all(kept)) if kept else None)
         select.set("joins", [*(select.args.get("joins") or []), *self.joins])
         return select
 
@@ -136,17 +177,17 @@ class Rewrite:
                       if self.outer_refs(p, body, inner, outer)]
         # EXISTS selects nothing it compares; IN compares its one column, which may read the outer
         # query's (`t1.y IN (SELECT t1.y FROM t2 WHERE ...)`) unless it aggregates
-        self.only_in_where(body, inner, outer, written, select_list=value is None or not _aggregates(body))
+        self.only_in_where(body, inner, outer, written, select_list=value is None or not aggregates(body))
         self.one_level(body, outer, written)
         if value is not None and len(body.expressions) != 1:
             self.where.fail(f"{written} (SELECT ...) compares one column; this subquery selects {len(body.expressions)}",
                             body, "select the one column to compare")
         # `x IN (SELECT SUM(a) FROM t WHERE t.k = o.k)`: one value per correlation key (no COUNT: it
         # is 0 for a key without rows, which no group of the view has)
-        grouped = bool(correlated) and value is not None and _aggregates(body) and self.equalities(correlated, body, outer) \
+        grouped = bool(correlated) and value is not None and aggregates(body) and self.equalities(correlated, body, outer) \
             and not any(body.args.get(k) for k in ("group", "having", "limit", "offset")) \
             and not body.expressions[0].find(exp.Count)
-        if correlated and not grouped and (body.args.get("group") or _aggregates(body) or body.args.get("limit")
+        if correlated and not grouped and (body.args.get("group") or aggregates(body) or body.args.get("limit")
                                            or body.args.get("distinct") is not None and value is not None):
             self.where.fail(f"a correlated {written} subquery that groups, aggregates or limits its rows is not supported",
                             body, "join the grouped rows in a WITH view on the correlated columns")
@@ -185,7 +226,7 @@ class Rewrite:
             if written == "NOT IN":  # SQL's NOT IN: a NULL on either side is UNKNOWN, a match (null-aware)
                 equal = exp.Paren(this=exp.or_(equal, exp.Is(this=value.copy(), expression=exp.Null()),
                                                exp.Is(this=mine.copy(), expression=exp.Null())))
-            condition = _and([equal, *([condition] if condition is not None else [])])
+            condition = and_all([equal, *([condition] if condition is not None else [])])
         if isinstance(body, exp.Select):
             body.set("expressions", projected or [exp.alias_(exp.Literal.number(1), "one")])
             if value is None:
@@ -210,7 +251,7 @@ class Rewrite:
         texts = {p.sql() for p in correlated}
         where = body.args.get("where")
         rest = [p for p in conjuncts(where.this if where is not None else None) if p.sql() not in texts]
-        body.set("where", exp.Where(this=_and(rest)) if rest else None)
+        body.set("where", exp.Where(this=and_all(rest)) if rest else None)
         projected, seen, parts = [], {}, []
         rowtimes = self.passed_rowtimes(body)
         for part in [*correlated, *([compared] if compared is not None else [])]:
@@ -231,13 +272,13 @@ class Rewrite:
             parts.append(part)
         if compared is not None:
             compared = parts.pop()
-        return _and(parts), projected, compared
+        return and_all(parts), projected, compared
 
     def passed_rowtimes(self, body: exp.Select) -> dict[str, str]:
         """{alias: rowtime column} of a subquery that reads one stream and keeps its rows' rowtimes
         (no join, no aggregate): a correlated condition on that rowtime bounds the join in time."""
         items = [i for i in (body.args.get("from_"), *(body.args.get("joins") or [])) if i is not None]
-        if self.rowtime is None or len(items) != 1 or _aggregates(body) or body.args.get("group"):
+        if self.rowtime is None or len(items) != 1 or aggregates(body) or body.args.get("group"):
             return {}
         rowtime = self.rowtime(items[0].this)
         return {_alias_of(items[0].this): rowtime} if rowtime else {}
@@ -261,7 +302,7 @@ class Rewrite:
             if deeper is body:
                 continue
             scope = {**self.items(body), **self.items(deeper)}
-            far = [c for c in deeper.find_all(exp.Column) if not isinstance(c.this, exp.Star) and _query_of(c) is deeper
+            far = [c for c in deeper.find_all(exp.Column) if not isinstance(c.this, exp.Star) and query_of(c) is deeper
                    and self.owner(c, scope, outer) == "outer"]
             if far:
                 self.where.fail(f"a subquery inside a {written} subquery reads the outer query's column {far[0].sql()}, "
@@ -295,8 +336,8 @@ class Rewrite:
                 self.where.fail("a correlated scalar subquery is joined on equalities: this condition is not one",
                                 part, "compare an outer column with a subquery column by = (other conditions: a join)")
         # an aggregate without GROUP BY: one row (per correlation key), always
-        aggregate = _aggregates(body) and not any(body.args.get(k) for k in ("group", "having", "limit", "offset"))
-        if correlated and not aggregate and (body.args.get("group") or _aggregates(body)):
+        aggregate = aggregates(body) and not any(body.args.get(k) for k in ("group", "having", "limit", "offset"))
+        if correlated and not aggregate and (body.args.get("group") or aggregates(body)):
             self.where.fail("a correlated scalar subquery with GROUP BY, HAVING or LIMIT is not supported", sub,
                             "aggregate without GROUP BY: (SELECT MAX(v) FROM t WHERE t.k = o.k)")
         self.count += 1
@@ -305,111 +346,13 @@ class Rewrite:
         expression = body.expressions[0]
         expression = expression.this if isinstance(expression, exp.Alias) else expression
         condition, keys, _ = self.decorrelate(body, correlated, alias, outer)
-        body = _scalar_body(body, expression, keys, aggregate, bool(correlated), alias)
+        body = scalar_body(body, expression, keys, aggregate, bool(correlated), alias)
         view = exp.Subquery(this=body, alias=exp.TableAlias(this=exp.to_identifier(alias)))
         join = exp.Join(this=view, side="LEFT", on=condition) if condition is not None else exp.Join(this=view, kind="CROSS")
         join.meta[SUBQUERY], join.meta[HIDDEN] = "scalar", True
         self.joins.append(join)
-        return _scalar_value(sub, expression, alias, aggregate, bool(correlated))
+        return scalar_value(sub, expression, alias, aggregate, bool(correlated))
 
-    def having(self, select: exp.Select) -> exp.Select:
-        """`... GROUP BY ... HAVING c` where c holds a subquery: the grouped rows as a view
-        (`grouped`), with the aggregates and keys c reads as columns of their own (h1, h2, ...),
-        and c a WHERE over it; ORDER BY, LIMIT and OFFSET move to the query that reads it."""
-        having = select.args["having"].this
-        parts = conjuncts(having)
-        with_sub = [p for p in parts if any(q.find_ancestor(exp.Query) is select for q in p.find_all(exp.Query))]
-        rest = [p for p in parts if p not in with_sub]
-        inner = select.copy()
-        inner.set("having", exp.Having(this=_and([p.copy() for p in rest])) if rest else None)
-        outer_moves = {k: inner.args.get(k) for k in ("order", "limit", "offset")}
-        for k in outer_moves:
-            inner.set(k, None)
-        names = [_output_ident(e) for e in inner.expressions]
-        if any(n is None for n in names):
-            self.where.fail("a HAVING condition with a subquery needs the query's output columns named", select,
-                            "name each output column with AS")
-        hidden, filters = [], []
-        for part in with_sub:
-            part = part.copy()
-            for node in list(_grouped_terms(part, select)):
-                name = f"h{len(hidden) + 1}"
-                hidden.append(exp.alias_(node.copy(), name, quoted=False))
-                node.replace(exp.column(name, "grouped"))
-            filters.append(part)
-        inner.set("expressions", [*inner.expressions, *hidden])
-        outer = exp.select(*(exp.Column(this=n, table=exp.to_identifier("grouped")) for n in names)).from_(
-            exp.Subquery(this=inner, alias=exp.TableAlias(this=exp.to_identifier("grouped"))))
-        outer.set("where", exp.Where(this=_and(filters)))
-        for k, v in outer_moves.items():
-            if v is not None:
-                outer.set(k, v)
-        return outer
-
-
-def _scalar_body(body: exp.Select, expression: exp.Expression, keys: list, aggregate: bool, correlated: bool,
-                 alias: str) -> exp.Select:
-    """A scalar subquery's view: its correlation keys (k1, ...), its value and its rows' count (n)."""
-    value = exp.alias_(expression.copy(), "value", quoted=False)
-    count = exp.alias_(exp.Count(this=exp.Star()), "n", quoted=False)
-    if aggregate and not correlated:  # one row, always (SQL's aggregate over no rows included)
-        body.set("expressions", [value])
-        return body
-    if aggregate:
-        body.set("expressions", [*keys, value, count])
-    elif correlated:  # rows of a plain query: at most one per key, or the run stops
-        body.set("expressions", [*keys, exp.alias_(exp.Min(this=expression.copy()), "value", quoted=False), count])
-    elif any(body.args.get(k) for k in ("group", "having", "limit", "distinct")) or _aggregates(body):
-        body.set("expressions", [value])  # its rows as the query gives them, counted
-        return exp.select(exp.alias_(exp.Min(this=exp.column("value")), "value", quoted=False), count).from_(
-            exp.Subquery(this=body, alias=exp.TableAlias(this=exp.to_identifier(f"{alias}_rows"))))
-    else:
-        body.set("expressions", [exp.alias_(exp.Min(this=expression.copy()), "value", quoted=False), count])
-    if keys:
-        body.set("group", exp.Group(expressions=[k.this.copy() for k in keys]))
-    return body
-
-
-def _scalar_value(sub: exp.Subquery, expression: exp.Expression, alias: str, aggregate: bool,
-                  correlated: bool) -> exp.Expression:
-    """What reads a scalar subquery's value from its view: more than one row stops the run
-    (`raise_error`); COUNT of a correlation key without rows is 0, not NULL (the count bug)."""
-    value = exp.column("value", alias)
-    if not aggregate:
-        error = exp.Anonymous(this="raise_error", expressions=[exp.Literal.string(
-            f"scalar subquery produced more than one row: {sub.sql(dialect='postgres')}")])
-        return exp.Case(ifs=[exp.If(this=exp.GT(this=exp.column("n", alias), expression=exp.Literal.number(1)),
-                                    true=error)], default=value)
-    if not correlated or expression.find(exp.Count) is None:
-        return value
-    empty = exp.Paren(this=expression.copy())  # over no rows: COUNT 0, every other aggregate NULL
-    for agg in list(empty.find_all(exp.AggFunc)):
-        agg.replace(exp.Literal.number(0) if isinstance(agg, exp.Count) else exp.Null())
-    return exp.Case(ifs=[exp.If(this=exp.Is(this=exp.column("n", alias), expression=exp.Null()), true=empty)],
-                    default=value)
-
-
-def _grouped_terms(node: exp.Expression, select: exp.Select):
-    """The aggregates and plain columns of a HAVING conjunct outside its subqueries."""
-    for n in list(node.find_all(exp.AggFunc, exp.Column)):
-        if n.find_ancestor(exp.Query) is not None:
-            continue
-        if isinstance(n, exp.Column) and n.find_ancestor(exp.AggFunc) is not None:
-            continue
-        yield n
-
-
-def _query_of(node: exp.Expression) -> exp.Expression | None:
-    """The nearest SELECT (or other query) a node is written in."""
-    parent = node.parent
-    while parent is not None and not isinstance(parent, exp.Select | exp.Union):
-        parent = parent.parent
-    return parent
-
-
-def _aggregates(select: exp.Select) -> bool:
-    return any(a.find_ancestor(exp.Window) is None and _query_of(a) is select
-               for e in select.expressions for a in e.find_all(exp.AggFunc))
 
 
 def _first_name(union: exp.Query) -> str:
@@ -425,21 +368,3 @@ def _alias_of(node: exp.Expression) -> str:
     if alias is not None and alias.this is not None:
         return ident_name(alias.this)
     return ident_name(node.this) if isinstance(node, exp.Table) and isinstance(node.this, exp.Identifier) else ""
-
-
-def _output_ident(node: exp.Expression) -> exp.Identifier | None:
-    """The identifier an output column is named by (None: a star, or an unnamed expression)."""
-    if isinstance(node, exp.Alias):
-        return node.args["alias"].copy()
-    if isinstance(node, exp.Column) and isinstance(node.this, exp.Identifier):
-        return node.this.copy()
-    return None
-
-
-def _and(parts: list[exp.Expression]) -> exp.Expression | None:
-    if not parts:
-        return None
-    out = parts[0]
-    for p in parts[1:]:
-        out = exp.And(this=out, expression=p)
-    return out
