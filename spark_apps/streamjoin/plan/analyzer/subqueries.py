@@ -207,6 +207,8 @@ class Rewrite:
         self.count += 1
         alias = f"{written.lower().replace(' ', '_')}_{self.count}"
         body = body.copy()
+        if self.inlined(body, grouped):  # one stream or table, filtered: joined itself, its WHERE in the ON
+            return self.inline_join(written, body, value, alias, outer)
         compared = None  # IN's column when it reads the outer query's columns: compared in the condition
         if value is not None and isinstance(body, exp.Select) and self.outer_refs(body.expressions[0], body, self.items(body), outer):
             compared = body.expressions[0].this if isinstance(body.expressions[0], exp.Alias) else body.expressions[0]
@@ -237,6 +239,43 @@ class Rewrite:
             view.set("window", from_.this.args["window"].pop())  # `FROM s OVER (RANGE ...)`: the join's window of s
         join = exp.Join(this=view, side="LEFT", kind="ANTI" if written.startswith("NOT") else "SEMI",
                         on=condition if condition is not None else exp.true())
+        join.meta[SUBQUERY] = written
+        join.meta[HIDDEN] = True
+        return join
+
+    def inlined(self, body: exp.Query, grouped: bool) -> bool:
+        """A subquery that reads one declared stream, table or view and filters it (no join,
+        grouping, aggregate, DISTINCT or LIMIT): its semi or anti join joins that input itself."""
+        if not isinstance(body, exp.Select) or grouped or aggregates(body) or body.args.get("joins"):
+            return False
+        if any(body.args.get(k) for k in ("group", "having", "limit", "offset", "qualify", "with_")):
+            return False
+        if any(q is not body for q in body.find_all(exp.Select)):  # its own subqueries: a view's joins
+            return False
+        item = body.args.get("from_").this
+        return isinstance(item, exp.Table) and isinstance(item.this, exp.Identifier) and self.columns(item) is not None \
+            and not any(isinstance(e, exp.Window) for n in body.expressions for e in n.find_all(exp.Window))
+
+    def inline_join(self, written: str, body: exp.Select, value: exp.Expression | None, alias: str, outer: dict) -> exp.Join:
+        """`EXISTS (SELECT ... FROM t AS x WHERE c)`: `LEFT SEMI JOIN t AS alias ON c` with x's
+        columns read as alias's (the outer query may use x's name itself); IN adds `value = column`."""
+        inner = self.items(body)
+        for col in [c for c in body.find_all(exp.Column) if not isinstance(c.this, exp.Star) and query_of(c) is body
+                    and self.owner(c, inner, outer) == "inner"]:
+            col.set("table", exp.to_identifier(alias))
+        where = body.args.get("where")
+        parts = conjuncts(where.this if where is not None else None)
+        if value is not None:
+            mine = body.expressions[0].this if isinstance(body.expressions[0], exp.Alias) else body.expressions[0]
+            equal = exp.EQ(this=value.copy(), expression=mine.copy())
+            if written == "NOT IN":  # SQL's NOT IN: a NULL on either side is UNKNOWN, a match (null-aware)
+                equal = exp.Paren(this=exp.or_(equal, exp.Is(this=value.copy(), expression=exp.Null()),
+                                               exp.Is(this=mine.copy(), expression=exp.Null())))
+            parts = [equal, *parts]
+        table = body.args["from_"].this.copy()
+        table.set("alias", exp.TableAlias(this=exp.to_identifier(alias)))
+        join = exp.Join(this=table, side="LEFT", kind="ANTI" if written.startswith("NOT") else "SEMI",
+                        on=and_all([p.copy() for p in parts]) if parts else exp.true())
         join.meta[SUBQUERY] = written
         join.meta[HIDDEN] = True
         return join
