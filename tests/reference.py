@@ -8,8 +8,9 @@
    output rowtime is the start of the composite's interval: the latest presence start (§4).
 
 2. `two_way`: a two-input stream-stream join replayed event by event (§2), with RANGE (lag
-   included) or ROWS [PARTITION BY] windows (§3, §4 "Precisely"), all join types (§5) and the
-   three emission modes (§6). `fold` folds an EMIT CHANGES changelog.
+   included) or ROWS [PARTITION BY] windows (§3, §4 "Precisely"), all join types (§5; LEFT SEMI
+   and LEFT ANTI too, docs/semantics-decisions.md "Subqueries are joins") and the three emission
+   modes (§6). `fold` folds an EMIT CHANGES changelog.
 
 3. `asof` and `window_join`: the RisingWave-style ASOF join and TUMBLE/HOP window join (§8).
 """
@@ -83,8 +84,11 @@ def results(first: Stream, steps: list[JoinStep], project: Callable[[dict], tupl
 # ---------------------------------------------------------------------------------------------
 
 JOIN_TYPES = ("INNER", "LEFT", "RIGHT", "FULL", "CROSS")
+# LEFT SEMI / LEFT ANTI (issue 67: EXISTS, IN, NOT EXISTS, NOT IN): each left row once, its right
+# input NULL: at its first match (SEMI), or as a LEFT join writes its unmatched row (ANTI); `two_way`
+FILTER_TYPES = ("SEMI", "ANTI")
 EMIT_MODES = ("FINAL", "EAGER", "CHANGES")
-PRESERVED = {"INNER": (), "CROSS": (), "LEFT": (0,), "RIGHT": (1,), "FULL": (0, 1)}
+PRESERVED = {"INNER": (), "CROSS": (), "LEFT": (0,), "RIGHT": (1,), "FULL": (0, 1), "SEMI": (), "ANTI": (0,)}
 LEFT, RIGHT = 0, 1
 
 
@@ -139,7 +143,7 @@ def two_way(left: Side, right: Side, join_type: str, condition, emit: str = "FIN
     (CROSS: every one): that is exactly once per co-present pair, at the later presence start,
     which is the pair's rowtime (§4). At the end of instant T, a preserved row whose presence
     started at T and that has no match yet gets its eager NULL row (EAGER, CHANGES; §6)."""
-    assert join_type in JOIN_TYPES, join_type
+    assert join_type in JOIN_TYPES + FILTER_TYPES, join_type
     assert emit in EMIT_MODES, emit
     sides = (left, right)
     for side in sides:
@@ -168,6 +172,14 @@ def two_way(left: Side, right: Side, join_type: str, condition, emit: str = "FIN
         for o in list(present[other]):
             l_idx, r_idx = pair(side, idx, o)
             if not matches(l_idx, r_idx):
+                continue
+            if join_type in FILTER_TYPES:  # no pair: the left row alone, at its first match (SEMI)
+                if emit == "CHANGES" and l_idx in eager_null[LEFT]:
+                    out.append(("-D", start_instant[LEFT][l_idx], l_idx, None))
+                    eager_null[LEFT].discard(l_idx)
+                if join_type == "SEMI" and l_idx not in matched[LEFT]:
+                    out.append(("+I", instant, l_idx, None))
+                matched[LEFT].add(l_idx)
                 continue
             for s, i in ((side, idx), (other, o)):
                 if emit == "CHANGES" and i in eager_null[s]:  # its first match: withdraw the NULL row

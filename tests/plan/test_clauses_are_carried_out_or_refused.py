@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 from streamjoin.errors import SqlError, Unsupported
+from streamjoin.lower.support import checked_plan
 from streamjoin.plan import compile_sql
 from streamjoin.runtime.pipeline import Pipeline
 
@@ -87,17 +88,25 @@ def test_ordering_by_the_rowtime_is_the_order_rows_leave_in_and_runs():
     Pipeline.from_sql(sql, "o.sql")
 
 
-@pytest.mark.parametrize(("query", "message"), [
-    ("SELECT STREAM a.k FROM a LEFT SEMI JOIN b ON a.k = b.k", "LEFT SEMI JOIN is not supported yet"),
-    ("SELECT STREAM a.k FROM a LEFT ANTI JOIN b ON a.k = b.k", "LEFT ANTI JOIN is not supported yet"),
-    ("SELECT STREAM k FROM a WHERE k IN (SELECT k FROM b)", "a query inside an expression"),
-    ("SELECT STREAM k, (SELECT MAX(w) FROM b) AS m FROM a", "a query inside an expression"),
+@pytest.mark.parametrize(("query", "join_type"), [
+    ("SELECT STREAM a.k FROM a LEFT SEMI JOIN b ON a.k = b.k", "LEFT SEMI"),
+    ("SELECT STREAM a.k FROM a LEFT ANTI JOIN b ON a.k = b.k", "LEFT ANTI"),
+    ("SELECT STREAM k FROM a WHERE k IN (SELECT k FROM b)", "LEFT SEMI"),
 ])
-def test_semi_joins_and_queries_inside_expressions_are_refused_where_written(query, message):
+def test_a_semi_join_of_two_streams_is_planned_on_streamjoins_operator(query, join_type):
     """Before 2026-11-27 a SEMI join was read as an outer join (every match written) and a
-    subquery in WHERE failed inside Spark."""
-    with pytest.raises(SqlError, match=message) as error:
-        compile_sql(STREAMS + query + ";", "s.sql")
+    subquery in WHERE failed inside Spark; since issue 67 both are semi / anti joins (of two
+    streams: on streamjoin's operator, tests/lower/test_subquery_joins_run.py)."""
+    query_plan = compile_sql(STREAMS + query + ";", "s.sql").queries[-1]
+    assert [j.join_type for j in query_plan.joins] == [join_type]
+    assert [c.name for c in query_plan.output] == ["k"]  # no column of the right input
+    pipeline = Pipeline.from_sql(STREAMS + query + ";", "s.sql")
+    assert checked_plan(pipeline.script, pipeline.query).joins[0].engine == "operator"
+
+
+def test_a_right_semi_join_is_refused_where_written():
+    with pytest.raises(SqlError, match="RIGHT SEMI JOIN is not supported") as error:
+        compile_sql(STREAMS + "SELECT STREAM b.k FROM a RIGHT SEMI JOIN b ON a.k = b.k;", "s.sql")
     assert error.value.line == 3 and error.value.col > 1, str(error.value)
 
 

@@ -96,9 +96,11 @@ def not_bound(aliases, rowtimes, keys=()) -> str:
 
 
 def or_bound(predicate: str, aliases) -> str:
-    """A filter that lets bound rows through, wherever Spark pushes it."""
+    """A filter that lets bound rows through, wherever Spark pushes it; parenthesised, as it is
+    AND-ed with the join's other conditions (before 2026-12-07 a residual `x OR y` of a join of
+    tables was not: `k = k2 AND x OR y`)."""
     if not aliases:
-        return predicate
+        return f"({predicate})"
     return f"(({predicate}) OR {any_bound(aliases)})"
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
+from sqlglot import exp
+
 from streamjoin.lower.physical import Engine, JoinNode, PhysicalPlan, Run, plan_query, staged_inputs
 from streamjoin.lower.strategy import BATCH, CUSTOM, NATIVE, LoweringOptions, in_order, uses_custom
 from streamjoin.plan.model import ROWS, Emit, Input, Join, JoinKind, Kind, Query, Script, sql
@@ -212,10 +214,24 @@ def _input_detail(i: Input, relation) -> str:
     return f", rowtime {i.rowtime}, window {i.window.describe()}{source.get(i.window_source, '')}"
 
 
+# a query inside an expression, as the join it is (plan.analyzer.subqueries)
+_WRITTEN = {
+    "EXISTS": "EXISTS (SELECT ...): a semi join: each row once, if a row of the subquery matches it",
+    "IN": "IN (SELECT ...): a semi join: each row once, if the subquery holds its value",
+    "NOT EXISTS": "NOT EXISTS (SELECT ...): an anti join: each row once, if no row of the subquery matches it",
+    "NOT IN": "NOT IN (SELECT ...): a null-aware anti join: each row once, if the subquery is empty, or if its value "
+              "is not NULL and the subquery holds neither it nor a NULL",
+    "scalar": "a scalar subquery: a single-row join: its one value per correlation key (NULL when it has no row; "
+              "COUNT 0), more than one row an error that stops the run",
+}
+
+
 def _join(n: int, j: Join) -> list[str]:
     how = "NATURAL " if j.natural else ""
     lines = [f"  join {n}: {', '.join(j.left_inputs)} {how}{j.join_type} JOIN {j.right}  [{j.kind}]"]
     c = j.condition
+    if j.subquery:
+        lines.append(f"    written: {_WRITTEN[j.subquery]}")
     if j.using:
         lines.append(f"    using: {', '.join(j.using)} (one coalesced column each)")
     if c.from_where:
@@ -224,7 +240,8 @@ def _join(n: int, j: Join) -> list[str]:
     if c.asof:
         lines.append(f"    asof: {sql(c.asof.left)} {c.asof.op} {sql(c.asof.right)} (the nearest match; ties: latest arrival)")
     lines.append("    time bounds: " + ("; ".join(b.describe() for b in c.time_bounds) if c.time_bounds else "none"))
-    lines.append("    residual: " + (" AND ".join(sql(r) for r in c.residual) if c.residual else "none"))
+    lines.append("    residual: " + (" AND ".join(f"({sql(r)})" if isinstance(r, exp.Or) else sql(r) for r in c.residual)
+                                        if c.residual else "none"))
     lines.append("    state:")
     lines.extend(f"      - {s}" for s in j.state)
     return lines

@@ -46,7 +46,7 @@ from streamjoin.lower.support import start_bounds
 from streamjoin.plan.model import Input, Join, JoinKind, JoinType, Kind, Query, Relation, Script
 
 _SPARK_JOIN = {JoinType.INNER: "inner", JoinType.CROSS: "inner", JoinType.LEFT: "left", JoinType.RIGHT: "right",
-               JoinType.FULL: "full"}
+               JoinType.FULL: "full", JoinType.SEMI: "left_semi", JoinType.ANTI: "left_anti"}
 
 
 class NativeLowering:
@@ -262,6 +262,8 @@ class NativeLowering:
         from streamjoin.io.sources.tables import read_files
 
         view = self.script.view(relation.name)
+        if view.joins or view.aggregation is not None or len(view.inputs) != 1:  # a view of tables only: one batch
+            return self.table_frame(view).toArrow()
         item = view.inputs[0]
         source = self.script.relation(item.relation)
         fmt = (source.option("format") or ("json" if source.kind == Kind.STREAM else "csv")).lower()

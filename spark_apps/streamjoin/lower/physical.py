@@ -16,12 +16,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
+from streamjoin.lower.chain_shape import chain_keys
 from streamjoin.lower.probe_keys import keyed_query
 from streamjoin.lower.strategy import (
     LoweringOptions,
     batch_reason,
     by_column,
-    chain_keys,
     changing_alone,
     custom_reason,
     cuts,
@@ -296,7 +296,7 @@ def staged_inputs(script: Script, query: Query, options: LoweringOptions, top: b
 
 def _group_key(script: Script, query: Query) -> tuple:
     """The operator's group key: the join's key pairs (strategy.group_keys) or a chain's key, one
-    column per input (strategy.chain_keys); () = one group, also when a changing table's row may
+    column per input (chain_shape.chain_keys); () = one group, also when a changing table's row may
     change its join key (its old version must be in the same group)."""
     if not query.joins:
         return ()

@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 
 from sqlglot import exp
 
+from streamjoin.lower.chain_shape import chain_reach
 from streamjoin.lower.probe_keys import keyed_query
 from streamjoin.plan.model import Emit, Input, Join, JoinKind, JoinType, Kind, Query, Script
 from streamjoin.plan.windows import RowsWindow
@@ -59,6 +60,8 @@ def custom_reason(query: Query, join: Join, options: LoweringOptions = LoweringO
         return "the table changes by key while the query runs: a later table row meets the stream rows still waiting for one"
     if not join.kind.stream_stream:
         return None
+    if join.join_type.filters:
+        return "a semi or anti join of two streams writes each left row once (Spark's join: once per match)"
     rows = [a for a in (*join.left_inputs, join.right) if isinstance(query.input(a).window, RowsWindow)]
     if rows:
         return f"ROWS windows ({', '.join(rows)}) count rows, which Spark's join cannot"
@@ -88,8 +91,9 @@ def batch_reason(script: Script, query: Query, options: LoweringOptions = Loweri
     options = _operator_or_auto(query, options)
     if options.join_operator not in ("auto", "batch"):
         return f"STREAMJOIN_JOIN_OPERATOR={options.join_operator}"
-    if query.order_within:
-        return "it writes rows in rowtime order only, not ordered within a rowtime (ORDER BY ROWTIME, ...)"
+    unbatched = _unbatched(query)
+    if unbatched:
+        return unbatched
     if len(query.joins) > 1:
         return chain_reason(script, query, options)
     if len(query.inputs) != 2 or len(query.joins) != 1 or len(query.streams()) != 2:
@@ -112,6 +116,15 @@ def batch_reason(script: Script, query: Query, options: LoweringOptions = Loweri
         if options.batch_probe == "scan" or not keyed_query(script, query, join):
             return ("the range is long, the run live and the keys not the keyed probe's: re-reading the range every "
                     "micro-batch costs more than Spark's state")
+    return None
+
+
+def _unbatched(query: Query) -> str | None:
+    """What the micro-batch loop never writes, whatever the joins."""
+    if query.order_within:
+        return "it writes rows in rowtime order only, not ordered within a rowtime (ORDER BY ROWTIME, ...)"
+    if any(j.join_type.filters for j in query.joins):
+        return "a semi or anti join: each left row once, which streamjoin's operator writes"
     return None
 
 
@@ -224,37 +237,6 @@ def chain_reason(script: Script, query: Query, options: LoweringOptions = Loweri
     return None
 
 
-def chain_reach(query: Query) -> tuple[tuple[int, ...], ...] | None:
-    """`reach[i][k]`: the most `t_k - t_i` (ms) can be in a result of the chain, for its inputs in
-    order (the first join's left input, then each join's right), from every time bound of its
-    joins closed over the chain (shortest paths of the bounds' difference constraints); None when
-    two inputs are not bounded both ways, or the bounds admit no result."""
-    order = [query.joins[0].left_inputs[0], *(j.right for j in query.joins)]
-    index = {a: n for n, a in enumerate(order)}
-    n, none = len(order), None
-    d = [[0 if i == k else none for k in range(n)] for i in range(n)]
-
-    def tighten(i: int, k: int, value: int | None) -> None:
-        if value is not None and (d[i][k] is None or value < d[i][k]):
-            d[i][k] = value
-
-    for join in query.joins:
-        for b in join.condition.time_bounds:
-            if b.left not in index or b.right not in index:
-                return None
-            left, right = index[b.left], index[b.right]  # low <= t_right - t_left <= high
-            tighten(left, right, b.high_ms)
-            tighten(right, left, None if b.low_ms is None else -b.low_ms)
-    for m in range(n):
-        for i in range(n):
-            for k in range(n):
-                if d[i][m] is not None and d[m][k] is not None:
-                    tighten(i, k, d[i][m] + d[m][k])
-    if any(d[i][k] is None for i in range(n) for k in range(n)) or any(d[i][i] < 0 for i in range(n)):
-        return None
-    return tuple(tuple(row) for row in d)
-
-
 def chain_problem(q: Query, regular: bool) -> str | None:
     """One join of two streams, or a chain of regular joins (operator.regular_chain)."""
     if len(q.joins) == 1 and len(q.inputs) == 2:
@@ -268,47 +250,6 @@ def chain_problem(q: Query, regular: bool) -> str | None:
                 "a chain of joins on streamjoin's operator is regular joins only (streams and changing tables)")
     return ("a join that needs streamjoin's own operator (ROWS windows, EMIT EAGER/CHANGES, ASOF, TUMBLE/HOP) "
             "must be the query's only join in `run` yet: join further inputs in a view over it")
-
-
-def chain_keys(script: Script, query: Query) -> tuple[tuple[exp.Expression, ...], ...]:
-    """A chain of regular joins' group key: one column of each input (in join order) that the
-    joins' equalities make equal in every combination they pair, so that a group holds every row
-    a combination can need (`a JOIN b ON a.k = b.k JOIN c ON b.k = c.k`: a.k, b.k, c.k). ((...),)
-    or () when no such column joins every input, or a changing input's may change (not its whole
-    primary key): then the chain runs as one group."""
-    aliases = (query.joins[0].left_inputs[0], *(j.right for j in query.joins))
-    pairs = [list(_column_pairs(j)) for j in query.joins]
-    parent: dict = {}
-
-    def find(node):
-        while parent.get(node, node) != node:
-            node = parent[node]
-        return node
-
-    for a, b in (p for join_pairs in pairs for p in join_pairs):
-        parent[find(a)] = find(b)
-    for root in {find(b) for join_pairs in pairs for _, b in join_pairs}:
-        if not all(any(find(a) == find(b) == root for a, b in join_pairs) for join_pairs in pairs):
-            continue  # a join that pairs its rows by other columns: rows of one combination in several groups
-        columns: dict = {}
-        for node in sorted({n for join_pairs in pairs for pair in join_pairs for n in pair}):
-            if find(node) == root:
-                columns.setdefault(node[0], []).append(node[1])
-        if any(len(c) > 1 for c in columns.values()):  # (a row whose two such columns differ: partners in two groups)
-            continue
-        columns = {a: c[0] for a, c in columns.items()}
-        if set(columns) == set(aliases) and not any(
-                script.relation(query.input(a).relation).changing
-                and not set(script.relation(query.input(a).relation).primary_key) <= {columns[a]} for a in aliases):
-            return (tuple(exp.column(columns[a], table=a) for a in aliases),)
-    return ()
-
-
-def _column_pairs(join: Join):
-    """A join's equalities of two plain columns, as ((alias, column), (alias, column))."""
-    for a, b in join.condition.keys:
-        if isinstance(a, exp.Column) and isinstance(b, exp.Column) and a.table and b.table:
-            yield (a.table, a.name), (b.table, b.name)
 
 
 def uses_custom(query: Query, options: LoweringOptions = LoweringOptions()) -> bool:

@@ -61,7 +61,9 @@ class Spec:
     changing: tuple = ((), ())
 
     def preserves(self, side: int) -> bool:
-        return self.join_type == JoinType.FULL or (self.join_type, side) in ((JoinType.LEFT, 0), (JoinType.RIGHT, 1))
+        """A row of `side` that has no partner is output (NULL-extended; an anti join's row as it is)."""
+        return self.join_type == JoinType.FULL or (self.join_type, side) in (
+            (JoinType.LEFT, 0), (JoinType.RIGHT, 1), (JoinType.ANTI, 0))
 
 
 def _null_safe_eq(a, b) -> bool:
@@ -202,6 +204,13 @@ class GroupJoin(ABC):
         return Output(op, rowtime, e.values if e.side == 0 else None, e.values if e.side == 1 else None)
 
     def pair(self, left: Entry, right: Entry, rowtime: int, out: list, op: str = INSERT) -> None:
+        if self.spec.join_type.filters:  # a semi or anti join writes no pair: its left rows alone
+            if self.spec.join_type == JoinType.SEMI and not left.matched:  # at its first partner
+                out.append(Output(op, rowtime, left.values, None))
+            elif self.spec.join_type == JoinType.ANTI and left.eager and not left.matched and self.spec.emit == Emit.CHANGES:
+                out.append(self.null_row(left, int(left.start), DELETE))  # the eager anti row is withdrawn
+            left.matched = right.matched = True
+            return
         for e in (left, right):
             if e.eager and not e.matched and self.spec.emit == Emit.CHANGES:
                 out.append(self.null_row(e, int(e.start), DELETE))  # the eager NULL row is withdrawn

@@ -87,7 +87,9 @@ class Stage:
     present: list = field(default_factory=lambda: [{}, {}])  # side -> {join key: {ident: Row}}
 
     def preserves(self, side: int) -> bool:
-        return self.join_type == JoinType.FULL or (self.join_type, side) in ((JoinType.LEFT, 0), (JoinType.RIGHT, 1))
+        """A row of `side` that has no partner is output (NULL-extended; an anti join's row as it is)."""
+        return self.join_type == JoinType.FULL or (self.join_type, side) in (
+            (JoinType.LEFT, 0), (JoinType.RIGHT, 1), (JoinType.ANTI, 0))
 
     def instant(self, events: list, cond: Condition, aliases: tuple, out: list) -> None:
         """The events (op, side, Row) of one instant, in §2's order; appends (op, Row) to `out`.
@@ -109,15 +111,21 @@ class Stage:
         self.rows[side][row.ident] = row
         if row.key is None:  # a NULL key matches nothing
             return [row]
+        semi = self.join_type == JoinType.SEMI
         for other in self.present[1 - side].get(row.key, {}).values():
             left, right = (row, other) if side == 0 else (other, row)
             if self.residual_ok(left, right, cond, aliases):
                 if other.nulled:  # its NULL-extended row is withdrawn at its first partner
                     other.nulled = False
                     out.append((DELETE, self.null_row(other)))
+                if semi and side == 1 and not other.partners:  # a left row's first match: its row
+                    out.append((INSERT, self.null_row(other)))
                 other.partners += 1
                 row.partners += 1
-                out.append((INSERT, self.combine(left, right)))
+                if not self.join_type.filters:  # a semi or anti join outputs its left rows alone
+                    out.append((INSERT, self.combine(left, right)))
+        if semi and side == 0 and row.partners:
+            out.append((INSERT, self.null_row(row)))
         self.present[side].setdefault(row.key, {})[row.ident] = row
         return [row]
 
@@ -130,6 +138,9 @@ class Stage:
         if row.nulled:
             row.nulled = False
             out.append((DELETE, self.null_row(row)))
+        semi = self.join_type == JoinType.SEMI
+        if semi and side == 0 and row.partners:  # a semi join's row, withdrawn with it
+            out.append((DELETE, self.null_row(row)))
         if row.key is None:
             return []
         bucket = self.present[side][row.key]
@@ -141,8 +152,11 @@ class Stage:
             for other in self.present[1 - side].get(row.key, {}).values():
                 left, right = (row, other) if side == 0 else (other, row)
                 if self.residual_ok(left, right, cond, aliases):
-                    out.append((DELETE, self.combine(left, right)))
+                    if not self.join_type.filters:
+                        out.append((DELETE, self.combine(left, right)))
                     other.partners -= 1
+                    if other.partners == 0 and semi and side == 1:  # a left row's last match gone
+                        out.append((DELETE, self.null_row(other)))
                     if other.partners == 0:
                         alone.append(other)
         return alone
@@ -168,6 +182,7 @@ class Stage:
         return Row(left.ident + right.ident, left.values + right.values, max(left.t, right.t))
 
     def null_row(self, row: Row) -> Row:
+        """A row NULL-extended (a semi or anti join's left row: its right input NULL, read by no one)."""
         if row.side == 0:
             return Row(row.ident + (None,), row.values + (None,), row.t)
         nulls = (None,) * (self.k + 1)

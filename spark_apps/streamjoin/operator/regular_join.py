@@ -6,13 +6,16 @@ are appended as they are found (EMIT EAGER). A preserved row that has no partner
 NULL-extended at the end of its instant; under EMIT CHANGES its first partner withdraws it (-D)
 before the pair (+I). A table row that is updated or deleted withdraws every result it gave (-D),
 and a partner left without any is NULL-extended again; so the changelog's net content is always
-the SQL join of the inputs as they stand."""
+the SQL join of the inputs as they stand. A LEFT SEMI join writes a left row (alone) at its
+first partner and withdraws it at its last partner's delete; a LEFT ANTI join writes a left row
+without partners as an outer join writes its NULL-extended row (issue 67)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from streamjoin.operator.group import DELETE, Entry, GroupJoin, Output, changed_row, instants, keep_row, kept_rows
+from streamjoin.operator.group import DELETE, INSERT, Entry, GroupJoin, Output, changed_row, instants, keep_row, kept_rows
+from streamjoin.plan.model import JoinType
 
 
 @dataclass
@@ -58,6 +61,17 @@ class RegularJoin(GroupJoin):
         self.present[side].setdefault(e.key, []).append(e)
         return e
 
+    def pair(self, left: Entry, right: Entry, rowtime: int, out: list, op: str = INSERT) -> None:
+        """A semi join writes a left row at its first partner, an anti join withdraws it (its
+        partners are counted after this call); neither writes the pair."""
+        if not self.spec.join_type.filters:
+            return super().pair(left, right, rowtime, out, op)
+        if self.spec.join_type == JoinType.SEMI and not left.partners:
+            out.append(self.null_row(left, int(left.start)))
+        elif left.eager and not left.matched:  # the anti join's row: a partner came
+            out.append(self.null_row(left, int(left.start), DELETE))
+        left.matched = right.matched = True
+
     def withdraw(self, e: Entry, now, out) -> None:
         """A table row that is replaced or deleted: every result it gave is withdrawn; a partner
         left alone, if preserved, is NULL-extended again."""
@@ -71,13 +85,20 @@ class RegularJoin(GroupJoin):
             out.append(self.null_row(e, int(e.start), DELETE))  # its NULL-extended row
         if not e.matched:
             return
+        semi = self.spec.join_type == JoinType.SEMI
+        if semi and e.side == 0 and e.partners:
+            out.append(self.null_row(e, int(e.start), DELETE))  # the semi join's row
         cond_pairs = self.present[1 - e.side].get(e.key, ()) if e.key is not None else ()
         for other in cond_pairs:
             if not self._paired(e, other):
                 continue
             left, right = (e, other) if e.side == 0 else (other, e)
-            out.append(Output(DELETE, int(max(e.start, other.start)), left.values, right.values))  # as it was written
+            if not self.spec.join_type.filters:
+                out.append(Output(DELETE, int(max(e.start, other.start)), left.values, right.values))  # as it was written
             other.partners -= 1
+            if other.partners == 0 and semi and other.side == 0:  # its last partner gone
+                other.matched = False
+                out.append(self.null_row(other, int(other.start), DELETE))
             if other.partners == 0 and self.spec.preserves(other.side):
                 other.matched, other.eager = False, True  # alone again: NULL-extended
                 out.append(self.null_row(other, int(other.start)))

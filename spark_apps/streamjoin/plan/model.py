@@ -32,10 +32,19 @@ class JoinType(StrEnum):
     RIGHT = "RIGHT"
     FULL = "FULL"
     CROSS = "CROSS"
+    # each left row at most once, when some right row matches it (SEMI) or when none does (ANTI);
+    # no right column is output: EXISTS, IN (SELECT ...), NOT EXISTS, NOT IN (plan.analyzer.subqueries)
+    SEMI = "LEFT SEMI"
+    ANTI = "LEFT ANTI"
 
     @property
     def outer(self) -> bool:
         return self in (JoinType.LEFT, JoinType.RIGHT, JoinType.FULL)
+
+    @property
+    def filters(self) -> bool:
+        """A semi or anti join: it keeps or drops left rows, and outputs none of the right's columns."""
+        return self in (JoinType.SEMI, JoinType.ANTI)
 
 
 class JoinKind(StrEnum):
@@ -223,6 +232,9 @@ class Join:
     using: tuple[str, ...] = ()
     natural: bool = False
     state: tuple[str, ...] = ()  # what the join keeps and when it is dropped
+    # a query inside an expression this join stands for (plan.analyzer.subqueries): "EXISTS", "NOT
+    # EXISTS", "IN", "NOT IN" (SQL's three-valued: null-aware), "scalar" (a single-row join)
+    subquery: str | None = None
     line: int = field(default=0, compare=False)
     col: int = field(default=0, compare=False)
 

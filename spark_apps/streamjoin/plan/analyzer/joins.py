@@ -25,7 +25,9 @@ def join_type(join: exp.Join) -> tuple[JoinType, bool, bool]:
     method = (join.text("method") or "").upper()
     side = (join.text("side") or "").upper()
     kind = (join.text("kind") or "").upper()
-    if kind == "CROSS" or is_comma(join) and not join.args.get("on"):
+    if kind in ("SEMI", "ANTI"):  # Spark's and Hive's LEFT SEMI / LEFT ANTI JOIN; a subquery's (plan.analyzer.subqueries)
+        written = JoinType.SEMI if kind == "SEMI" else JoinType.ANTI
+    elif kind == "CROSS" or is_comma(join) and not join.args.get("on"):
         written = JoinType.CROSS
     elif side in ("LEFT", "RIGHT", "FULL"):
         written = JoinType(side)

@@ -29,6 +29,7 @@ class Item:
     window_source: str = "default"
     temporal: bool = False
     time_window: TimeWindowFunction | None = None
+    hidden: bool = False  # a subquery's view (plan.analyzer.subqueries): `*` and unqualified names skip it
 
     @property
     def is_stream(self) -> bool:
@@ -93,10 +94,11 @@ class Scope:
             return self.column_of(item, name, col, f"{qualifier}.{name}")
         in_scope = {i.alias for i in items}
         merged = self.using_members.get(name, set()) if self.using_members.get(name, {"?"}) <= in_scope else set()
-        if name == "rowtime" and output_rowtime and any(i.is_stream for i in self.items):
+        if name == "rowtime" and output_rowtime and any(i.is_stream and not i.hidden for i in self.items):
             return OUTPUT_ROWTIME
         candidates = [
             i for i in items if (name in i.columns or (name == "rowtime" and i.is_stream)) and i.alias not in merged
+            and not i.hidden
         ]
         if merged and not candidates:
             return self.using[name]
@@ -199,7 +201,7 @@ class Scope:
             return [self.star_column(item, c) for c in star_columns(item)]
         out = [(name, self.using[name].copy(), name) for name in self.using_order]
         for item in self.items:
-            for c in star_columns(item):
+            for c in star_columns(item) if not item.hidden else ():
                 if item.alias not in self.using_members.get(c, ()):
                     out.append(self.star_column(item, c))
         return out

@@ -11,6 +11,7 @@ from sqlglot.errors import ParseError
 
 import streamjoin.plan.analyzer.classify as classify
 import streamjoin.plan.analyzer.joins as joins
+import streamjoin.plan.analyzer.subqueries as subqueries
 from streamjoin.dialect import SelectKind, Within
 from streamjoin.dialect.profiles import REGULAR, Profile
 from streamjoin.plan.analyzer.analytics import analytics_of
@@ -130,8 +131,9 @@ class QueryAnalysis:
                 nested = next((q for q in node.find_all(exp.Query) if q is not node and not isinstance(q.parent, exp.Join | exp.From)
                                and not (isinstance(q.parent, exp.Subquery) and isinstance(q.parent.parent, exp.Join | exp.From))), None)
                 if nested is not None:
-                    self.where.fail("a query inside an expression (IN (SELECT ...), EXISTS, a scalar subquery) is not "
-                                    "supported", nested, "join the table or view it reads: JOIN t ON ...")
+                    self.where.fail(f"a query inside {key.upper() if key != 'joins' else 'a join condition'} is not "
+                                    "supported", nested, "write it in WHERE (EXISTS, IN, a scalar subquery), or join "
+                                    "the table or view it reads")
 
     def distinct(self) -> tuple[exp.Expression, ...] | None:
         """SELECT DISTINCT (every output column: ()) or DISTINCT ON (expressions), None without."""
@@ -310,14 +312,14 @@ class QueryAnalysis:
     # ------------------------------------------------------------------ joins
     def join(self, join: exp.Join) -> None:
         where = self.where
-        kind = (join.text("kind") or "").upper()
-        if kind in ("SEMI", "ANTI"):  # read as an outer join before 2026-11-27: every match written
-            where.fail(f"{(join.text('side') + ' ').upper().lstrip()}{kind} JOIN is not supported yet", join,
-                       "an INNER JOIN on the same condition gives each left row once per match (a SEMI join, once)")
         within = join.args.get("within")
         left_items = list(self.items)
         right = self.add_item(join.this, within)
         join_type, natural, asof = joins.join_type(join)
+        right.hidden = bool(join.meta.get(subqueries.HIDDEN)) or join_type.filters
+        if join_type.filters and (join.text("side") or "LEFT").upper() != "LEFT":
+            where.fail(f"{join.text('side').upper()} {join.text('kind').upper()} JOIN is not supported", join,
+                       f"swap the inputs: b LEFT {join.text('kind').upper()} JOIN a")
         on, using = join.args.get("on"), [ident_name(u) for u in join.args.get("using") or []]
         if join_type == JoinType.CROSS and (on is not None or using):
             where.fail("CROSS JOIN takes no ON or USING condition", on if on is not None else join.args["using"][0], "drop the condition, or write JOIN ... ON to join on it")
@@ -354,6 +356,7 @@ class QueryAnalysis:
                 using=tuple(using),
                 natural=natural,
                 state=describe_state(kind, join_type, left_items, right, condition),
+                subquery=join.meta.get(subqueries.SUBQUERY),
                 line=line,
                 col=col,
             )

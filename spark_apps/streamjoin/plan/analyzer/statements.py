@@ -16,6 +16,7 @@ from sqlglot import exp
 
 import streamjoin.plan.analyzer.compound as compound
 import streamjoin.plan.analyzer.dml as dml
+import streamjoin.plan.analyzer.subqueries as subqueries
 from streamjoin.dialect import directives, parse_script
 from streamjoin.dialect.profiles import DEFAULT, Profile, fold
 from streamjoin.errors import SqlError
@@ -68,6 +69,7 @@ class Analyzer:
         self.servers: dict[str, dict[str, str]] = {}  # s-Server's CREATE SERVER, by name
         self.cdc_sources: dict[str, dict[str, str]] = {}  # RisingWave's shared CDC CREATE SOURCE, by name
         self.epoch = 0  # the INSERT / UPDATE / DELETE statements read so far (plan.analyzer.dml)
+        self.subqueries = 0  # queries inside expressions made joins so far: their views' numbers (exists_1, ...)
 
     def script(self, statements: list[exp.Expression]) -> Script:
         statements, self.notes = in_order(statements, self.where)
@@ -283,6 +285,7 @@ class Analyzer:
             self.where.fail("LATERAL is not supported: it flattens a column of each row, it joins no other input",
                             select.args["laterals"][0], "select the array column itself")
         select = self.parts_as_views(distinct_as_groups(select))
+        select = subqueries.as_joins(self, select)
         from_ = select.args.get("from_")
         if from_ is None:
             self.where.fail("a query needs a FROM clause", select, "SELECT STREAM ... FROM stream")

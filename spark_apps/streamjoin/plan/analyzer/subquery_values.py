@@ -1,0 +1,128 @@
+"""The values of subqueries (plan.analyzer.subqueries): a scalar subquery's view (one row per
+correlation key: its value and its rows' count) and the expression that reads it, and a HAVING
+condition with a subquery as a WHERE over the grouped rows."""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from streamjoin.plan.conditions import conjuncts
+from streamjoin.plan.scope import Located
+
+
+def scalar_body(body: exp.Select, expression: exp.Expression, keys: list, aggregate: bool, correlated: bool,
+                 alias: str) -> exp.Select:
+    """A scalar subquery's view: its correlation keys (k1, ...), its value and its rows' count (n)."""
+    value = exp.alias_(expression.copy(), "value", quoted=False)
+    count = exp.alias_(exp.Count(this=exp.Star()), "n", quoted=False)
+    if aggregate and not correlated:  # one row, always (SQL's aggregate over no rows included)
+        body.set("expressions", [value])
+        return body
+    if aggregate:
+        body.set("expressions", [*keys, value, count])
+    elif correlated:  # rows of a plain query: at most one per key, or the run stops
+        body.set("expressions", [*keys, exp.alias_(exp.Min(this=expression.copy()), "value", quoted=False), count])
+    elif any(body.args.get(k) for k in ("group", "having", "limit", "distinct")) or aggregates(body):
+        body.set("expressions", [value])  # its rows as the query gives them, counted
+        return exp.select(exp.alias_(exp.Min(this=exp.column("value")), "value", quoted=False), count).from_(
+            exp.Subquery(this=body, alias=exp.TableAlias(this=exp.to_identifier(f"{alias}_rows"))))
+    else:
+        body.set("expressions", [exp.alias_(exp.Min(this=expression.copy()), "value", quoted=False), count])
+    if keys:
+        body.set("group", exp.Group(expressions=[k.this.copy() for k in keys]))
+    return body
+
+
+def scalar_value(sub: exp.Subquery, expression: exp.Expression, alias: str, aggregate: bool,
+                  correlated: bool) -> exp.Expression:
+    """What reads a scalar subquery's value from its view: more than one row stops the run
+    (`raise_error`); COUNT of a correlation key without rows is 0, not NULL (the count bug)."""
+    value = exp.column("value", alias)
+    if not aggregate:
+        error = exp.Anonymous(this="raise_error", expressions=[exp.Literal.string(
+            f"scalar subquery produced more than one row: {sub.sql(dialect='postgres')}")])
+        return exp.Case(ifs=[exp.If(this=exp.GT(this=exp.column("n", alias), expression=exp.Literal.number(1)),
+                                    true=error)], default=value)
+    if not correlated or expression.find(exp.Count) is None:
+        return value
+    empty = exp.Paren(this=expression.copy())  # over no rows: COUNT 0, every other aggregate NULL
+    for agg in list(empty.find_all(exp.AggFunc)):
+        agg.replace(exp.Literal.number(0) if isinstance(agg, exp.Count) else exp.Null())
+    return exp.Case(ifs=[exp.If(this=exp.Is(this=exp.column("n", alias), expression=exp.Null()), true=empty)],
+                    default=value)
+
+
+def having_as_where(where: Located, select: exp.Select) -> exp.Select:
+    """`... GROUP BY ... HAVING c` where c holds a subquery: the grouped rows as a view
+    (`grouped`), with the aggregates and keys c reads as columns of their own (h1, h2, ...),
+    and c a WHERE over it; ORDER BY, LIMIT and OFFSET move to the query that reads it."""
+    having = select.args["having"].this
+    parts = conjuncts(having)
+    with_sub = [p for p in parts if any(q.find_ancestor(exp.Query) is select for q in p.find_all(exp.Query))]
+    rest = [p for p in parts if p not in with_sub]
+    inner = select.copy()
+    inner.set("having", exp.Having(this=and_all([p.copy() for p in rest])) if rest else None)
+    outer_moves = {k: inner.args.get(k) for k in ("order", "limit", "offset")}
+    for k in outer_moves:
+        inner.set(k, None)
+    names = [_output_ident(e) for e in inner.expressions]
+    if any(n is None for n in names):
+        where.fail("a HAVING condition with a subquery needs the query's output columns named", select,
+                        "name each output column with AS")
+    hidden, filters = [], []
+    for part in with_sub:
+        part = part.copy()
+        for node in list(_grouped_terms(part, select)):
+            name = f"h{len(hidden) + 1}"
+            hidden.append(exp.alias_(node.copy(), name, quoted=False))
+            node.replace(exp.column(name, "grouped"))
+        filters.append(part)
+    inner.set("expressions", [*inner.expressions, *hidden])
+    outer = exp.select(*(exp.Column(this=n, table=exp.to_identifier("grouped")) for n in names)).from_(
+        exp.Subquery(this=inner, alias=exp.TableAlias(this=exp.to_identifier("grouped"))))
+    outer.set("where", exp.Where(this=and_all(filters)))
+    for k, v in outer_moves.items():
+        if v is not None:
+            outer.set(k, v)
+    return outer
+
+
+def _grouped_terms(node: exp.Expression, select: exp.Select):
+    """The aggregates and plain columns of a HAVING conjunct outside its subqueries."""
+    for n in list(node.find_all(exp.AggFunc, exp.Column)):
+        if n.find_ancestor(exp.Query) is not None:
+            continue
+        if isinstance(n, exp.Column) and n.find_ancestor(exp.AggFunc) is not None:
+            continue
+        yield n
+
+
+def _output_ident(node: exp.Expression) -> exp.Identifier | None:
+    """The identifier an output column is named by (None: a star, or an unnamed expression)."""
+    if isinstance(node, exp.Alias):
+        return node.args["alias"].copy()
+    if isinstance(node, exp.Column) and isinstance(node.this, exp.Identifier):
+        return node.this.copy()
+    return None
+
+
+def aggregates(select: exp.Select) -> bool:
+    return any(a.find_ancestor(exp.Window) is None and query_of(a) is select
+               for e in select.expressions for a in e.find_all(exp.AggFunc))
+
+
+def query_of(node: exp.Expression) -> exp.Expression | None:
+    """The nearest SELECT (or other query) a node is written in."""
+    parent = node.parent
+    while parent is not None and not isinstance(parent, exp.Select | exp.Union):
+        parent = parent.parent
+    return parent
+
+
+def and_all(parts: list[exp.Expression]) -> exp.Expression | None:
+    if not parts:
+        return None
+    out = parts[0]
+    for p in parts[1:]:
+        out = exp.And(this=out, expression=p)
+    return out
