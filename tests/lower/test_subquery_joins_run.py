@@ -239,7 +239,7 @@ STREAM_SHAPES = {
 }
 
 
-@pytest.mark.parametrize("name", [n if n in ("exists-interval-final", "not-exists-window-changes")
+@pytest.mark.parametrize("name", [n if n == "not-exists-window-changes"
                                   else pytest.param(n, marks=pytest.mark.long) for n in STREAM_SHAPES])
 def test_a_subquery_over_two_streams_gives_the_references_rows(spark, tmp_path, name):
     import random
@@ -283,7 +283,8 @@ DS2 = [(0, "a"), (1, "a"), (1, "b"), (1, "b"), (1, "c"), (2, "c"), (3, "c"), (4,
 
 @pytest.mark.parametrize(("query", "rows"), [
     # testSemiJoinWithOneSideRetraction (its left side without (11, f))
-    ("SELECT a FROM ds1 WHERE a IN (SELECT SUM(c) FROM ds2 GROUP BY d) AND a <> 11", [(1,), (2,), (10,), (6,), (8,)]),
+    pytest.param("SELECT a FROM ds1 WHERE a IN (SELECT SUM(c) FROM ds2 GROUP BY d) AND a <> 11",
+                 [(1,), (2,), (10,), (6,), (8,)], marks=pytest.mark.long),
     # testAntiJoinWithOneSideRetraction
     ("SELECT * FROM ds1 WHERE NOT EXISTS (SELECT c FROM ds3 WHERE a = c)", [(11, "f")]),
 ])
