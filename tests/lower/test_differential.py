@@ -319,13 +319,18 @@ def test_custom_operator_equals_the_reference_for_generated_window_joins(spark, 
     sql = ddl(dirs) + f"{SELECT} FROM in0 {lsql} AS s0 {join_type} JOIN in1 {rsql} AS s1 ON s0.c = s1.c {on} EMIT {emit};"
     rows, status = run_until_idle(spark, sql, tmp_path / "run")
     assert status["late_rows"] == 0
+    compare(rows, emit, two_way_by_case(streams, lwin, rwin, join_type, predicate, emit))
+
+
+def two_way_by_case(streams, lwin, rwin, join_type, predicate, emit) -> dict[int, list]:
+    """The reference's rows of `in0 AS s0 JOIN in1 AS s1`, per case `c`, as input ids."""
     expected = {}
     for c in range(CASES):
         left = [r for r in streams[0] if r["c"] == c]
         right = [r for r in streams[1] if r["c"] == c]
         result = ref.two_way(ref.Side("s0", left, lwin), ref.Side("s1", right, rwin), join_type, predicate, emit)
         expected[c] = as_ids(result, left, right)
-    compare(rows, emit, expected)
+    return expected
 
 
 @pytest.mark.parametrize("name", list(ASOF_SHAPES))

@@ -244,10 +244,8 @@ STREAM_SHAPES = {
 def test_a_subquery_over_two_streams_gives_the_references_rows(spark, tmp_path, name):
     import random
 
-    import reference as ref
     from runtime_helpers import run_until_idle
-    from test_differential import CASES as N_CASES
-    from test_differential import OPERATOR_SEED, as_ids, compare, ddl, generate, write_inputs
+    from test_differential import OPERATOR_SEED, compare, ddl, generate, two_way_by_case, write_inputs
 
     condition, join_type, emit, lwin, rwin = STREAM_SHAPES[name]
     rng = random.Random(f"{OPERATOR_SEED}-{name}")
@@ -259,14 +257,8 @@ def test_a_subquery_over_two_streams_gives_the_references_rows(spark, tmp_path, 
                        f"WHERE {condition} EMIT {emit};")
     rows, status = run_until_idle(spark, sql, tmp_path / "run")
     assert status["late_rows"] == 0
-    expected = {}
-    for c in range(N_CASES):
-        left = [r for r in streams[0] if r["c"] == c]
-        right = [r for r in streams[1] if r["c"] == c]
-        result = ref.two_way(ref.Side("s0", left, lwin), ref.Side("s1", right, rwin), join_type,
-                             lambda a, b: a["k"] is not None and a["k"] == b["k"], emit)
-        expected[c] = as_ids(result, left, right)
-    compare(rows, emit, expected)
+    compare(rows, emit, two_way_by_case(streams, lwin, rwin, join_type,
+                                        lambda a, b: a["k"] is not None and a["k"] == b["k"], emit))
 
 
 # Flink's SemiAntiJoinStreamITCase: the subquery's rows a running aggregate that changes as its
