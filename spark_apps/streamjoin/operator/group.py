@@ -203,10 +203,14 @@ class GroupJoin(ABC):
     def null_row(self, e: Entry, rowtime: int, op: str = INSERT) -> Output:
         return Output(op, rowtime, e.values if e.side == 0 else None, e.values if e.side == 1 else None)
 
+    def semi_rowtime(self, left: Entry, rowtime: int) -> int:
+        """A semi join's row's rowtime: the instant its first partner is found (§4's pair rowtime)."""
+        return rowtime
+
     def pair(self, left: Entry, right: Entry, rowtime: int, out: list, op: str = INSERT) -> None:
         if self.spec.join_type.filters:  # a semi or anti join writes no pair: its left rows alone
             if self.spec.join_type == JoinType.SEMI and not left.matched:  # at its first partner
-                out.append(Output(op, rowtime, left.values, None))
+                out.append(Output(op, self.semi_rowtime(left, rowtime), left.values, None))
             elif self.spec.join_type == JoinType.ANTI and left.eager and not left.matched and self.spec.emit == Emit.CHANGES:
                 out.append(self.null_row(left, int(left.start), DELETE))  # the eager anti row is withdrawn
             left.matched = right.matched = True

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from streamjoin.operator.group import DELETE, INSERT, Entry, GroupJoin, Output, changed_row, instants, keep_row, kept_rows
+from streamjoin.operator.group import DELETE, Entry, GroupJoin, Output, changed_row, instants, keep_row, kept_rows
 from streamjoin.plan.model import JoinType
 
 
@@ -61,16 +61,9 @@ class RegularJoin(GroupJoin):
         self.present[side].setdefault(e.key, []).append(e)
         return e
 
-    def pair(self, left: Entry, right: Entry, rowtime: int, out: list, op: str = INSERT) -> None:
-        """A semi join writes a left row at its first partner, an anti join withdraws it (its
-        partners are counted after this call); neither writes the pair."""
-        if not self.spec.join_type.filters:
-            return super().pair(left, right, rowtime, out, op)
-        if self.spec.join_type == JoinType.SEMI and not left.partners:
-            out.append(self.null_row(left, int(left.start)))
-        elif left.eager and not left.matched:  # the anti join's row: a partner came
-            out.append(self.null_row(left, int(left.start), DELETE))
-        left.matched = right.matched = True
+    def semi_rowtime(self, left: Entry, rowtime: int) -> int:
+        """The left row's own start: its withdrawal (`withdraw`) writes the same row back."""
+        return int(left.start)
 
     def withdraw(self, e: Entry, now, out) -> None:
         """A table row that is replaced or deleted: every result it gave is withdrawn; a partner
