@@ -137,6 +137,8 @@ def derive_interval_windows(where: Located, join, left_items, right: Item, bound
 def check_stream_table(where: Located, join, join_type, left_items, right: Item, condition: Condition) -> JoinKind:
     table_right = not right.is_stream
     on = join.args.get("on") or join
+    if join_type.filters:  # a semi / anti join keeps the stream's row or not: any condition (NOT IN's null-aware OR)
+        return JoinKind.SNAPSHOT
     if not condition.keys:
         where.fail("stream-table join must be an equi-join", on, "join on an equality between a stream column and a table column, e.g. ON s.k = t.k")
     table_aliases = {right.alias} if table_right else {i.alias for i in left_items}

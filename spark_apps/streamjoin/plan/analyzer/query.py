@@ -257,7 +257,7 @@ class QueryAnalysis:
         return None
 
     def time_window_function(self, func: exp.Expression) -> tuple[Relation, TimeWindowFunction]:
-        fname = (func.name or "").upper()
+        fname = (func.name or func.sql(dialect="postgres").split("(")[0]).upper()
         args = list(func.expressions) if isinstance(func, exp.Anonymous) else list(func.args.values())
         if fname == "TABLE" and args and isinstance(args[0], exp.Func | exp.Anonymous):  # KDA: TABLE(FN(CURSOR(...)))
             inner = args[0]

@@ -25,7 +25,15 @@ from dataclasses import dataclass, field
 from sqlglot import exp
 
 from streamjoin.errors import SqlError
-from streamjoin.plan.analyzer.subquery_values import aggregates, and_all, having_as_where, query_of, scalar_body, scalar_value
+from streamjoin.plan.analyzer.subquery_values import (
+    aggregates,
+    and_all,
+    having_as_where,
+    query_of,
+    scalar_body,
+    scalar_value,
+    without_from,
+)
 from streamjoin.plan.conditions import conjuncts
 from streamjoin.plan.model import Kind
 from streamjoin.plan.scope import Located, ident_name
@@ -39,11 +47,21 @@ def as_joins(analyzer, select: exp.Select) -> exp.Select:
     Analyzer, which names the views and numbers them across the script: `analyzer.subqueries`);
     each pass rewrites one level, the views' own subqueries when they are analysed."""
     while has_subquery(select):
+        select = without_from(analyzer.where, select)
+        if not has_subquery(select):
+            break
+        before = select.copy()
         rewrite = Rewrite(analyzer.where, lambda node: item_columns(analyzer, node), select,
                           rowtime=lambda node: item_rowtime(analyzer, node), count=analyzer.subqueries)
         select = rewrite.run()
         analyzer.subqueries = rewrite.count
         select = analyzer.parts_as_views(select)
+        if select == before:  # what is left is no form of a subquery a join stands for
+            node = next(q for key in ("expressions", "where", "having") for q in _nested(select, key))
+            inside = node.parent.parent if isinstance(node.parent, exp.Subquery) else node.parent
+            analyzer.where.fail(f"a query inside {inside.key.upper()}(...) is not supported", node,
+                                "write it as a condition of WHERE (EXISTS / IN (SELECT ...)), a scalar subquery "
+                                "that selects one value, or a join of a WITH view")
     return select
 
 

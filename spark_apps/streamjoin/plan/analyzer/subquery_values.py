@@ -1,6 +1,7 @@
 """The values of subqueries (plan.analyzer.subqueries): a scalar subquery's view (one row per
-correlation key: its value and its rows' count) and the expression that reads it, and a HAVING
-condition with a subquery as a WHERE over the grouped rows."""
+correlation key: its value and its rows' count) and the expression that reads it, a HAVING
+condition with a subquery as a WHERE over the grouped rows, and subqueries without FROM (over
+one row) as the expressions they stand for."""
 
 from __future__ import annotations
 
@@ -50,6 +51,42 @@ def scalar_value(sub: exp.Subquery, expression: exp.Expression, alias: str, aggr
         agg.replace(exp.Literal.number(0) if isinstance(agg, exp.Count) else exp.Null())
     return exp.Case(ifs=[exp.If(this=exp.Is(this=exp.column("n", alias), expression=exp.Null()), true=empty)],
                     default=value)
+
+
+def without_from(where: Located, select: exp.Select) -> exp.Select:
+    """The select with its subqueries that have no FROM (a query over one row: `EXISTS (SELECT
+    t2.d WHERE t2.d IS NULL)`, `x IN (SELECT y + 1)`, `(SELECT x * 2)`) written as the expressions
+    they are: EXISTS is its WHERE being TRUE (UNKNOWN is no row), IN its WHERE and the equality,
+    a scalar subquery its value where its WHERE holds (else NULL); NOT and NOT IN follow."""
+    select = select.copy()
+    for node in list(select.find_all(exp.Exists, exp.In, exp.Subquery)):
+        if query_of(node) is not select or node.parent is None and node is not select:
+            continue
+        if isinstance(node, exp.Subquery) and isinstance(node.parent, exp.In | exp.Exists):
+            continue
+        body = node.this if not isinstance(node, exp.In) else node.args.get("query")
+        body = body.unnest() if isinstance(body, exp.Subquery) else body
+        if not isinstance(body, exp.Select) or body.args.get("from_") is not None:
+            continue
+        if aggregates(body) or any(body.args.get(k) for k in ("group", "having", "limit", "offset", "joins")):
+            where.fail("a subquery without FROM that aggregates, groups or limits is not supported", body,
+                       "write its value as an expression of the outer query")
+        if not isinstance(node, exp.Exists) and len(body.expressions) != 1:
+            where.fail(f"this subquery selects {len(body.expressions)} columns; it must select one", body,
+                       "select the one value to compare")
+        condition = body.args["where"].this.copy() if body.args.get("where") is not None else None
+        holds = exp.func("COALESCE", condition, exp.false()) if condition is not None else exp.true()
+        value = None if isinstance(node, exp.Exists) else body.expressions[0]
+        value = value.this if isinstance(value, exp.Alias) else value
+        if isinstance(node, exp.Exists):
+            replacement = holds
+        elif isinstance(node, exp.In):
+            equal = exp.EQ(this=node.this.copy(), expression=value.copy())
+            replacement = equal if condition is None else exp.and_(holds, equal)
+        else:
+            replacement = value.copy() if condition is None else exp.Case(ifs=[exp.If(this=condition, true=value.copy())])
+        node.replace(exp.Paren(this=replacement))
+    return select
 
 
 def having_as_where(where: Located, select: exp.Select) -> exp.Select:
