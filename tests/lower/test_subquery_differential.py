@@ -246,11 +246,24 @@ def folded(rows: list[dict]) -> list[tuple]:
     return sorted((k for k, n in content.items() for _ in range(n)), key=repr)
 
 
-@pytest.mark.parametrize("shape", [s if i == 0 else pytest.param(s, marks=pytest.mark.long)
-                                   for i, s in enumerate(REGULAR_SHAPES)], ids=lambda s: s.id)
+def regular_cases():
+    """Every shape on streamjoin's operator; the semi / anti ones on the micro-batch loop too."""
+    for i, shape in enumerate(REGULAR_SHAPES):
+        for engine in ("operator", "batch", "bounded"):
+            if engine != "operator" and shape.form.startswith("SCALAR"):
+                continue  # (a scalar subquery is a LEFT join: a changelog, the operator's)
+            marks = () if i == 0 else (pytest.mark.long,)
+            yield pytest.param(shape, engine, marks=marks, id=f"{shape.id}-{engine}")
+
+
+@pytest.mark.parametrize(("shape", "engine"), list(regular_cases()))
 def test_a_random_subquery_over_sources_without_a_time_bound_folds_to_sqls_rows_over_all_of_them(
-        spark, tmp_path, shape):
+        spark, tmp_path, shape, engine):
+    """On streamjoin's operator (a changelog), and a semi or anti join on the micro-batch loop,
+    where a bounded run (--until-idle) runs it (its anti rows written at the end of input): the
+    same fold, over two micro-batches (a bounded run: every file there at its start)."""
     from streamjoin.runtime.pipeline import Pipeline
+    from streamjoin.settings import Settings
 
     rng = random.Random(shape.seed)
     outer, sub = rows_of(rng, "outer", 0.1), rows_of(rng, "sub")
@@ -265,11 +278,19 @@ def test_a_random_subquery_over_sources_without_a_time_bound_folds_to_sqls_rows_
                f"CREATE SOURCE sub_src (c INT, k INT, v INT) WITH (connector = 'files', "
                f"path = '{tmp_path / 'sub_src'}') FORMAT PLAIN ENCODE JSON;\n"
                f"CREATE MATERIALIZED VIEW mv AS {query_sql(shape, 'outer_src', 'o', 's', 'sub_src', stream=False)};\n")
-    runner = Pipeline.from_sql(program, "rw.sql", dialect="risingwave").runner(
-        spark, tmp_path / "checkpoint", str(tmp_path / "out")).start()
-    runner.process_available()
-    write_jsonl(tmp_path / "sub_src" / "b.json", [{k: r[k] for k in ("c", "k", "v")} for r in sub[half_s:]])
-    write_jsonl(tmp_path / "outer_src" / "b.json", [{k: r[k] for k in strip} for r in outer[half_o:]])
+    settings = Settings(join_operator="batch") if engine == "batch" else None
+
+    def second_half():
+        write_jsonl(tmp_path / "sub_src" / "b.json", [{k: r[k] for k in ("c", "k", "v")} for r in sub[half_s:]])
+        write_jsonl(tmp_path / "outer_src" / "b.json", [{k: r[k] for k in strip} for r in outer[half_o:]])
+    if engine == "bounded":
+        second_half()
+    pipeline = Pipeline.from_sql(program, "rw.sql", settings, dialect="risingwave")
+    runner = pipeline.runner(spark, tmp_path / "checkpoint", str(tmp_path / "out"), until_idle=engine == "bounded").start()
+    assert (runner.plan["run"] == "interval join") == (engine != "operator"), runner.plan
+    if engine != "bounded":
+        runner.process_available()
+        second_half()
     status = run_to_end(runner)
     assert status["state"] == "finished", status
     assert folded(read_output(tmp_path / "out")) == expected_rows(shape.form, shape.theta, outer, sub), program

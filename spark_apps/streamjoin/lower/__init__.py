@@ -78,7 +78,9 @@ def _batch_interval(lowering: Lowering) -> Lowered:
     """Two streams' interval join on the micro-batch loop (lower.batch.batch_join)."""
     from streamjoin.lower.batch.batch_join import lower_batch
 
-    return lower_batch(lowering.query, _batch_specs(lowering), lowering.plan.joins[0])
+    query = lowering.query
+    changes = query.emit == Emit.CHANGES and not forced_append(lowering.script, query)  # (a regular semi / anti join)
+    return lower_batch(query, _batch_specs(lowering), lowering.plan.joins[0], changes)
 
 
 def _batch_chain(lowering: Lowering) -> Lowered:

@@ -7,7 +7,8 @@ from __future__ import annotations
 from sqlglot import exp
 
 from streamjoin.dialect.expressions import StepBy
-from streamjoin.lower.columns import ROWTIME_COLUMN, flat
+from streamjoin.lower.columns import ROWTIME_COLUMN, flat, q, rowtime_column
+from streamjoin.plan.model import Query
 from streamjoin.plan.windows import interval_ms
 
 
@@ -137,3 +138,21 @@ def postgres_sql(expression: exp.Expression, alias: str) -> str | None:
             return None
         col.set("table", None)
     return tree.sql(dialect="postgres")
+
+
+def project_output(query: Query, joined, aliases: list[str]):
+    """The query's WHERE, output columns and __rowtime over joined flat rows of `aliases`."""
+    from pyspark.sql import functions as F
+
+    if query.where is not None:
+        joined = joined.where(F.expr(spark_sql(query.where)))
+    joined = joined.withColumn(ROWTIME_COLUMN, rowtime_column(query, aliases))
+    return joined.select(*[F.expr(spark_sql(c.expression)).alias(c.name) for c in query.output], F.col(ROWTIME_COLUMN))
+
+
+def extend_with_nulls(rows, other, columns: list[str]):
+    """`rows` of one input NULL-extended with the other input's columns, as `columns`."""
+    from pyspark.sql import functions as F
+
+    types = dict(other.dtypes)
+    return rows.select(*[F.col(q(c)) if c in rows.columns else F.lit(None).cast(types[c]).alias(c) for c in columns])

@@ -123,8 +123,8 @@ def _unbatched(query: Query) -> str | None:
     """What the micro-batch loop never writes, whatever the joins."""
     if query.order_within:
         return "it writes rows in rowtime order only, not ordered within a rowtime (ORDER BY ROWTIME, ...)"
-    if any(j.join_type.filters for j in query.joins):
-        return "a semi or anti join: each left row once, which streamjoin's operator writes"
+    if any(j.join_type.filters for j in query.joins) and (len(query.joins) > 1 or query.joins[0].kind != JoinKind.REGULAR):
+        return "a semi or anti join bounded in time: each left row once, at its first match, which streamjoin's operator writes"
     return None
 
 
@@ -196,13 +196,15 @@ def _rows_reason(script: Script, query: Query, options: LoweringOptions) -> str 
 
 def regular_reason(script: Script, query: Query, options: LoweringOptions = LoweringOptions()) -> str | None:
     """Why the batch interval join does not run a regular join (RisingWave's join without a time
-    bound), or None when it does: INNER, of two append-only streams (read directly, or stream
+    bound), or None when it does: INNER (or a semi or anti join), of two append-only streams (read directly, or stream
     views run as parts of their own: `staged_views`; no changing table), its rows appended (EMIT EAGER), JSON Lines output; by default (`auto`) when the run is
     bounded (`--until-idle`): every row is in range for ever, so a live run would re-read both
     inputs' whole history every micro-batch, where streamjoin's operator keeps it by key."""
     join = query.joins[0]
-    if join.join_type != JoinType.INNER or query.emit != Emit.EAGER:
-        return "a regular join runs on it when it is INNER and appends (an outer one writes a changelog)"
+    # a semi join of append-only inputs only appends; an anti join's rows are written at the end of
+    # input, when no partner can come (the operator writes them at once and withdraws them: the same fold)
+    if not (join.join_type == JoinType.INNER and query.emit == Emit.EAGER or join.join_type.filters):
+        return "a regular join runs on it when it is INNER and appends, or a semi or anti join (an outer one writes a changelog)"
     staged = {sv.alias for sv in staged_views(script, query, options)}  # (a part of its own writes a view's rows as a stream's)
     if any(script.relation(i.relation).changing or (script.relation(i.relation).view and (
             i.alias not in staged or script.view(i.relation).changelog_key() is not None)) for i in query.inputs):

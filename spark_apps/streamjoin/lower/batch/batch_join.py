@@ -37,22 +37,21 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from streamjoin.io.formats.columns import OP
 from streamjoin.io.formats.files import BOUND
 from streamjoin.io.formats.instants import END_US
 from streamjoin.io.sources.staging import InputSpec
 from streamjoin.lower.batch.keyed_probe import DriverProbe, flat_schema, probe_task, staged_fields
 from streamjoin.lower.columns import (
     ET_COLUMN,
-    ROWTIME_COLUMN,
     ZERO,
     bound_column,
     flat,
     not_bound,
     q,
-    rowtime_column,
     rowtime_of,
 )
-from streamjoin.lower.expressions import spark_sql
+from streamjoin.lower.expressions import extend_with_nulls, project_output, spark_sql
 from streamjoin.plan.model import Join, JoinType, Query
 
 if TYPE_CHECKING:
@@ -114,9 +113,11 @@ class BatchJoin:
     # other output) cannot read this one's Probe
     _property: str = field(default_factory=lambda: f"{PROBE_PROPERTY}.{uuid.uuid4().hex}", repr=False, compare=False)
 
+    changes: bool = False  # EMIT CHANGES: every row written is an insert, `op` +I (a regular semi / anti join)
+
     @property
-    def keeps_left(self) -> bool:
-        return self.join.join_type in (JoinType.LEFT, JoinType.FULL)
+    def keeps_left(self) -> bool:  # (an anti join's rows are L rows that leave without a partner)
+        return self.join.join_type in (JoinType.LEFT, JoinType.FULL, JoinType.ANTI)
 
     @property
     def keeps_right(self) -> bool:
@@ -263,6 +264,8 @@ class BatchJoin:
         new_l, new_r = new_l if new_l is not None else empty_l, new_r if new_r is not None else empty_r
         all_l = new_l if old_l is None else old_l.unionByName(new_l)
         all_r = new_r if old_r is None else old_r.unionByName(new_r)
+        if self.join.join_type.filters:
+            return self._filtered(spark, new, old, before, after, new_l, old_l, new_r, old_r, all_r, broadcast)
         few = sizes is not None and sizes[0][0] * FEW <= sum(sizes[1]) and sizes[0][0] <= BROADCAST_ROWS
         parts = [self._pairs_of_few(new_l, all_r) if few else self._join(new_l, all_r, "inner", broadcast)]
         if old_l is not None:
@@ -271,14 +274,27 @@ class BatchJoin:
         if self.keeps_left:
             leaving = self._leaving(spark, 0, new[0], old[0], self.leave_left(before), self.leave_left(after))
             if leaving is not None:
-                parts.append(_extend(self._join(leaving, all_r, "left_anti", broadcast), empty_r, columns))
+                parts.append(extend_with_nulls(self._join(leaving, all_r, "left_anti", broadcast), empty_r, columns))
         if self.keeps_right:
             leaving = self._leaving(spark, 1, new[1], old[1], self.leave_right(before), self.leave_right(after))
             if leaving is not None:
-                parts.append(_extend(self._unmatched_right(leaving, all_l, broadcast), empty_l, columns))
+                parts.append(extend_with_nulls(self._unmatched_right(leaving, all_l, broadcast), empty_l, columns))
         joined = parts[0]
         for part in parts[1:]:
             joined = joined.unionByName(part)
+        return self._project(joined)
+
+    def _filtered(self, spark, new, old, before: Clocks, after: Clocks, new_l, old_l, new_r, old_r, all_r, broadcast: bool):
+        """A semi join's rows: L rows with a first partner in this micro-batch (new L rows with
+        any, retained ones with a new partner and no retained one); an anti join's: L rows that
+        leave (at end of input, for a regular join) without a partner. Both L's columns only."""
+        if self.join.join_type == JoinType.ANTI:
+            leaving = self._leaving(spark, 0, new[0], old[0], self.leave_left(before), self.leave_left(after))
+            return None if leaving is None else self._project(self._join(leaving, all_r, "left_anti", broadcast))
+        joined = self._join(new_l, all_r, "left_semi", broadcast)
+        if old_l is not None:
+            first = self._join(old_l, new_r, "left_semi", broadcast)
+            joined = joined.unionByName(first if old_r is None else self._join(first, old_r, "left_anti", broadcast))
         return self._project(joined)
 
     def keyed_rows(self, spark, dirs: tuple[str, str], new: tuple[list[int], list[int]], old: tuple[list[int], list[int]],
@@ -350,7 +366,11 @@ class BatchJoin:
         return frames[0] if len(frames) == 1 else frames[0].unionByName(frames[1])
 
     def _project(self, joined):
-        return project_output(self.query, joined, [self.left.alias, self.right.alias])
+        from pyspark.sql import functions as F
+
+        aliases = [self.left.alias] if self.join.join_type.filters else [self.left.alias, self.right.alias]
+        out = project_output(self.query, joined, aliases)
+        return out.select(F.lit("+I").alias(OP), "*") if self.changes else out
 
 
 def side_frame(spark, spec: InputSpec, files: list[str], low_us: int | None = None, high_us: int | None = None,
@@ -394,24 +414,6 @@ def read_steps(spark, spec: InputSpec, files: list[str]):
     return spark.read.schema(from_arrow_schema(arrow)).parquet(*files)
 
 
-def project_output(query: Query, joined, aliases: list[str]):
-    """The query's WHERE, output columns and __rowtime over joined flat rows of `aliases`."""
-    from pyspark.sql import functions as F
-
-    if query.where is not None:
-        joined = joined.where(F.expr(spark_sql(query.where)))
-    joined = joined.withColumn(ROWTIME_COLUMN, rowtime_column(query, aliases))
-    return joined.select(*[F.expr(spark_sql(c.expression)).alias(c.name) for c in query.output], F.col(ROWTIME_COLUMN))
-
-
-def _extend(rows, other, columns: list[str]):
-    """`rows` of one input NULL-extended with the other input's columns, as `columns`."""
-    from pyspark.sql import functions as F
-
-    types = dict(other.dtypes)
-    return rows.select(*[F.col(q(c)) if c in rows.columns else F.lit(None).cast(types[c]).alias(c) for c in columns])
-
-
 def _add(us: int, delta: int) -> int:
     if us >= INF:
         return INF
@@ -430,7 +432,7 @@ def clock_of(top_us: int | None, lateness_ms: int) -> int | None:
     return INF if top_us >= END_US else top_us - lateness_ms * 1000
 
 
-def lower_batch(query: Query, specs: list[InputSpec], node: JoinNode):
+def lower_batch(query: Query, specs: list[InputSpec], node: JoinNode, changes: bool = False):
     """The query as a batch interval join (its plan's join `node`: the probe and where it runs):
     the `BatchJoin` the sink runs, and no streaming frame (no Spark streaming query runs it:
     `lower.batch.batch_sink.BatchJoinQuery`)."""
@@ -442,5 +444,6 @@ def lower_batch(query: Query, specs: list[InputSpec], node: JoinNode):
     by_alias = {s.alias: s for s in specs}
     low, high = interval(join) or (-UNBOUNDED_MS, UNBOUNDED_MS)  # none: a regular join (`strategy.regular_reason`)
     keyed = key_columns(join) if node.probe == "keyed" else None
-    batch = BatchJoin(query, join, by_alias[join.left_inputs[-1]], by_alias[join.right], low, high, keyed, node.probe_in or "tasks")
-    return Lowered(None, list(specs), [c.name for c in query.output], 0, batch=batch)
+    batch = BatchJoin(query, join, by_alias[join.left_inputs[-1]], by_alias[join.right], low, high, keyed, node.probe_in or "tasks",
+                      changes=changes)
+    return Lowered(None, list(specs), [*([OP] if changes else []), *(c.name for c in query.output)], 0, batch=batch)

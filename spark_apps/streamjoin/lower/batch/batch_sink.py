@@ -57,7 +57,7 @@ class BatchJoinSink(OrderedSink):
         self.on_join: Callable[[int], None] | None = None  # after each join, its milliseconds (BatchJoinQuery)
         # EMIT EAGER (INNER joins, and a regular join's appended rows): a join's rows are written as
         # soon as it has found them, not once the clocks pass them (`release_final`)
-        self.eager = batch.query.emit == Emit.EAGER
+        self.eager = batch.query.emit == Emit.EAGER or any(j.join_type.filters for j in batch.query.joins)  # (regular semi / anti)
 
     def release(self, watermark: str | None) -> None:
         """After `Runner.process_available`: whatever is staged and not joined yet, then what is final."""

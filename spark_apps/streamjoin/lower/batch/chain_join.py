@@ -24,9 +24,9 @@ import functools
 from dataclasses import dataclass
 
 from streamjoin.io.sources.staging import InputSpec
-from streamjoin.lower.batch.batch_join import BUCKET, INF, PARTNER_BUCKET, Clocks, _sub, project_output, side_frame
+from streamjoin.lower.batch.batch_join import BUCKET, INF, PARTNER_BUCKET, Clocks, _sub, side_frame
 from streamjoin.lower.columns import flat, not_bound, q, rowtime_of
-from streamjoin.lower.expressions import spark_sql
+from streamjoin.lower.expressions import project_output, spark_sql
 from streamjoin.plan.model import Join, Query
 
 # a micro-batch with at least this many times as many new rows as retained ones (a bounded run's
