@@ -6,6 +6,7 @@ never in the project's environment.
     bench/.venv-flink/bin/python bench/flink_job.py L_DIR R_DIR INNER3 WINDOW_MS M_DIR
     bench/.venv-flink/bin/python bench/flink_job.py L_DIR TABLE_DIR SNAPSHOT WINDOW_MS
     bench/.venv-flink/bin/python bench/flink_job.py L_DIR CHANGES_DIR CHANGING WINDOW_MS
+    bench/.venv-flink/bin/python bench/flink_job.py L_DIR TABLE_DIR SEMI|ANTI WINDOW_MS
     bench/.venv-flink/bin/python bench/flink_job.py NEXMARK_DIR - NEXMARK-Q3|NEXMARK-Q8|NEXMARK-Q20 0
 
 INNER3 is the three-stream workload: `l JOIN m ... JOIN r ...`, both interval conditions on l's
@@ -21,6 +22,10 @@ source such as JDBC; the files have none).
 
 CHANGING joins the stream with a table that changes, read from Debezium JSON events (format
 `debezium-json`): a regular join whose output is a changelog (+I, -U, +U, -D printed).
+
+SEMI and ANTI read SNAPSHOT's files as `WHERE EXISTS` / `WHERE NOT EXISTS (SELECT * FROM t WHERE
+t.id = l.k)`: Flink's regular semi / anti join, its output a changelog (ANTI withdraws a row
+written before its t row arrived).
 """
 
 from __future__ import annotations
@@ -57,6 +62,16 @@ def main(left: str, right: str, join: str, window_ms: int, middle: str | None = 
             WITH ('connector' = 'filesystem', 'path' = '{right}', 'format' = 'debezium-json')""")
         env.execute_sql("CREATE TABLE sink (k INT, lv INT, name STRING, price DOUBLE) WITH ('connector' = 'print')")
         env.execute_sql("INSERT INTO sink SELECT l.k, l.v, t.name, t.price FROM l JOIN t ON l.k = t.id").wait()
+        return
+    if join in ("SEMI", "ANTI"):
+        env.execute_sql(f"""
+            CREATE TABLE l (k INT, v INT) WITH ('connector' = 'filesystem', 'path' = '{left}', 'format' = 'json')""")
+        env.execute_sql(f"""
+            CREATE TABLE t (id INT, name STRING, price DOUBLE)
+            WITH ('connector' = 'filesystem', 'path' = '{right}', 'format' = 'json')""")
+        env.execute_sql("CREATE TABLE sink (k INT, lv INT) WITH ('connector' = 'print')")
+        exists = "NOT EXISTS" if join == "ANTI" else "EXISTS"
+        env.execute_sql(f"INSERT INTO sink SELECT l.k, l.v FROM l WHERE {exists} (SELECT * FROM t WHERE t.id = l.k)").wait()
         return
     if join == "SNAPSHOT":
         env.execute_sql(f"""

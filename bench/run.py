@@ -80,6 +80,12 @@ WORKLOADS = {  # name: (join, keys, partners per row)
     # the same files as a regular join of two append-only streams (RisingWave's join without a time
     # bound, issue 40): every row of both kept; rows/s counts both streams' rows
     "regular": ("REGULAR", 50_000, 1),
+    # the same files as a semi and an anti join (issue 67: `WHERE EXISTS` / `WHERE NOT EXISTS (SELECT
+    # * FROM t WHERE t.id = l.k)`, RisingWave's and Flink's regular semi / anti joins without a time
+    # bound): each l row once if its key is in t (SEMI) or once if it is not (ANTI: an l row written
+    # before its t row arrives is withdrawn then); both a changelog counted folded; rows/s counts both streams' rows
+    "semi": ("SEMI", 50_000, 1),
+    "anti": ("ANTI", 50_000, 1),
     # the l stream joined with a table that changes (issue 40: RisingWave's regular join with a CDC
     # table): the snapshot workload's table as Debezium JSON events, every 10th row updated and every
     # id 5 mod 20 deleted after; both engines write a changelog, counted folded (inserts less
@@ -115,6 +121,10 @@ FLINK_VENV = HERE / ".venv-flink"
 REGULAR_SQL = """CREATE SOURCE l (k INT, v INT) WITH (connector = 'files', path = '{l}') FORMAT PLAIN ENCODE JSON;
 CREATE SOURCE t (id INT, name VARCHAR, price DOUBLE) WITH (connector = 'files', path = '{r}') FORMAT PLAIN ENCODE JSON;
 CREATE MATERIALIZED VIEW joined AS SELECT l.k AS k, l.v AS lv, t.name AS name, t.price AS price FROM l JOIN t ON l.k = t.id;
+"""
+FILTER_SQL = """CREATE SOURCE l (k INT, v INT) WITH (connector = 'files', path = '{l}') FORMAT PLAIN ENCODE JSON;
+CREATE SOURCE t (id INT, name VARCHAR, price DOUBLE) WITH (connector = 'files', path = '{r}') FORMAT PLAIN ENCODE JSON;
+CREATE MATERIALIZED VIEW filtered AS SELECT l.k AS k, l.v AS lv FROM l WHERE {exists} (SELECT * FROM t WHERE t.id = l.k);
 """
 CHANGING_SQL = """CREATE SOURCE l (k INT, v INT) WITH (connector = 'files', path = '{l}') FORMAT PLAIN ENCODE JSON;
 CREATE TABLE t (id INT PRIMARY KEY, name VARCHAR, price DOUBLE) WITH (connector = 'files', path = '{r}') FORMAT DEBEZIUM ENCODE JSON;
@@ -194,6 +204,7 @@ def flink_python() -> Path:
 
 
 CHANGELOG = b"changelog"  # a changelog's rows counted folded: inserts less withdrawals
+CHANGELOGS = ("CHANGING", "SEMI", "ANTI")  # the joins whose output is one
 
 
 class Counter(threading.Thread):
@@ -305,9 +316,9 @@ def workload_data(data: Path, workload: str, size: float) -> tuple[Spec, dict[st
     if join == "CHANGING":
         l_dir, t_dir, counts = generate_changing_table(data, spec)
         return spec, {"l": l_dir, "r": t_dir}, counts["CHANGING"]
-    if join in ("SNAPSHOT", "REGULAR"):
+    if join in ("SNAPSHOT", "REGULAR", "SEMI", "ANTI"):  # (t's ids are unique: SEMI's rows are the join's)
         l_dir, t_dir, counts = generate_table(data, spec)
-        return spec, {"l": l_dir, "r": t_dir}, counts["SNAPSHOT"]
+        return spec, {"l": l_dir, "r": t_dir}, spec.rows - counts["SNAPSHOT"] if join == "ANTI" else counts["SNAPSHOT"]
     l_dir, r_dir, counts = generate(data, spec)
     if join == "ASOF LEFT":  # one row per l row
         return spec, {"l": l_dir, "r": r_dir}, spec.rows
@@ -323,7 +334,7 @@ def not_applicable(engine: str, workload: str) -> str:
         return f"n/a: no streaming ASOF join in {engine}; compared with its {COMPARED[workload]} run"
     if join == "ROWS" and not engine.startswith("streamjoin"):
         return f"n/a: no ROWS-window join in {engine}; compared with its {COMPARED[workload]} run"
-    if engine == "pyspark" and join in ("REGULAR", "CHANGING"):
+    if engine == "pyspark" and join in ("REGULAR", "CHANGING", "SEMI", "ANTI"):
         return "n/a: a Spark streaming join needs a time bound to end (bench/pyspark_job.py)"
     if engine == "pyspark" and join.startswith("NEXMARK-"):
         return "n/a: the hand-written PySpark job (bench/pyspark_job.py) runs the interval join only"
@@ -350,14 +361,15 @@ def command(engine: str, join: str, spec: Spec, dirs: dict[str, Path], run_dir: 
         query = run_dir / "q.sql"
         key = "l.k" if join in ("INNER", "INNER3") else "COALESCE(l.k, r.k)"
         text = {"ASOF LEFT": ASOF_SQL, "INNER3": THREE_SQL, "ROWS": ROWS_SQL, "SNAPSHOT": SNAPSHOT_SQL,
-                "REGULAR": REGULAR_SQL, "CHANGING": CHANGING_SQL}.get(join, SQL)
-        query.write_text(text.format(l=l_dir, m=dirs.get("m"), r=r_dir, join=join, key=key, s=spec.window_ms // 1000))
-        dialect = ["--dialect", "risingwave"] if join in ("REGULAR", "CHANGING") else []
+                "REGULAR": REGULAR_SQL, "CHANGING": CHANGING_SQL, "SEMI": FILTER_SQL, "ANTI": FILTER_SQL}.get(join, SQL)
+        query.write_text(text.format(l=l_dir, m=dirs.get("m"), r=r_dir, join=join, key=key, s=spec.window_ms // 1000,
+                                     exists="NOT EXISTS" if join == "ANTI" else "EXISTS"))
+        dialect = ["--dialect", "risingwave"] if join in ("REGULAR", "CHANGING", "SEMI", "ANTI") else []
         return [str(ROOT / ".venv" / "bin" / "streamjoin"), "run", str(query), *dialect, "--until-idle",
-                "--checkpoint", str(run_dir / "checkpoint")], CHANGELOG if join == "CHANGING" else None
+                "--checkpoint", str(run_dir / "checkpoint")], CHANGELOG if join in CHANGELOGS else None
     if engine == "flink":
         more = [str(dirs["m"])] if join == "INNER3" else []
-        marker = CHANGELOG if join == "CHANGING" else b"+I["
+        marker = CHANGELOG if join in CHANGELOGS else b"+I["
         join = "SNAPSHOT" if join == "REGULAR" else join  # Flink's job for it is a regular join already
         return [str(flink_python()), str(HERE / "flink_job.py"), l_dir, r_dir, join, str(spec.window_ms), *more], marker
     return [str(ROOT / ".venv" / "bin" / "python"), str(HERE / "pyspark_job.py"), l_dir, r_dir, join,
@@ -711,6 +723,15 @@ def workload_notes(workloads: set[str]) -> list[str]:
             "(`--dialect risingwave`, `l JOIN t ON l.k = t.id` without a time bound: every row of both kept, issue 40),",
             "a bounded run on Spark's batch engine (live, streamjoin's own operator keeps them); Flink runs the same",
             "regular join (its snapshot job). rows/s counts both streams' rows."]
+    if {"semi", "anti"} & workloads:
+        notes += [
+            "", "`semi`, `anti`: the regular workload's files as `SELECT l.k, l.v FROM l WHERE EXISTS (SELECT * FROM t",
+            "WHERE t.id = l.k)` and the same with `NOT EXISTS` (issue 67; `--dialect risingwave`): a regular semi / anti",
+            "join without a time bound, each l row once if its key is (is not) an id of t. Flink runs the same SQL (its",
+            "regular semi / anti join, a changelog: an anti row written before its t row arrives is withdrawn then);",
+            "streamjoin's bounded run is on its micro-batch loop (Spark's batch engine: a semi row once its first",
+            "partner is read, the anti rows at the end of input; live, its operator writes and withdraws them as",
+            "Flink does). Counted folded. rows/s counts both streams' rows."]
     if "changing" in workloads:
         notes += [
             "", "`changing`: the l stream joined with a table that changes (issue 40: RisingWave's regular join with a CDC",
