@@ -190,8 +190,25 @@ class Scope:
             base.meta["offset"] = offset
         return base, fields
 
-    def star(self, node: exp.Column | None) -> list[tuple[str, exp.Expression, str]]:
-        """(name, expression, name if a star brings it twice) of each column `*` or `alias.*` selects."""
+    def star(self, node: exp.Column | None, star: exp.Star | None = None) -> list[tuple[str, exp.Expression, str]]:
+        """(name, expression, name if a star brings it twice) of each column `*` or `alias.*`
+        selects, less those its EXCEPT (...) names (RisingWave, BigQuery)."""
+        columns = self._star(node)
+        if star is None:
+            return columns
+        for key in ("replace", "rename"):
+            if star.args.get(key):
+                self.where.fail(f"* {key.upper()} (...) is not supported", star, "select the columns by name, with AS")
+        dropped: set[int] = set()
+        for name in star.args.get("except_") or []:
+            qualified_name = self.qualify(name.copy()).sql()
+            found = {n for n, (_, expression, _) in enumerate(columns) if expression.sql() == qualified_name}
+            if not found:
+                self.where.fail(f"EXCEPT names {name.sql()}, which this * does not select", name, "name a column the star brings")
+            dropped |= found
+        return [c for n, c in enumerate(columns) if n not in dropped]
+
+    def _star(self, node: exp.Column | None) -> list[tuple[str, exp.Expression, str]]:
         if node is not None:
             qualifier = ident_name(node.args.get("table"))
             items = [i for i in self.items if i.alias == qualifier]

@@ -367,9 +367,9 @@ class QueryAnalysis:
         columns: list[tuple[str, exp.Expression, str | None]] = []  # (name, expression, name if a star brought it twice)
         for i, node in enumerate(self.select.expressions):
             if isinstance(node, exp.Star):
-                columns.extend(self.scope.star(None))
+                columns.extend(self.scope.star(None, node))
             elif isinstance(node, exp.Column) and isinstance(node.this, exp.Star):
-                columns.extend(self.scope.star(node))
+                columns.extend(self.scope.star(node, node.this))
             elif isinstance(node, exp.Dot) and isinstance(node.expression, exp.Star):  # RisingWave: (rec).*
                 columns.extend(self.record_star(node.this.unnest() if isinstance(node.this, exp.Paren) else node.this))
             else:

@@ -28,6 +28,7 @@ from streamjoin.errors import SqlError
 from streamjoin.plan.analyzer.subquery_values import (
     aggregates,
     and_all,
+    first_row,
     having_as_where,
     query_of,
     scalar_body,
@@ -392,6 +393,11 @@ class Rewrite:
             if not self.equalities([part], body, outer):
                 self.where.fail("a correlated scalar subquery is joined on equalities: this condition is not one",
                                 part, "compare an outer column with a subquery column by = (other conditions: a join)")
+        if correlated and any(e.find(exp.Window) for e in body.expressions):
+            self.where.fail("a correlated scalar subquery with a window function (OVER) is not supported", sub,
+                            "compute the window in a WITH view, PARTITION BY the correlated columns, and join it")
+        if correlated and body.args.get("limit") and not aggregates(body) and not body.args.get("group"):
+            body = first_row(self.where, sub, body)  # `LIMIT 1`: one row of each key's, MIN / MAX of its value
         # an aggregate without GROUP BY: one row (per correlation key), always
         aggregate = aggregates(body) and not any(body.args.get(k) for k in ("group", "having", "limit", "offset"))
         if correlated and not aggregate and (body.args.get("group") or aggregates(body)):

@@ -34,6 +34,29 @@ def scalar_body(body: exp.Select, expression: exp.Expression, keys: list, aggreg
     return body
 
 
+def first_row(where: Located, sub: exp.Subquery, body: exp.Select) -> exp.Select:
+    """A correlated `(SELECT v FROM t WHERE t.k = o.k [ORDER BY v [DESC]] LIMIT 1)`: an aggregate
+    of each key's rows that is the value of one of them, MIN(v) (MAX(v) ordered DESC): any row's
+    without ORDER BY, the first row's when the order is the value's own."""
+    limit = body.args["limit"].expression if isinstance(body.args["limit"], exp.Limit) else None
+    order = body.args.get("order")
+    value = body.expressions[0].this if isinstance(body.expressions[0], exp.Alias) else body.expressions[0]
+    keys = order.expressions if order is not None else []
+    if (not isinstance(limit, exp.Literal) or limit.this != "1" or body.args.get("offset") or len(keys) > 1
+            or keys and keys[0].this.sql() != value.sql()):
+        where.fail("a correlated scalar subquery that limits its rows is supported as LIMIT 1, ordered by nothing or "
+                   "by its value", sub, "(SELECT MIN(v) FROM t WHERE t.k = o.k), or join a WITH view")
+    body = body.copy()
+    pick = (exp.Max if keys and keys[0].args.get("desc") else exp.Min)(this=value.copy())
+    if keys and keys[0].args.get("nulls_first"):  # (DESC in PostgreSQL's order): a NULL value is the first row's
+        pick = exp.Case(ifs=[exp.If(this=exp.GT(this=exp.Count(this=exp.Star()), expression=exp.Count(this=value.copy())),
+                                    true=exp.Null())], default=pick)
+    body.set("expressions", [exp.alias_(pick, body.expressions[0].alias_or_name or "value", quoted=False)])
+    for key in ("order", "limit"):
+        body.set(key, None)
+    return body
+
+
 def scalar_value(sub: exp.Subquery, expression: exp.Expression, alias: str, aggregate: bool,
                   correlated: bool) -> exp.Expression:
     """What reads a scalar subquery's value from its view: more than one row stops the run
