@@ -338,12 +338,14 @@ def window_join(left: Side, right: Side, function: str, size_ms: int, slide_ms: 
                 offset_ms: int = 0) -> list[tuple]:
     """TUMBLE (slide = size) or HOP window join: every pair in the same window (equal window_start)
     for which the condition holds (CROSS: every pair); outer types add, per window, each preserved
-    row of the window that matched nothing in it, NULL-extended. Returns (op = '+I', rowtime, left
+    row of the window that matched nothing in it, NULL-extended; SEMI each left row of a window
+    with a match once (at its first match's instant), ANTI each without one (Flink's window
+    semi / anti join, issue 67). Returns (op = '+I', rowtime, left
     index or None, right index or None, window_start), ordered by window_start."""
     assert function in ("TUMBLE", "HOP"), function
     assert size_ms > 0 and slide_ms > 0, (size_ms, slide_ms)
     assert function == "HOP" or slide_ms == size_ms, "TUMBLE has slide = size"
-    assert join_type in JOIN_TYPES, join_type
+    assert join_type in JOIN_TYPES + FILTER_TYPES, join_type
     sides = (left, right)
     members: dict[int, tuple[list[int], list[int]]] = {}
     for side in (LEFT, RIGHT):
@@ -355,12 +357,18 @@ def window_join(left: Side, right: Side, function: str, size_ms: int, slide_ms: 
         in_window = members[ws]
         matched: tuple[set[int], set[int]] = (set(), set())
         for l_idx in in_window[LEFT]:
+            first = None  # SEMI: the instant of the row's first match in the window
             for r_idx in in_window[RIGHT]:
                 if join_type == "CROSS" or condition(left.rows[l_idx], right.rows[r_idx]):
                     matched[LEFT].add(l_idx)
                     matched[RIGHT].add(r_idx)
                     rowtime = max(left.rows[l_idx]["rowtime"], right.rows[r_idx]["rowtime"])
-                    out.append(("+I", rowtime, l_idx, r_idx, ws))
+                    if join_type in FILTER_TYPES:
+                        first = rowtime if first is None else min(first, rowtime)
+                    else:
+                        out.append(("+I", rowtime, l_idx, r_idx, ws))
+            if join_type == "SEMI" and first is not None:  # once per window, with its left row alone
+                out.append(("+I", first, l_idx, None, ws))
         for side in PRESERVED[join_type]:
             for idx in in_window[side]:
                 if idx not in matched[side]:

@@ -152,6 +152,58 @@ def test_a_random_subquery_over_two_streams_bounded_in_time_gives_the_references
     compare(rows, shape.emit, expected)
 
 
+def random_window_shape(seed: int) -> SubqueryShape:
+    """TUMBLE or HOP windows on both streams, the subquery's joined on window_start (Flink's window
+    semi / anti join): ("tumble", size s) or ("hop", slide s, size s)."""
+    rng = random.Random(seed)
+    bound = ("tumble", rng.randint(1, 3)) if rng.random() < 0.5 else ("hop", 1, rng.randint(2, 3))
+    return SubqueryShape(rng.choice(FORMS), rng.random() < 0.4, seed, bound)
+
+
+WINDOW_SHAPES = [random_window_shape(s) for s in seeds(4, 400)]
+
+
+@pytest.mark.parametrize("shape", [s if i == 0 else pytest.param(s, marks=pytest.mark.long)
+                                   for i, s in enumerate(WINDOW_SHAPES)], ids=lambda s: s.id)
+def test_a_random_subquery_over_tumble_or_hop_windows_gives_the_references_rows_per_window(spark, tmp_path, shape):
+    import reference as ref
+    from runtime_helpers import ms
+
+    rng = random.Random(shape.seed)
+    streams = [rows_of(rng, "outer", 0.1), rows_of(rng, "sub")]
+    for i, rows in enumerate(streams):
+        write_jsonl(tmp_path / f"in{i}" / "a.json", [{**r, "rowtime": ts(r["rowtime"])} for r in
+                                                     sorted(rows, key=lambda r: r["rowtime"])])
+    function = shape.bound[0].upper()
+    size = shape.bound[-1]
+    slide = size if function == "TUMBLE" else shape.bound[1]
+
+    def tvf(i: int) -> str:
+        if function == "TUMBLE":
+            return f"TUMBLE(in{i}, rowtime, INTERVAL '{size}' SECOND)"
+        return f"HOP(in{i}, rowtime, INTERVAL '{slide}' SECOND, INTERVAL '{size}' SECOND)"
+
+    from test_differential import ddl
+
+    condition = condition_sql(shape.form, shape.theta, "s0", "s1", tvf(1), " AND s1.window_start = s0.window_start")
+    sql = ddl([tmp_path / "in0", tmp_path / "in1"]) + (
+        f"SELECT STREAM ROWTIME, s0.c AS c, s0.id AS id0, s0.window_start AS ws FROM {tvf(0)} AS s0 WHERE {condition};")
+    rows, _ = run_until_idle(spark, sql, tmp_path / "run")
+
+    def predicate(a, b):
+        return matches(shape.form, a, b) and (not shape.theta or theta_holds(a, b))
+
+    join_type = "SEMI" if shape.form in ("EXISTS", "IN") else "ANTI"
+    for c in range(CASES):
+        left = [r for r in streams[0] if r["c"] == c]
+        right = [r for r in streams[1] if r["c"] == c]
+        result = ref.window_join(ref.Side("s0", left, ("range", 0, 0)), ref.Side("s1", right, ("range", 0, 0)),
+                                 function, size * 1000, slide * 1000, join_type, predicate)
+        expected = sorted((t, left[li]["id"], ws) for _, t, li, _, ws in result)
+        got = sorted((ms(r["rowtime"]), r["id0"], ms(r["ws"])) for r in rows if r["c"] == c)
+        assert got == expected, f"case {c}: {sql}"
+
+
 # ---- a stream against a table's snapshot -----------------------------------------------------
 
 SNAPSHOT_FORMS = FORMS + ("SCALAR_COUNT", "SCALAR_MAX", "SCALAR_ALL")

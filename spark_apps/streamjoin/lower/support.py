@@ -221,14 +221,15 @@ def _filter_joins(ctx: Context) -> str | None:
     """Semi and anti joins (EXISTS, IN, NOT EXISTS, NOT IN, LEFT SEMI / ANTI JOIN) run over tables
     (one batch), for a stream against a table's snapshot (each row decided against it), as
     regular joins (RisingWave's: streams without a time bound, tables that change) and of two
-    streams bounded in time (RANGE windows, interval joins: streamjoin's operator) so far."""
+    streams bounded in time (RANGE windows, interval joins, TUMBLE / HOP windows joined on their
+    start: streamjoin's operator) so far."""
     for j in ctx.query.joins:
         if j.join_type.filters and j.kind not in (JoinKind.SNAPSHOT, JoinKind.REGULAR, JoinKind.STREAM_STREAM_WINDOW,
-                                                  JoinKind.INTERVAL):
+                                                  JoinKind.INTERVAL, JoinKind.WINDOW_TVF):
             written = f"{j.subquery} (SELECT ...)" if j.subquery else f"{j.join_type} JOIN"
             return (f"{written} is a {'semi' if j.join_type == JoinType.SEMI else 'anti'} join, here a {j.kind}: semi and "
                     "anti joins run over tables, for a stream against a table's snapshot, as regular joins and as "
-                    "joins of two streams in RANGE windows or an interval so far")
+                    "joins of two streams in RANGE windows, an interval or TUMBLE / HOP windows so far")
     return None
 
 

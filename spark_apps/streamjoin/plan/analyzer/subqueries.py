@@ -71,14 +71,24 @@ def has_subquery(select: exp.Select) -> bool:
 
 
 def item_columns(analyzer, node: exp.Expression) -> tuple[str, ...] | None:
-    """A FROM item's column names, where the script knows them."""
+    """A FROM item's column names, where the script knows them (TUMBLE / HOP: its input's and the window's)."""
     if isinstance(node, exp.Subquery) and isinstance(node.this, exp.Select):
         names = [e.alias_or_name for e in node.this.expressions]
         return None if "*" in names or "" in names else tuple(ident_name(n) for n in names)
+    if window_call(node):
+        inner = item_columns(analyzer, exp.Table(this=node.this.expressions[0].this.copy()))
+        return None if inner is None else (*inner, "window_start", "window_end")
     relation = _relation(analyzer, node)
     if relation is None:
         return None
     return (*relation.column_names(), *(("rowtime",) if relation.kind == Kind.STREAM else ()))
+
+
+def window_call(node: exp.Expression) -> bool:
+    """`TUMBLE(s, ts, size)` / `HOP(s, ts, slide, size)` as a FROM item, over a named input."""
+    call = node.this if isinstance(node, exp.Table) else None
+    return isinstance(call, exp.Anonymous) and str(call.this).upper() in ("TUMBLE", "HOP") and bool(call.expressions) \
+        and isinstance(call.expressions[0], exp.Column) and isinstance(call.expressions[0].this, exp.Identifier)
 
 
 def item_rowtime(analyzer, node: exp.Expression) -> str | None:
@@ -272,7 +282,8 @@ class Rewrite:
         if any(q is not body for q in body.find_all(exp.Select)):  # its own subqueries: a view's joins
             return False
         item = body.args.get("from_").this
-        return isinstance(item, exp.Table) and isinstance(item.this, exp.Identifier) and self.columns(item) is not None \
+        return isinstance(item, exp.Table) and (isinstance(item.this, exp.Identifier) or window_call(item)) \
+            and self.columns(item) is not None \
             and not any(isinstance(e, exp.Window) for n in body.expressions for e in n.find_all(exp.Window))
 
     def inline_join(self, written: str, body: exp.Select, value: exp.Expression | None, alias: str, outer: dict) -> exp.Join:
