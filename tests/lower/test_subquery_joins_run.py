@@ -348,3 +348,34 @@ def test_a_star_except_selects_the_stars_columns_without_those_it_names():
     assert output("SELECT l.* EXCEPT (a), r.* EXCEPT (d) FROM l JOIN r ON l.a = r.c") == ["b", "c"]
     with pytest.raises(SqlError, match="EXCEPT names r.c, which this \\* does not select"):
         output("SELECT l.* EXCEPT (r.c) FROM l JOIN r ON l.a = r.c")
+
+
+def test_a_scalar_subquery_over_a_stream_in_the_default_profile_is_a_regular_join_of_the_stream_read_whole(spark, tmp_path):
+    """Outside the risingwave profile a stream without OVER is its current row, which cannot follow
+    a running aggregate: `run` says to read it whole (refused before, pointing at 1:1); so read,
+    the changelog folds to SQL's rows over all of both streams."""
+    import random
+
+    from runtime_helpers import run_until_idle, ts, write_jsonl
+    from streamjoin.plan import compile_sql
+
+    rng = random.Random("scalar-default-profile")
+    s = [{"id": n, "k": rng.choice([1, 2, 3, None]), "v": rng.randint(0, 9), "rowtime": ts(1000 * n)} for n in range(24)]
+    s2 = [{"k": rng.choice([1, 2, 4]), "v": rng.randint(0, 9), "rowtime": ts(500 * n)} for n in range(30)]
+    write_jsonl(tmp_path / "s" / "a.json", s)
+    write_jsonl(tmp_path / "s2" / "a.json", s2)
+    ddl = (f"CREATE STREAM s (id INT, k INT, v INT) WITH (connector = 'files', format = 'json', path = '{tmp_path / 's'}');\n"
+           f"CREATE STREAM s2 (k INT, v INT) WITH (connector = 'files', format = 'json', path = '{tmp_path / 's2'}');\n")
+    query = "SELECT STREAM s.id FROM s{over} WHERE s.v * 2 > (SELECT AVG(v) FROM s2 WHERE s2.k = s.k);"
+    with pytest.raises(SqlError, match="read the outer streams whole") as caught:
+        compile_sql(ddl + query.format(over=""), "q.sql")
+    assert caught.value.line == 3
+    rows, status = run_until_idle(spark, ddl + query.format(over=" OVER (RANGE UNBOUNDED PRECEDING)"), tmp_path / "run")
+    assert status["state"] == "finished"
+    content: dict = {}
+    for r in rows:
+        content[r["id"]] = content.get(r["id"], 0) + (-1 if r.get("op") == "-D" else 1)
+        assert content[r["id"]] >= 0
+    averages = {k: sum(r["v"] for r in s2 if r["k"] == k) / len([r for r in s2 if r["k"] == k]) for k in (1, 2, 4)}
+    expected = sorted(r["id"] for r in s if r["k"] in averages and r["v"] * 2 > averages[r["k"]])
+    assert sorted(i for i, n in content.items() for _ in range(n)) == expected

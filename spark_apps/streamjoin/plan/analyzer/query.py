@@ -146,14 +146,15 @@ class QueryAnalysis:
         return tuple(self.scope.qualify(e, output_rowtime=True) for e in (on.expressions if isinstance(on, exp.Tuple) else [on]))
 
     def emit(self, written: exp.Expression | None) -> Emit:
-        """The EMIT clause; a regular join's results change as rows arrive: an outer one's rows are
-        a changelog (EMIT CHANGES), an inner one's are appended at once (EMIT EAGER)."""
+        """The EMIT clause; a regular join's results change: an outer one's are a changelog (CHANGES), an inner one's appended (EAGER)."""
         regular = [j for j in self.joins if j.kind == JoinKind.REGULAR]
         in_regular = {a for j in regular for a in (*j.left_inputs, j.right)}
         for item in self.items:
-            if item.relation.changing and item.alias not in in_regular and self.joins:
-                self.where.fail(f"'{item.relation.name}' changes by its changelog (rows updated and deleted): it is joined by a "
-                                "regular join only", item.node,
+            if item.relation.changing and item.alias not in in_regular and self.joins:  # (hidden: a subquery's view)
+                self.where.fail(("a subquery over a stream that aggregates it changes as its rows arrive" if item.hidden else
+                                 f"'{item.relation.name}' changes by its changelog (rows updated and deleted)")
+                                + ": it is joined by a regular join only", self.select.args["from_"] if item.hidden else item.node,
+                                "read the outer streams whole: FROM s OVER (RANGE UNBOUNDED PRECEDING)" if item.hidden else
                                 "join it without a window or time bound (a regular join), which follows its changes")
         if any(i.relation.changing and i.alias not in in_regular for i in self.items):
             return Emit.CHANGES  # read alone (aggregated, filtered): a changelog (`run` follows one through regular joins only yet)
@@ -295,8 +296,8 @@ class QueryAnalysis:
         never close (TUMBLE / HOP on a column that is not the rowtime: RisingWave pairs them as rows come)."""
         streams = [i for i in items if i.is_stream]
         if any(isinstance(i.window, UnboundedWindow) for i in streams):  # the regular join, spelt out
-            if kind != JoinKind.STREAM_STREAM_WINDOW or len(streams) != 2 or not all(
-                    isinstance(i.window, UnboundedWindow) for i in streams):
+            if kind != JoinKind.STREAM_STREAM_WINDOW or len(streams) != 2 or not all(  # (a changelog needs none)
+                    isinstance(i.window, UnboundedWindow) or i.relation.changing for i in streams):
                 self.where.fail("an UNBOUNDED window makes a regular join of two streams: both need it, and no time "
                                 "bound", join, "OVER (RANGE UNBOUNDED PRECEDING) on both streams, or bound both in time")
         elif kind == JoinKind.WINDOW_TVF and self.a.profile.windowless == REGULAR and any(
