@@ -121,7 +121,7 @@ class Scope:
         if name not in item.columns:
             close = difflib.get_close_matches(name, item.columns, n=3)
             hint = f"did you mean {', '.join(close)}?" if close else f"columns of {item.alias}: {', '.join(item.columns)}"
-            self.where.fail(f"unknown column '{shown}'", col, hint)
+            self.where.fail(f"unknown column '{col.meta.get('written', shown)}'", col, hint)  # (as written: a subquery's)
         return Ref(item.alias, name, item.is_stream and name == item.relation.rowtime)
 
     def qualify(self, node: exp.Expression, items: list[Item] | None = None, output_rowtime: bool = False) -> exp.Expression:

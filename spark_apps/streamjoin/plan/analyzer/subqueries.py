@@ -292,6 +292,7 @@ class Rewrite:
         inner = self.items(body)
         for col in [c for c in body.find_all(exp.Column) if not isinstance(c.this, exp.Star) and query_of(c) is body
                     and self.owner(c, inner, outer) == "inner"]:
+            col.meta["written"] = col.sql()  # (what an error names)
             col.set("table", exp.to_identifier(alias))
         where = body.args.get("where")
         parts = conjuncts(where.this if where is not None else None)
