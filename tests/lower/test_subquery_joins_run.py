@@ -352,6 +352,7 @@ def test_a_star_except_selects_the_stars_columns_without_those_it_names():
         output("SELECT l.* EXCEPT (r.c) FROM l JOIN r ON l.a = r.c")
 
 
+@pytest.mark.long  # (42 s)
 def test_a_scalar_subquery_over_a_stream_in_the_default_profile_is_a_regular_join_of_the_stream_read_whole(spark, tmp_path):
     """Outside the risingwave profile a stream without OVER is its current row, which cannot follow
     a running aggregate: `run` says to read it whole (refused before, pointing at 1:1); so read,
