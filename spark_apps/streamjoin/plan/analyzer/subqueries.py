@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import sqlglot
 from sqlglot import exp
 
 from streamjoin.errors import SqlError
@@ -46,7 +47,11 @@ HIDDEN = "hidden"  # exp.Join.meta key: its right input is the subquery's view, 
 def as_joins(analyzer, select: exp.Select) -> exp.Select:
     """The select with its subqueries as joins of their views (`analyzer`: plan.analyzer.statements'
     Analyzer, which names the views and numbers them across the script: `analyzer.subqueries`);
-    each pass rewrites one level, the views' own subqueries when they are analysed."""
+    each pass rewrites one level, the views' own subqueries when they are analysed. A query
+    without FROM is over one row: `SELECT (SELECT x FROM t) AS x` reads `(VALUES (1)) AS one_row`."""
+    if select.args.get("from_") is None and has_subquery(select):
+        select = select.copy()
+        select.set("from_", exp.From(this=sqlglot.parse_one("SELECT 1 FROM (VALUES (1)) AS one_row(one)").args["from_"].this))
     while has_subquery(select):
         select = without_from(analyzer.where, select)
         if not has_subquery(select):
