@@ -15,6 +15,7 @@ import pytest
 from runtime_helpers import read_output
 from streamjoin.errors import SqlError
 from test_risingwave_peer_slt import _apply, _text
+from test_risingwave_tpch_nexmark_views import records as sqllogictest
 
 FILES = Path(__file__).resolve().parents[1] / "peers" / "risingwave" / "subquery"
 
@@ -34,32 +35,14 @@ class Record:
 
 
 def records(path: Path) -> list[Record]:
-    lines = path.read_text().splitlines()
+    """The file's query records, each with the program of the statements before it."""
     live: list[tuple[str, str, str]] = []
     found = []
-    i = 0
-    while i < len(lines):
-        head = lines[i].strip()
-        i += 1
-        if not head or head.startswith("#"):
-            continue
-        body, start = [], i
-        while i < len(lines) and lines[i].strip() and lines[i].strip() != "----":
-            body.append(lines[i])
-            i += 1
-        sql = " ".join(b.split("--")[0] for b in body).strip().rstrip(";")
+    for head, sql, rows, line in sqllogictest(path):
         if head.startswith("query"):
             program = "".join(s + ";\n" for _, _, s in live) + f"CREATE MATERIALIZED VIEW q AS {sql};\n"
-            if head.startswith("query error"):
-                found.append(Record(path.name, start, sql, program, None, head.split("error", 1)[1].strip()))
-                continue
-            rows = []
-            if i < len(lines) and lines[i].strip() == "----":
-                i += 1
-                while i < len(lines) and lines[i].strip():
-                    rows.append(" ".join(lines[i].split()))
-                    i += 1
-            found.append(Record(path.name, start, sql, program, tuple(sorted(rows))))
+            error = head.split("error", 1)[1].strip() if head.startswith("query error") else ""
+            found.append(Record(path.name, line, sql, program, None if error else tuple(sorted(rows)), error))
         elif head.startswith("statement ok"):
             _apply(live, sql)
     return found

@@ -26,8 +26,8 @@ SUBQUERIES = {"tpch": ("q2", "q4", "q11", "q15", "q16", "q17", "q18", "q20", "q2
               "nexmark": ("q102", "q103", "q104")}
 
 
-def records(path: Path) -> list[tuple[str, str, list[str]]]:
-    """A sqllogictest file's records: (head, SQL, expected rows)."""
+def records(path: Path) -> list[tuple[str, str, list[str], int]]:
+    """A sqllogictest file's records: (head, SQL, expected rows, the line after the head's)."""
     lines = path.read_text().splitlines()
     out, i = [], 0
     while i < len(lines):
@@ -35,7 +35,7 @@ def records(path: Path) -> list[tuple[str, str, list[str]]]:
         i += 1
         if not head or head.startswith("#"):
             continue
-        body = []
+        body, start = [], i
         while i < len(lines) and lines[i].strip() and lines[i].strip() != "----":
             body.append(lines[i])
             i += 1
@@ -45,15 +45,15 @@ def records(path: Path) -> list[tuple[str, str, list[str]]]:
             while i < len(lines) and lines[i].strip():
                 rows.append(" ".join(lines[i].split()))
                 i += 1
-        out.append((head, "\n".join(body).strip().rstrip(";"), rows))
+        out.append((head, "\n".join(body).strip().rstrip(";"), rows, start))
     return out
 
 
 def check_of(suite: str, name: str) -> Check:
-    tables = [sql for part in TABLES[suite] for head, sql, _ in records(PEERS / suite / f"{part}.slt.part")
+    tables = [sql for part in TABLES[suite] for head, sql, *_ in records(PEERS / suite / f"{part}.slt.part")
               if head.startswith("statement ok")]
-    view = next(sql for head, sql, _ in records(PEERS / suite / "views" / f"{name}.slt.part") if head.startswith("statement ok"))
-    head, query, rows = next(r for r in records(PEERS / suite / f"{name}.slt.part") if r[0].startswith("query"))
+    view = next(sql for head, sql, *_ in records(PEERS / suite / "views" / f"{name}.slt.part") if head.startswith("statement ok"))
+    head, query, rows, _ = next(r for r in records(PEERS / suite / f"{name}.slt.part") if r[0].startswith("query"))
     view_name = view.split()[3].lower()
     program = ";\n".join([*tables, view]) + ";\n"
     return Check(f"{suite}/{name}", 0, view_name, None, program, query, tuple(sorted(rows)), True)
