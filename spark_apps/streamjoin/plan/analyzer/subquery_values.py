@@ -83,7 +83,7 @@ def without_from(where: Located, select: exp.Select) -> exp.Select:
     a scalar subquery its value where its WHERE holds (else NULL); NOT and NOT IN follow."""
     select = select.copy()
     for node in list(select.find_all(exp.Exists, exp.In, exp.Subquery)):
-        if query_of(node) is not select or node.parent is None and node is not select:
+        if query_of(node) is not select:  # (a deeper query's, or inside one replaced already)
             continue
         if isinstance(node, exp.Subquery) and isinstance(node.parent, exp.In | exp.Exists):
             continue
