@@ -191,6 +191,8 @@ def _text(value, zoned: bool = False) -> str:
         return "NULL"
     if isinstance(value, bool):
         return "t" if value else "f"
+    if isinstance(value, list | tuple):  # an array as PostgreSQL prints it: {1,NULL}
+        return "{" + ",".join(_text(v) for v in value) + "}"
     if isinstance(value, int | float | Decimal):
         number = Decimal(str(value))
         return str(int(number)) if number == number.to_integral_value() else format(number.normalize(), "f")

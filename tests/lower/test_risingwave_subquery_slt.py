@@ -52,26 +52,6 @@ RECORDS = [r for p in sorted(FILES.glob("*.slt.part")) for r in records(p)]
 
 # record -> the words of `run`'s refusal (each names what to write instead; docs/semantics-decisions.md)
 REFUSED = {
-    # a correlation the decorrelation does not take: two levels out, outside the subquery's WHERE,
-    # a scalar subquery's condition other than an equality, LIMIT under a correlation
-    "subquery.slt.part:44": "two levels out",
-    "subquery.slt.part:52": "outside its WHERE",
-    "subquery.slt.part:58": "two levels out",
-    "subquery.slt.part:64": "outside its WHERE",
-    "subquery.slt.part:112": "outside its WHERE",
-    "subquery.slt.part:129": "joined on equalities",
-    "subquery.slt.part:136": "joined on equalities",
-    "subquery_with_grouping_sets.slt.part:17": "two levels out",
-    "subquery_with_grouping_sets.slt.part:26": "two levels out",
-    "subquery_with_grouping_sets.slt.part:35": "two levels out",
-    "subquery_with_grouping_sets.slt.part:44": "two levels out",
-    "subquery_with_limit.slt.part:17": "groups, aggregates or limits",
-    "subquery_with_union.slt.part:23": "supported uncorrelated",
-    # a window function inside a correlated scalar subquery (its window is over the key's rows)
-    "subquery_with_over_window.slt.part:17": "window function",
-    "subquery_with_over_window.slt.part:26": "window function",
-    "subquery_with_over_window.slt.part:46": "window function",
-    "subquery_with_over_window.slt.part:54": "window function",
     # a row inserted with the clock's value (NOW()): a table's seed rows are literals
     "scalar_subquery.slt.part:31": "must be a literal",
 }

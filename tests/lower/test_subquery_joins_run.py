@@ -138,10 +138,9 @@ def test_a_scalar_subquery_of_more_than_one_row_stops_the_run_naming_it(spark, t
 
 @pytest.mark.parametrize(("query", "message"), [
     ("SELECT * FROM l WHERE a > 1 OR EXISTS (SELECT * FROM r WHERE r.c = l.a)", "joined by AND"),
-    ("SELECT * FROM l WHERE b > (SELECT MAX(d) FROM r WHERE r.c <> l.a)", "joined on equalities"),
     ("SELECT * FROM l WHERE a IN (SELECT c, d FROM r)", "compares one column"),
-    ("SELECT * FROM l WHERE EXISTS (SELECT * FROM r JOIN r AS r2 ON r2.c = l.a)", "outside its WHERE"),
-    ("SELECT * FROM l WHERE EXISTS (SELECT * FROM r WHERE r.c IN (SELECT c FROM r AS r2 WHERE r2.d = l.b))", "two levels out"),
+    # correlated under a RIGHT or FULL JOIN: the domain would have to join its preserved side
+    ("SELECT * FROM l WHERE EXISTS (SELECT * FROM r RIGHT JOIN r AS r2 ON r2.c = l.a)", "RIGHT or FULL JOIN"),
     # a column of the subquery's input is named as written, not by the join's alias (exists_1.zz)
     ("SELECT * FROM l WHERE EXISTS (SELECT * FROM r WHERE r.zz = l.a)", "unknown column 'r.zz'"),
     # (it used to loop for ever: no pass took it out)

@@ -1,7 +1,8 @@
 """Streaming `GROUP BY FLOOR(ROWTIME TO unit) [, cols]` (or a TUMBLE / HOP window's
 `window_start`) on Spark (SEMANTICS.md §7): one event-time window per bucket, so Spark's append
 mode emits a group's row once the watermark (the stream clock) passes the bucket end, and drops
-its state. The row's rowtime is the bucket start."""
+its state. The row's rowtime is the bucket start. And a GROUP BY over tables as one batch
+(`table_groups`: GROUPING SETS, ROLLUP and CUBE too)."""
 
 from __future__ import annotations
 
@@ -61,10 +62,11 @@ def aggregate(joined, query: Query, event_time_column: str):
     return result.select(*selected, F.col(BUCKET).alias(ROWTIME_COLUMN), F.col("__w.start").alias(ET_COLUMN))
 
 
-def grouped_columns(query: Query):
+def grouped_columns(query: Query, every: bool = False):
     """A GROUP BY query's columns: ({key SQL: (key, its column __kN)}, {aggregate SQL: (aggregate,
     its column __aN)}, [(output name, its expression over those columns)], HAVING over them).
-    The bucket is BUCKET (ROWTIME too), a TUMBLE / HOP window's window_end BUCKET_END."""
+    The bucket is BUCKET (ROWTIME too), a TUMBLE / HOP window's window_end BUCKET_END. `every`:
+    each aggregate function Spark has (ARRAY_AGG, ...) is one, as in a batch over tables."""
     agg = query.aggregation
     # window_start is the bucket; a TUMBLE / HOP window's window_end is the bucket's end
     keys = {sql(k): (k, f"__k{i}") for i, k in enumerate(agg.keys) if k != agg.bucket and not _window_end(query, k)}
@@ -79,7 +81,9 @@ def grouped_columns(query: Query):
             return exp.column(BUCKET if node.name == "window_start" else BUCKET_END)
         if text in keys:
             return exp.column(keys[text][1])
-        if isinstance(node, AGGREGATES) or isinstance(node, exp.Filter) and isinstance(node.this, AGGREGATES):
+        kinds = exp.AggFunc if every else AGGREGATES
+        if (isinstance(node, kinds) or isinstance(node, exp.Filter) and isinstance(node.this, kinds)) \
+                and node.find_ancestor(exp.Window) is None:
             return exp.column(aggregates.setdefault(text, (node, f"__a{len(aggregates)}"))[1])  # FILTER (WHERE ...) with it
         return node
 
@@ -123,3 +127,68 @@ def _windowed(query: Query, alias: str) -> bool:
 def _window_end(query: Query, key: exp.Expression) -> bool:
     """Whether a GROUP BY key is the window_end of a TUMBLE / HOP input (set by its window_start)."""
     return isinstance(key, exp.Column) and key.name == "window_end" and _windowed(query, key.table)
+
+
+def table_groups(query: Query, joined):
+    """A GROUP BY over tables, as one batch: the grouped frame and its output columns (HAVING
+    applied). Without GROUP BY keys, one row even over no rows (COUNT(*) = 0), as SQL says.
+    GROUPING SETS, ROLLUP and CUBE: a GROUP BY for each set, its other keys NULL, their rows
+    together (a set written twice gives its rows twice, as SQL says)."""
+    from dataclasses import replace
+
+    from pyspark.sql import functions as F
+
+    flat, sets = grouping_sets(query.aggregation.keys)
+    if sets is not None:
+        query = replace(query, aggregation=replace(query.aggregation, keys=tuple(flat)))
+    keys, aggregates, outputs, having = grouped_columns(query, every=True)
+    by = [F.expr(spark_sql(k)).alias(name) for k, name in keys.values()]
+    measures = [F.expr(spark_sql(node)).alias(name) for node, name in aggregates.values()]
+    if sets is None:
+        grouped = joined.groupBy(*by).agg(*measures) if measures else joined.select(*by).distinct()
+    else:
+        names = [keys[sql(k)][1] for k in flat]
+        base = joined.select("*", *by)
+        grouped = None
+        for members in sets:
+            mine = [names[i] for i in sorted(set(members))]
+            part = base.groupBy(*mine).agg(*measures, F.count(F.lit(1)).alias("__rows"))
+            part = part.select(*(F.col(n) if n in mine else F.lit(None).cast(base.schema[n].dataType).alias(n) for n in names),
+                               *(F.col(name) for _, name in aggregates.values()))
+            grouped = part if grouped is None else grouped.unionAll(part)
+    if having is not None:
+        grouped = grouped.where(F.expr(spark_sql(having)))
+    return grouped, [F.expr(spark_sql(tree)).alias(name) for name, tree in outputs]
+
+
+def grouping_sets(keys) -> tuple[list, list[list[int]] | None]:
+    """GROUP BY keys with GROUPING SETS / ROLLUP / CUBE: (the distinct key expressions, each set as
+    their indexes); (keys, None) for plain keys."""
+    if not any(isinstance(k, exp.GroupingSets | exp.Rollup | exp.Cube) for k in keys):
+        return list(keys), None
+    flat: list = []
+
+    def members(node) -> list[int]:
+        parts = node.expressions if isinstance(node, exp.Tuple) else [node.this if isinstance(node, exp.Paren) else node]
+        out = []
+        for part in parts:
+            if sql(part) not in [sql(f) for f in flat]:
+                flat.append(part)
+            out.append([sql(f) for f in flat].index(sql(part)))
+        return out
+
+    sets: list[list[int]] = [[]]
+    for key in keys:
+        if isinstance(key, exp.GroupingSets):
+            options = [members(e) for e in key.expressions]
+        elif isinstance(key, exp.Rollup | exp.Cube):
+            parts = [members(e) for e in key.expressions]
+            if isinstance(key, exp.Rollup):
+                options = [sum(parts[:n], []) for n in range(len(parts), -1, -1)]
+            else:
+                options = [sum((p for bit, p in enumerate(parts) if mask >> bit & 1), [])
+                           for mask in range(2 ** len(parts) - 1, -1, -1)]
+        else:
+            options = [members(key)]
+        sets = [s + o for s in sets for o in options]
+    return flat, sets

@@ -27,13 +27,26 @@ def spark_sql(expression: exp.Expression) -> str:
         tree = replacement if col is tree else tree
         col.replace(replacement)
     for kind, spell in ((exp.Floor, _floor), (exp.Anonymous, _scalar), (exp.Overlaps, _overlaps), (StepBy, _step),
-                        (exp.WithinGroup, _percentile)):
+                        (exp.WithinGroup, _percentile), (exp.Filter, _array_agg), (exp.ArrayAgg, _array_agg)):
         for node in list(tree.find_all(kind)):
             spelt = spell(node)
             if spelt is not None:
                 tree = spelt if node is tree else tree
                 node.replace(spelt)
     return tree.sql(dialect="spark")
+
+
+def _array_agg(node: exp.Expression) -> exp.Expression | None:
+    """ARRAY_AGG(x) [FILTER (WHERE c)] as SQL's: its NULLs kept and NULL over no rows (Spark's
+    collect_list skips NULLs and gives [] over none): each value collected inside a struct."""
+    agg = node.this if isinstance(node, exp.Filter) else node
+    if not isinstance(agg, exp.ArrayAgg) or isinstance(agg.this, exp.Order | exp.Distinct) or agg.args.get("order") \
+            or isinstance(node, exp.ArrayAgg) and isinstance(node.parent, exp.Filter):
+        return None
+    values = f"collect_list(named_struct('v', {agg.this.sql(dialect='spark')}))"
+    if isinstance(node, exp.Filter):
+        values += f" FILTER (WHERE {node.expression.this.sql(dialect='spark')})"
+    return exp.var(f"(CASE WHEN size({values}) = 0 THEN NULL ELSE transform({values}, e -> e.v) END)")
 
 
 def _percentile(node: exp.WithinGroup) -> exp.Expression | None:

@@ -19,6 +19,7 @@ from streamjoin.io.formats.columns import OP
 from streamjoin.io.formats.files import BOUND
 from streamjoin.io.formats.types import arrow_schema
 from streamjoin.io.sources.staging import InputSpec
+from streamjoin.lower.aggregate import table_groups
 from streamjoin.lower.columns import (
     ET_COLUMN,
     ROWTIME_COLUMN,
@@ -124,7 +125,7 @@ class NativeLowering:
             joined = joined.where(F.expr(spark_sql(query.where)))
         selected = [F.expr(spark_sql(c.expression)).alias(c.name) for c in query.output]
         if query.aggregation is not None:  # the groups of the tables' rows as they stand (SQL's GROUP BY)
-            joined, selected = _table_groups(query, joined)
+            joined, selected = table_groups(query, joined)
         if query.distinct == ():  # SELECT DISTINCT: one row per distinct output row
             out = joined.select(*selected).distinct()
         elif query.distinct:  # DISTINCT ON (...): one row per value (which one: any, as SQL says)
@@ -393,20 +394,3 @@ def stream_frame(spark, spec: InputSpec, alias: str, sequence: bool = False, joi
         F.col(BOUND).alias(bound_column(alias)),
         (F.unix_micros(F.col(q(spec.rowtime))) * 0).alias(flat(alias, ZERO)),
     )
-
-
-def _table_groups(query: Query, joined):
-    """A GROUP BY over tables, as one batch: the grouped frame and its output columns (HAVING
-    applied). Without GROUP BY keys, one row even over no rows (COUNT(*) = 0), as SQL says."""
-    from pyspark.sql import functions as F
-
-    from streamjoin.lower.aggregate import grouped_columns
-
-    keys, aggregates, outputs, having = grouped_columns(query)
-    by = [F.expr(spark_sql(k)).alias(name) for k, name in keys.values()]
-    measures = [F.expr(spark_sql(node)).alias(name) for node, name in aggregates.values()]
-    grouped = joined.groupBy(*by).agg(*measures) if measures else joined.select(*by).distinct()
-    if having is not None:
-        grouped = grouped.where(F.expr(spark_sql(having)))
-    return grouped, [F.expr(spark_sql(tree)).alias(name) for name, tree in outputs]
-

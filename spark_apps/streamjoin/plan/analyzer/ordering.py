@@ -68,7 +68,9 @@ def table_sort(select: exp.Select, scope, output: tuple[OutputColumn, ...], unru
         selected = {sql(o.expression): o.name for o in output}
         for key in order.expressions:
             node, name = key.this, None
-            if isinstance(node, exp.Column) and not node.table and ident_name(node.this) in {o.name for o in output}:
+            if isinstance(node, exp.Literal) and node.is_int and 1 <= int(node.name) <= len(output):  # ORDER BY 1
+                name = output[int(node.name) - 1].name
+            elif isinstance(node, exp.Column) and not node.table and ident_name(node.this) in {o.name for o in output}:
                 name = ident_name(node.this)
             else:
                 try:

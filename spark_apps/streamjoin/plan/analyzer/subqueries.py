@@ -26,8 +26,12 @@ import sqlglot
 from sqlglot import exp
 
 from streamjoin.errors import SqlError
+from streamjoin.plan.analyzer.domains import deep_outer_refs, domain_join, scalar_domain, unaliased
 from streamjoin.plan.analyzer.subquery_values import (
+    HIDDEN,
+    SUBQUERY,
     aggregates,
+    alias_of,
     and_all,
     first_row,
     having_as_where,
@@ -39,9 +43,6 @@ from streamjoin.plan.analyzer.subquery_values import (
 from streamjoin.plan.conditions import conjuncts
 from streamjoin.plan.model import Kind
 from streamjoin.plan.scope import Located, ident_name
-
-SUBQUERY = "subquery"  # exp.Join.meta key: how the join was written (model.Join.subquery)
-HIDDEN = "hidden"  # exp.Join.meta key: its right input is the subquery's view, not a column source
 
 
 def as_joins(analyzer, select: exp.Select) -> exp.Select:
@@ -136,7 +137,7 @@ class Rewrite:
         for item in (select.args.get("from_"), *(select.args.get("joins") or [])):
             if item is None:
                 continue
-            out[_alias_of(item.this)] = self.columns(item.this)
+            out[alias_of(item.this)] = self.columns(item.this)
         return out
 
     def owner(self, col: exp.Column, inner: dict, outer: dict) -> str | None:
@@ -202,29 +203,28 @@ class Rewrite:
         body = body.unnest() if isinstance(body, exp.Subquery) else body
         written = ("NOT " if negated else "") + ("EXISTS" if value is None else "IN")
         if not isinstance(body, exp.Select):
-            if value is None or self.correlated(body, outer):
-                self.where.fail(f"{written} over a {body.key.upper()} is supported uncorrelated, with IN", body,
-                                "name the union in a WITH view and join it")
+            if deep_outer_refs(self, body, outer):  # a correlated UNION: each branch over the domain
+                return domain_join(self, written, body, value, outer)
             return self.join_of(written, body, value, [], outer)
-        inner = self.items(body)
-        correlated = [p for p in conjuncts(body.args["where"].this if body.args.get("where") else None)
-                      if self.outer_refs(p, body, inner, outer)]
-        # EXISTS selects nothing it compares; IN compares its one column, which may read the outer
-        # query's (`t1.y IN (SELECT t1.y FROM t2 WHERE ...)`) unless it aggregates
-        self.only_in_where(body, inner, outer, written, select_list=value is None or not aggregates(body))
-        self.one_level(body, outer, written)
         if value is not None and len(body.expressions) != 1:
             self.where.fail(f"{written} (SELECT ...) compares one column; this subquery selects {len(body.expressions)}",
                             body, "select the one column to compare")
+        inner = self.items(body)
+        correlated = [p for p in conjuncts(body.args["where"].this if body.args.get("where") else None)
+                      if self.outer_refs(p, body, inner, outer)]
         # `x IN (SELECT SUM(a) FROM t WHERE t.k = o.k)`: one value per correlation key (no COUNT: it
-        # is 0 for a key without rows, which no group of the view has)
-        grouped = bool(correlated) and value is not None and aggregates(body) and self.equalities(correlated, body, outer) \
+        # is 0 for a key without rows, which no group of the view has; no NOT IN: its NULL there
+        # drops the row, which no row of the view would)
+        grouped = bool(correlated) and written == "IN" and aggregates(body) and self.equalities(correlated, body, outer) \
             and not any(body.args.get(k) for k in ("group", "having", "limit", "offset")) \
             and not body.expressions[0].find(exp.Count)
-        if correlated and not grouped and (body.args.get("group") or aggregates(body) or body.args.get("limit")
-                                           or body.args.get("distinct") is not None and value is not None):
-            self.where.fail(f"a correlated {written} subquery that groups, aggregates or limits its rows is not supported",
-                            body, "join the grouped rows in a WITH view on the correlated columns")
+        # EXISTS selects nothing it compares; IN compares its one column, which may read the outer
+        # query's (`t1.y IN (SELECT t1.y FROM t2 WHERE ...)`) unless it aggregates
+        if self.outside_where(body, inner, outer, select_list=value is None or not aggregates(body)) \
+                or self.far_ref(body, outer) or correlated and not grouped and (
+                    body.args.get("group") or aggregates(body) or body.args.get("limit") or body.args.get("offset")
+                    or body.args.get("distinct") is not None and value is not None):
+            return domain_join(self, written, body, value, outer)
         return self.join_of(written, body, value, correlated, outer, grouped)
 
     def equalities(self, correlated: list, body: exp.Select, outer: dict) -> bool:
@@ -356,7 +356,7 @@ class Rewrite:
         if self.rowtime is None or len(items) != 1 or aggregates(body) or body.args.get("group"):
             return {}
         rowtime = self.rowtime(items[0].this)
-        return {_alias_of(items[0].this): rowtime} if rowtime else {}
+        return {alias_of(items[0].this): rowtime} if rowtime else {}
 
     def owner_alias(self, col: exp.Column, inner: dict) -> str | None:
         if col.args.get("table") is not None:
@@ -364,15 +364,8 @@ class Rewrite:
         name = ident_name(col.this)
         return next((a for a, cols in inner.items() if cols is not None and name in cols), None)
 
-    def correlated(self, body: exp.Query, outer: dict) -> bool:
-        for select in body.find_all(exp.Select):
-            inner = self.items(select)
-            if any(self.outer_refs(n, select, inner, outer) for n in select.iter_expressions()):
-                return True
-        return False
-
-    def one_level(self, body: exp.Select, outer: dict, written: str) -> None:
-        """A subquery inside the subquery that reads this query's columns (two levels out) is refused."""
+    def far_ref(self, body: exp.Select, outer: dict) -> exp.Column | None:
+        """An outer column read by a subquery inside the subquery (two levels out)."""
         for deeper in body.find_all(exp.Select):
             if deeper is body:
                 continue
@@ -380,20 +373,18 @@ class Rewrite:
             far = [c for c in deeper.find_all(exp.Column) if not isinstance(c.this, exp.Star) and query_of(c) is deeper
                    and self.owner(c, scope, outer) == "outer"]
             if far:
-                self.where.fail(f"a subquery inside a {written} subquery reads the outer query's column {far[0].sql()}, "
-                                "two levels out", far[0], "compare it in the outer subquery's WHERE")
+                return far[0]
+        return None
 
-    def only_in_where(self, body: exp.Select, inner: dict, outer: dict, written: str, select_list: bool = False) -> None:
-        """`select_list`: the select list may read outer columns too."""
+    def outside_where(self, body: exp.Select, inner: dict, outer: dict, select_list: bool = False) -> exp.Column | None:
+        """An outer column read outside the subquery's WHERE (`select_list`: the select list may)."""
         for key in ("joins", "group", "having", "order") if select_list else ("expressions", "joins", "group", "having", "order"):
             value = body.args.get(key)
             for node in value if isinstance(value, list) else [value]:
-                if node is None:
-                    continue
-                refs = self.outer_refs(node, body, inner, outer)
+                refs = self.outer_refs(node, body, inner, outer) if node is not None else []
                 if refs:
-                    self.where.fail(f"a {written} subquery reads the outer query's column {refs[0].sql()} outside its WHERE",
-                                    refs[0], "compare the outer columns in the subquery's WHERE, joined by AND")
+                    return refs[0]
+        return None
 
     def scalar(self, sub: exp.Subquery, outer: dict) -> exp.Expression:
         """A scalar subquery as a LEFT JOIN of a view of at most one row per correlation key: the
@@ -402,37 +393,34 @@ class Rewrite:
         if not isinstance(body, exp.Select) or len(body.expressions) != 1:
             self.where.fail("a scalar subquery selects one column", sub, "select one value: (SELECT MAX(v) FROM t)")
         inner = self.items(body)
-        self.only_in_where(body, inner, outer, "scalar")
-        self.one_level(body, outer, "scalar")
         correlated = [p for p in conjuncts(body.args["where"].this if body.args.get("where") else None)
                       if self.outer_refs(p, body, inner, outer)]
-        for part in correlated:
-            if not self.equalities([part], body, outer):
-                self.where.fail("a correlated scalar subquery is joined on equalities: this condition is not one",
-                                part, "compare an outer column with a subquery column by = (other conditions: a join)")
-        if correlated and any(e.find(exp.Window) for e in body.expressions):
-            self.where.fail("a correlated scalar subquery with a window function (OVER) is not supported", sub,
-                            "compute the window in a WITH view, PARTITION BY the correlated columns, and join it")
+        plain = body
         if correlated and body.args.get("limit") and not aggregates(body) and not body.args.get("group"):
-            body = first_row(self.where, sub, body)  # `LIMIT 1`: one row of each key's, MIN / MAX of its value
+            plain = first_row(body)  # `LIMIT 1`: one row of each key's, MIN / MAX of its value
         # an aggregate without GROUP BY: one row (per correlation key), always
-        aggregate = aggregates(body) and not any(body.args.get(k) for k in ("group", "having", "limit", "offset"))
-        if correlated and not aggregate and (body.args.get("group") or aggregates(body)):
-            self.where.fail("a correlated scalar subquery with GROUP BY, HAVING or LIMIT is not supported", sub,
-                            "aggregate without GROUP BY: (SELECT MAX(v) FROM t WHERE t.k = o.k)")
+        aggregate = plain is not None and aggregates(plain) and not any(
+            plain.args.get(k) for k in ("group", "having", "limit", "offset"))
+        if deep_outer_refs(self, body, outer) and (
+                plain is None or self.outside_where(body, inner, outer) or self.far_ref(body, outer)
+                or not self.equalities(correlated, body, outer) or correlated and (
+                    any(e.find(exp.Window) for e in body.expressions)
+                    or not aggregate and (plain.args.get("group") or aggregates(plain)))):
+            return scalar_domain(self, sub, body, outer)
         self.count += 1
         alias = f"scalar_{self.count}"
-        body = body.copy()
-        expression = body.expressions[0]
-        expression = expression.this if isinstance(expression, exp.Alias) else expression
+        body = plain.copy()
+        expression = unaliased(body.expressions[0])
         condition, keys, _ = self.decorrelate(body, correlated, alias, outer)
         body = scalar_body(body, expression, keys, aggregate, bool(correlated), alias)
+        self.scalar_join(body, alias, condition)
+        return scalar_value(sub, expression, alias, aggregate, bool(correlated))
+
+    def scalar_join(self, body: exp.Select, alias: str, condition: exp.Expression | None) -> None:
         view = exp.Subquery(this=body, alias=exp.TableAlias(this=exp.to_identifier(alias)))
         join = exp.Join(this=view, side="LEFT", on=condition) if condition is not None else exp.Join(this=view, kind="CROSS")
         join.meta[SUBQUERY], join.meta[HIDDEN] = "scalar", True
         self.joins.append(join)
-        return scalar_value(sub, expression, alias, aggregate, bool(correlated))
-
 
 
 def _first_name(union: exp.Query) -> str:
@@ -440,11 +428,3 @@ def _first_name(union: exp.Query) -> str:
     while isinstance(first, exp.Union):
         first = first.this
     return first.unnest().expressions[0].alias_or_name if isinstance(first, exp.Subquery) else first.expressions[0].alias_or_name
-
-
-def _alias_of(node: exp.Expression) -> str:
-    """A FROM item's name in its query: its alias, or the table's name."""
-    alias = node.args.get("alias")
-    if alias is not None and alias.this is not None:
-        return ident_name(alias.this)
-    return ident_name(node.this) if isinstance(node, exp.Table) and isinstance(node.this, exp.Identifier) else ""

@@ -8,7 +8,10 @@ from __future__ import annotations
 from sqlglot import exp
 
 from streamjoin.plan.conditions import conjuncts
-from streamjoin.plan.scope import Located
+from streamjoin.plan.scope import Located, ident_name
+
+SUBQUERY = "subquery"  # exp.Join.meta key: how the join was written (model.Join.subquery)
+HIDDEN = "hidden"  # exp.Join.meta key: its right input is the subquery's view, not a column source
 
 
 def scalar_body(body: exp.Select, expression: exp.Expression, keys: list, aggregate: bool, correlated: bool,
@@ -34,18 +37,18 @@ def scalar_body(body: exp.Select, expression: exp.Expression, keys: list, aggreg
     return body
 
 
-def first_row(where: Located, sub: exp.Subquery, body: exp.Select) -> exp.Select:
+def first_row(body: exp.Select) -> exp.Select | None:
     """A correlated `(SELECT v FROM t WHERE t.k = o.k [ORDER BY v [DESC]] LIMIT 1)`: an aggregate
     of each key's rows that is the value of one of them, MIN(v) (MAX(v) ordered DESC): any row's
-    without ORDER BY, the first row's when the order is the value's own."""
+    without ORDER BY, the first row's when the order is the value's own. None: another LIMIT
+    (plan.analyzer.domains takes it)."""
     limit = body.args["limit"].expression if isinstance(body.args["limit"], exp.Limit) else None
     order = body.args.get("order")
     value = body.expressions[0].this if isinstance(body.expressions[0], exp.Alias) else body.expressions[0]
     keys = order.expressions if order is not None else []
     if (not isinstance(limit, exp.Literal) or limit.this != "1" or body.args.get("offset") or len(keys) > 1
             or keys and keys[0].this.sql() != value.sql()):
-        where.fail("a correlated scalar subquery that limits its rows is supported as LIMIT 1, ordered by nothing or "
-                   "by its value", sub, "(SELECT MIN(v) FROM t WHERE t.k = o.k), or join a WITH view")
+        return None
     body = body.copy()
     pick = (exp.Max if keys and keys[0].args.get("desc") else exp.Min)(this=value.copy())
     if keys and keys[0].args.get("nulls_first"):  # (DESC in PostgreSQL's order): a NULL value is the first row's
@@ -186,3 +189,11 @@ def and_all(parts: list[exp.Expression]) -> exp.Expression | None:
     for p in parts[1:]:
         out = exp.And(this=out, expression=p)
     return out
+
+
+def alias_of(node: exp.Expression) -> str:
+    """A FROM item's name in its query: its alias, or the table's name."""
+    alias = node.args.get("alias")
+    if alias is not None and alias.this is not None:
+        return ident_name(alias.this)
+    return ident_name(node.this) if isinstance(node, exp.Table) and isinstance(node.this, exp.Identifier) else ""
