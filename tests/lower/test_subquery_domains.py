@@ -78,3 +78,49 @@ def test_the_domain_queries_reach_the_forms_the_key_decorrelation_does_not_take(
     for name, query in QUERIES.items():
         script = compile_sql(TABLES + f"CREATE MATERIALIZED VIEW mv AS {query};\n", "s.sql", dialect="risingwave")
         assert any(o.name == "dom1" for q in script.queries for o in q.output), name
+
+
+def _random_query(rng) -> str:
+    """A correlated subquery of a random form over l (outer) and r: where its correlation sits
+    (WHERE, a JOIN's ON, a derived table, the select list), how it compares (=, <>, <, IS NOT
+    DISTINCT FROM), what it computes (rows, COUNT, MAX, a GROUP BY, a LIMIT) and how it is read."""
+    op = rng.choice(["=", "<>", "<", "IS NOT DISTINCT FROM"])
+    outer_col, inner_col = rng.choice([("l.a", "r.c"), ("l.b", "r.d")])
+    correlation = f"{inner_col} {op} {outer_col}"
+    place = rng.choice(["where", "on", "derived", "two levels"])
+    if place == "where":
+        source, where = "r", f"WHERE {correlation}"
+    elif place == "on":
+        source, where = f"r JOIN r AS r2 ON r2.c = r.c AND {correlation}", ""
+    elif place == "derived":
+        source, where = f"(SELECT c, d FROM r WHERE {correlation}) AS r", ""
+    else:
+        source, where = "r", f"WHERE r.c IN (SELECT r2.c FROM r AS r2 WHERE {correlation.replace('r.', 'r2.')})"
+    use = rng.choice(["exists", "not exists", "in", "not in", "scalar count", "scalar max"])
+    shape = rng.choice(["rows", "grouped", "limited"])
+    value = "r.c" if use in ("in", "not in") else "1"
+    if use.startswith("scalar"):
+        agg = "COUNT(*)" if use == "scalar count" else "MAX(r.d)"
+        return f"SELECT l.a, l.b, (SELECT {agg} FROM {source} {where}) AS x FROM l"
+    if shape == "grouped":
+        body = f"SELECT {'COUNT(*)' if value != '1' else '1'} FROM {source} {where} GROUP BY r.d"
+    elif shape == "limited":
+        body = f"SELECT {value} FROM {source} {where} ORDER BY r.c, r.d LIMIT 2"
+    else:
+        body = f"SELECT {value} FROM {source} {where}"
+    test = {"exists": f"EXISTS ({body})", "not exists": f"NOT EXISTS ({body})",
+            "in": f"l.a IN ({body})", "not in": f"l.a NOT IN ({body})"}[use]
+    return f"SELECT * FROM l WHERE {test}"
+
+
+@pytest.mark.parametrize("seed", [1, pytest.param(2, marks=pytest.mark.long), pytest.param(3, marks=pytest.mark.long)])
+def test_random_correlated_subqueries_give_postgresqls_rows(spark, tmp_path, postgres_tables, seed):
+    import random
+
+    rng = random.Random(seed)
+    for n in range(8):
+        query = _random_query(rng)
+        expected = sorted((tuple(_value(v) for v in row) for row in pg_execute(
+            f"SET search_path TO {SCHEMA}; {query}", fetch=True)), key=repr)
+        got = [tuple(_value(v) for v in row) for row in run_view(spark, tmp_path / str(n), query)]
+        assert got == expected, query
