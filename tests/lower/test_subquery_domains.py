@@ -46,8 +46,7 @@ QUERIES = {
     "not in, an aggregate over no rows is NULL": "SELECT * FROM l WHERE b NOT IN (SELECT MAX(d) FROM r WHERE r.c = l.a)",
     "in, distinct": "SELECT * FROM l WHERE a IN (SELECT DISTINCT c FROM r WHERE r.d >= l.b)",
 }
-QUICK = ("scalar count, not distinct", "scalar, limit and offset", "exists, a correlated derived table",
-         "not in, an aggregate over no rows is NULL", "scalar over a left join's NULLs")
+QUICK = ("scalar count, not distinct", "scalar, limit and offset", "not in, an aggregate over no rows is NULL")
 
 
 @pytest.fixture(scope="module")
@@ -124,3 +123,63 @@ def test_random_correlated_subqueries_give_postgresqls_rows(spark, tmp_path, pos
             f"SET search_path TO {SCHEMA}; {query}", fetch=True)), key=repr)
         got = [tuple(_value(v) for v in row) for row in run_view(spark, tmp_path / str(n), query)]
         assert got == expected, query
+
+
+SOURCE_QUERIES = {
+    "exists, correlated in ON": "SELECT id FROM o WHERE EXISTS (SELECT * FROM s JOIN s AS s2 ON s2.c = o.c AND s.k = s2.k)",
+    "scalar count, not equal": "SELECT id, (SELECT COUNT(*) FROM s WHERE s.k <> o.k) AS n FROM o",
+    "in, two levels out": "SELECT id FROM o WHERE o.k IN (SELECT k FROM s WHERE s.c IN (SELECT s2.c FROM s AS s2 WHERE s2.k = o.k))",
+}
+# over sources, a domain subquery whose per-domain rows are a view another view reads (a correlated
+# derived table, a LIMIT's row numbers over a changelog) is refused: `run` does not chain such views yet
+REFUSED_OVER_SOURCES = {
+    "not in, limited": "SELECT id FROM o WHERE o.c NOT IN (SELECT c FROM s WHERE s.k = o.k ORDER BY c LIMIT 1)",
+    "exists, a correlated derived table": "SELECT id FROM o WHERE EXISTS (SELECT * FROM (SELECT k FROM s WHERE s.c = o.c) AS x)",
+}
+OUTER_ROWS = [{"id": 1, "c": 1, "k": 1}, {"id": 2, "c": 2, "k": 2}, {"id": 3, "c": None, "k": 1}, {"id": 4, "c": 1, "k": None},
+              {"id": 5, "c": 3, "k": 3}]
+SUB_ROWS = [{"c": 1, "k": 1}, {"c": 2, "k": 1}, {"c": None, "k": 2}, {"c": 1, "k": 1}, {"c": 3, "k": None}]
+
+
+@pytest.mark.parametrize("name", [n if n == "scalar count, not equal" else pytest.param(n, marks=pytest.mark.long)
+                                  for n in SOURCE_QUERIES])
+def test_a_domain_subquery_over_sources_without_a_time_bound_folds_to_postgresqls_rows(spark, tmp_path, postgres_tables, name):
+    """RisingWave's sources (no time bound): the domain is a running DISTINCT of the outer stream, the
+    subquery's view a changelog; a bounded run's output folds to PostgreSQL's rows over the same rows."""
+    from runtime_helpers import read_output, write_jsonl
+    from streamjoin.runtime.pipeline import Pipeline
+
+    query = SOURCE_QUERIES[name]
+    write_jsonl(tmp_path / "o" / "a.json", OUTER_ROWS)
+    write_jsonl(tmp_path / "s" / "a.json", SUB_ROWS)
+    values = {t: ", ".join("(" + ", ".join("NULL" if r[c] is None else str(r[c]) for c in r) + ")" for r in rows)
+              for t, rows in (("o", OUTER_ROWS), ("s", SUB_ROWS))}
+    expected = sorted(pg_execute(f"SET search_path TO {SCHEMA}; DROP TABLE IF EXISTS o, s; CREATE TABLE o (id INT, c INT, k INT); "
+                                 f"CREATE TABLE s (c INT, k INT); INSERT INTO o VALUES {values['o']}; "
+                                 f"INSERT INTO s VALUES {values['s']}; {query}", fetch=True), key=repr)
+    program = (f"CREATE SOURCE o (id INT, c INT, k INT) WITH (connector = 'files', path = '{tmp_path / 'o'}') "
+               "FORMAT PLAIN ENCODE JSON;\n"
+               f"CREATE SOURCE s (c INT, k INT) WITH (connector = 'files', path = '{tmp_path / 's'}') FORMAT PLAIN ENCODE JSON;\n"
+               f"CREATE MATERIALIZED VIEW mv AS {query};\n")
+    pipeline = Pipeline.from_sql(program, "rw.sql", dialect="risingwave")
+    statuses = pipeline.run(spark, tmp_path / "checkpoint", str(tmp_path / "out"), until_idle=True)
+    assert all(s["state"] == "finished" for s in statuses.values()), statuses
+    names = [c.name for c in pipeline.query.output]
+    content: dict = {}
+    for r in read_output(tmp_path / "out"):
+        key = tuple(r.get(n) for n in names)
+        content[key] = content.get(key, 0) + (-1 if r.get("op") == "-D" else 1)
+    assert sorted((k for k, n in content.items() for _ in range(n)), key=repr) == expected, query
+
+
+@pytest.mark.parametrize("name", list(REFUSED_OVER_SOURCES))
+def test_a_domain_subquery_over_sources_that_chains_changing_views_is_refused_before_it_runs(tmp_path, name):
+    from streamjoin.errors import Unsupported
+    from streamjoin.runtime.pipeline import Pipeline
+
+    program = (f"CREATE SOURCE o (id INT, c INT, k INT) WITH (connector = 'files', path = '{tmp_path / 'o'}') "
+               "FORMAT PLAIN ENCODE JSON;\n"
+               f"CREATE SOURCE s (c INT, k INT) WITH (connector = 'files', path = '{tmp_path / 's'}') FORMAT PLAIN ENCODE JSON;\n"
+               f"CREATE MATERIALIZED VIEW mv AS {REFUSED_OVER_SOURCES[name]};\n")
+    with pytest.raises(Unsupported, match="not supported by `run` yet"):
+        Pipeline.from_sql(program, "rw.sql", dialect="risingwave")
