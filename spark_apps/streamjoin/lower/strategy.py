@@ -250,8 +250,14 @@ def chain_problem(q: Query, regular: bool) -> str | None:
     if any(j.kind == JoinKind.REGULAR for j in q.joins) and other is not None:
         return (f"a regular join chained with a {other.kind} ({other.right}) is not supported by `run` yet: "
                 "a chain of joins on streamjoin's operator is regular joins only (streams and changing tables)")
-    return ("a join that needs streamjoin's own operator (ROWS windows, EMIT EAGER/CHANGES, ASOF, TUMBLE/HOP) "
-            "must be the query's only join in `run` yet: join further inputs in a view over it")
+    filtering = next((j for j in q.joins if j.join_type.filters), None)
+    if filtering is not None:  # (EXISTS / IN ...: the outer query's own joins come first)
+        written = f"{filtering.subquery} (SELECT ...)" if filtering.subquery else f"{filtering.join_type} JOIN"
+        return (f"{written} is a {'semi' if filtering.join_type == JoinType.SEMI else 'anti'} join on streamjoin's "
+                "operator, which must be the query's only join of streams bounded in time in `run` yet: join the "
+                "other streams in a view and write the subquery over it")
+    return ("a join that needs streamjoin's own operator (ROWS windows, EMIT EAGER/CHANGES, ASOF, TUMBLE/HOP, a semi or "
+            "anti join) must be the query's only join in `run` yet: join further inputs in a view over it")
 
 
 def uses_custom(query: Query, options: LoweringOptions = LoweringOptions()) -> bool:
