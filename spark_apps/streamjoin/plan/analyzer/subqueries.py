@@ -33,6 +33,7 @@ from streamjoin.plan.analyzer.subquery_values import (
     aggregates,
     alias_of,
     and_all,
+    as_scalar,
     first_row,
     having_as_where,
     query_of,
@@ -170,6 +171,13 @@ class Rewrite:
                 kept.append(part)
             else:
                 self.joins.append(join)
+        for n, node in [*enumerate(kept), *((None, e) for e in select.expressions)]:  # under OR, NOT, CASE, SELECT
+            for q in [q for q in node.find_all(exp.Exists, exp.In) if query_of(q) is select
+                      and (isinstance(q, exp.Exists) or q.args.get("query") is not None)]:
+                if q is node and n is not None:
+                    kept[n] = node = as_scalar(q)
+                else:
+                    q.replace(as_scalar(q))
         for n, node in [*enumerate(kept), *((None, e) for e in select.expressions)]:
             for sub in [s for s in node.find_all(exp.Subquery) if query_of(s) is select and isinstance(s.this, exp.Query)
                         and not isinstance(s.parent, exp.In)]:

@@ -37,6 +37,53 @@ def scalar_body(body: exp.Select, expression: exp.Expression, keys: list, aggreg
     return body
 
 
+def as_scalar(node: exp.Exists | exp.In) -> exp.Expression:
+    """EXISTS (q) / x IN (q) where no semi or anti join can stand for it (under OR, NOT or CASE, in
+    the select list): a scalar subquery over q's rows, as RisingWave plans it. EXISTS is `COUNT(*)
+    > 0`; IN is SQL's three-valued IN: TRUE if a row equals x, else FALSE over no rows, else NULL
+    when x or a row's value is NULL, else FALSE. Over no rows (a correlation key without any)
+    the aggregates are those over none (plan.analyzer.subqueries' count bug): FALSE."""
+    body = node.this if isinstance(node, exp.Exists) else node.args["query"]
+    body = body.unnest() if isinstance(body, exp.Subquery) else body
+    plain = isinstance(body, exp.Select) and not aggregates(body) and not any(
+        body.args.get(k) for k in ("group", "having", "limit", "offset", "distinct", "qualify", "with_")) \
+        and not any(e.find(exp.Window) for e in body.expressions)
+    rows = "exists_rows" if isinstance(node, exp.Exists) else "in_rows"
+    count = exp.Count(this=exp.Star())
+    if isinstance(node, exp.Exists):
+        value = exp.GT(this=count, expression=exp.Literal.number(0))
+    else:
+        first = body.expressions[0] if isinstance(body, exp.Select) else None
+        mine = (first.this if isinstance(first, exp.Alias) else first).copy() if plain else exp.column("v", rows)
+
+        def number_of(condition):
+            return exp.Sum(this=exp.Case(ifs=[exp.If(this=condition, true=exp.Literal.number(1))],
+                                         default=exp.Literal.number(0)))
+        x = node.this
+        value = exp.Case(ifs=[
+            exp.If(this=exp.GT(this=number_of(exp.EQ(this=mine.copy(), expression=x.copy())), expression=exp.Literal.number(0)),
+                   true=exp.true()),
+            exp.If(this=exp.EQ(this=count.copy(), expression=exp.Literal.number(0)), true=exp.false()),
+            exp.If(this=exp.or_(exp.Is(this=x.copy(), expression=exp.Null()), exp.GT(
+                this=number_of(exp.Is(this=mine.copy(), expression=exp.Null())), expression=exp.Literal.number(0))),
+                   true=exp.Null())], default=exp.false())
+    if plain:
+        query = body.copy()
+        query.set("expressions", [exp.alias_(value, "value", quoted=False)])
+    else:
+        inner = body.copy()
+        if not isinstance(node, exp.Exists):  # its one column, named v (a UNION's: its first branch's)
+            branch = inner
+            while isinstance(branch, exp.Union):
+                branch = branch.this.unnest() if isinstance(branch.this, exp.Subquery) else branch.this
+            head = branch.expressions[0]
+            branch.expressions[0].replace(exp.alias_((head.this if isinstance(head, exp.Alias) else head).copy(), "v",
+                                                     quoted=False))
+        query = exp.select(exp.alias_(value, "value", quoted=False)).from_(
+            exp.Subquery(this=inner, alias=exp.TableAlias(this=exp.to_identifier(rows))))
+    return exp.Paren(this=exp.Subquery(this=query))
+
+
 def first_row(body: exp.Select) -> exp.Select | None:
     """A correlated `(SELECT v FROM t WHERE t.k = o.k [ORDER BY v [DESC]] LIMIT 1)`: an aggregate
     of each key's rows that is the value of one of them, MIN(v) (MAX(v) ordered DESC): any row's
