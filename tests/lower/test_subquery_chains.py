@@ -21,7 +21,7 @@ def _rows(rng, n: int) -> list[dict]:
     return [{"id": i, "k": rng.randint(0, 3), "rowtime": rng.randint(0, 20) * 15_000} for i in range(n)]
 
 
-@pytest.mark.parametrize("negated", [False, True])
+@pytest.mark.parametrize("negated", [False, pytest.param(True, marks=pytest.mark.long)])
 def test_a_semi_or_anti_join_after_an_interval_join_keeps_each_pair_as_sql_does(spark, tmp_path, negated):
     rng = random.Random(67 + negated)
     streams = {name: _rows(rng, 30) for name in ("a", "b", "c")}

@@ -77,6 +77,16 @@ def test_a_correlated_subquery_over_its_domain_gives_postgresqls_rows(spark, tmp
     assert got == expected, query
 
 
+def test_explain_names_a_subquerys_domain_and_its_views_join_on_it():
+    from streamjoin.lower.explain import explain_text
+    from streamjoin.plan import compile_sql
+
+    query = QUERIES["scalar count, not distinct"]
+    text = explain_text(compile_sql(TABLES + f"CREATE MATERIALIZED VIEW mv AS {query};\n", "s.sql", dialect="risingwave"))
+    assert "domain: l.a: the subquery once per distinct value, NULL matching NULL" in text
+    assert "view scalar_1_dom1" in text and "(l.a IS NULL) = (scalar_1.dom1 IS NULL)" in text
+
+
 def test_the_domain_queries_reach_the_forms_the_key_decorrelation_does_not_take():
     """Each query above is one the key decorrelation refuses: its plan reads a domain (dom1), or
     (EXISTS / IN under OR, NOT, CASE or selected) a scalar subquery's view."""
@@ -139,12 +149,17 @@ SOURCE_QUERIES = {
     "exists, correlated in ON": "SELECT id FROM o WHERE EXISTS (SELECT * FROM s JOIN s AS s2 ON s2.c = o.c AND s.k = s2.k)",
     "scalar count, not equal": "SELECT id, (SELECT COUNT(*) FROM s WHERE s.k <> o.k) AS n FROM o",
     "in, two levels out": "SELECT id FROM o WHERE o.k IN (SELECT k FROM s WHERE s.c IN (SELECT s2.c FROM s AS s2 WHERE s2.k = o.k))",
+    # (the derived table's select merged into the one that reads it: one changing view, not two)
+    "exists, a correlated derived table": "SELECT id FROM o WHERE EXISTS (SELECT * FROM (SELECT k FROM s WHERE s.c = o.c) AS x)",
+    "scalar over a correlated derived table": "SELECT id, (SELECT MAX(x.v) FROM (SELECT k + 1 AS v FROM s WHERE s.c = o.c) AS x "
+                                              "WHERE x.v > 1) AS m FROM o",
 }
-# over sources, a domain subquery whose per-domain rows are a view another view reads (a correlated
-# derived table, a LIMIT's row numbers over a changelog) is refused: `run` does not chain such views yet
+# over sources, a domain subquery whose per-domain rows are a view another view reads (a LIMIT's row
+# numbers over a changelog, a grouped derived table) is refused: `run` does not chain such views yet
 REFUSED_OVER_SOURCES = {
     "not in, limited": "SELECT id FROM o WHERE o.c NOT IN (SELECT c FROM s WHERE s.k = o.k ORDER BY c LIMIT 1)",
-    "exists, a correlated derived table": "SELECT id FROM o WHERE EXISTS (SELECT * FROM (SELECT k FROM s WHERE s.c = o.c) AS x)",
+    "exists, a grouped correlated derived table": "SELECT id FROM o WHERE EXISTS (SELECT * FROM (SELECT k, COUNT(*) AS n "
+                                                  "FROM s WHERE s.c = o.c GROUP BY k) AS x WHERE x.n > 1)",
 }
 OUTER_ROWS = [{"id": 1, "c": 1, "k": 1}, {"id": 2, "c": 2, "k": 2}, {"id": 3, "c": None, "k": 1}, {"id": 4, "c": 1, "k": None},
               {"id": 5, "c": 3, "k": 3}]

@@ -4,6 +4,7 @@ data (json). Spark-free."""
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 
 from sqlglot import exp
@@ -232,6 +233,10 @@ def _join(n: int, j: Join) -> list[str]:
     c = j.condition
     if j.subquery:
         lines.append(f"    written: {_WRITTEN[j.subquery]}")
+        domain = sorted({sql(col) for a, b in c.keys if any(re.fullmatch(r"dom\d+", x.name) for x in b.find_all(exp.Column))
+                         for col in a.find_all(exp.Column)})
+        if domain:  # (plan.analyzer.domains)
+            lines.append(f"    domain: {', '.join(domain)}: the subquery once per distinct value, NULL matching NULL")
     if j.using:
         lines.append(f"    using: {', '.join(j.using)} (one coalesced column each)")
     if c.from_where:

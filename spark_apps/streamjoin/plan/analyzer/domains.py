@@ -122,15 +122,8 @@ class Domain:
             query.set("this", self.push(query.this, top))
             query.set("expression", self.push(query.expression, top))
             return query
-        if not isinstance(query, exp.Select) or query.args.get("from_") is None:
-            self.fail("a correlated subquery of this form is not supported", query,
-                      "join the outer query with a WITH view of its rows")
-        if query.args.get("with_") is not None:
-            self.fail("a correlated subquery with its own WITH is not supported", query, "name the WITH views at the top")
+        self._check(query)
         joins = query.args.get("joins") or []
-        if any(j.args.get("side") in ("RIGHT", "FULL") for j in joins):
-            self.fail("a correlated subquery with a RIGHT or FULL JOIN is not supported", query,
-                      "write it as a LEFT JOIN, or join a WITH view")
         pushed = []  # the FROM items (derived tables) that read the outer columns: per domain row themselves
         for holder in [query.args["from_"], *joins]:
             item = holder.this
@@ -160,7 +153,45 @@ class Domain:
         mine = [exp.column(n, source) for n in self.names]
         self._per_domain(query, mine, top)
         query.set("expressions", [*(exp.alias_(c.copy(), c.name, quoted=False) for c in mine), *self._listed(query)])
+        merged = self._merged(query)
+        if merged is not None:  # the domain's columns as the derived table selects them
+            query, mine = merged, [unaliased(e).copy() for e in merged.expressions[:len(self.names)]]
         return self._limited(query, mine)
+
+    def _check(self, query: exp.Query) -> None:
+        if not isinstance(query, exp.Select) or query.args.get("from_") is None:
+            self.fail("a correlated subquery of this form is not supported", query,
+                      "join the outer query with a WITH view of its rows")
+        if query.args.get("with_") is not None:
+            self.fail("a correlated subquery with its own WITH is not supported", query, "name the WITH views at the top")
+        if any(j.args.get("side") in ("RIGHT", "FULL") for j in query.args.get("joins") or []):
+            self.fail("a correlated subquery with a RIGHT or FULL JOIN is not supported", query,
+                      "write it as a LEFT JOIN, or join a WITH view")
+
+    def _merged(self, query: exp.Select) -> exp.Select | None:
+        """`SELECT ... FROM (SELECT ... WHERE c) AS x WHERE w [GROUP BY ...]`, x the per-domain derived
+        table, a plain filter of its FROM: one select over x's FROM, x's columns read as x selects
+        them (over a stream, a changing view read by another view is what `run` cannot chain)."""
+        item = query.args["from_"].this
+        if query.args.get("joins") or not isinstance(item, exp.Subquery) or not isinstance(item.this, exp.Select) \
+                or not _plain(item.this):
+            return None
+        inner, name = item.this, alias_of(item)
+        selected = {e.alias_or_name: unaliased(e) for e in inner.expressions}
+        if "" in selected or "*" in selected or any(isinstance(e, exp.Star) or isinstance(e.this, exp.Star)
+                                                   for e in [*inner.expressions, *query.expressions]):
+            return None
+        merged, level = inner.copy(), query.copy()
+        level.set("expressions", [exp.Alias(this=e, alias=exp.to_identifier(e.name)) if isinstance(e, exp.Column) else e
+                                  for e in level.expressions])  # (each output column keeps its name)
+        for col in [c for c in level.find_all(exp.Column) if c.name in selected
+                    and (c.table == name or not c.table and query_of(c) is level)]:
+            col.replace(selected[col.name].copy())
+        for key in ("expressions", "group", "having", "distinct", "limit", "offset", "order", "qualify"):
+            merged.set(key, level.args.get(key))
+        where = [w.this for w in (inner.args.get("where"), level.args.get("where")) if w is not None]
+        merged.set("where", exp.Where(this=and_all([w.copy() for w in where])) if where else None)
+        return merged
 
     def _listed(self, query: exp.Select) -> list[exp.Expression]:
         """The select list, a `*` as each of the query's own inputs' columns (not the domain's)."""
@@ -228,6 +259,13 @@ class Domain:
         if count is not None:
             kept.append(exp.LTE(this=exp.column("dom_row"), expression=exp.Literal.number(first + count)))
         return exp.select(*(exp.column(e.alias_or_name) for e in named)).from_(rows).where(and_all(kept))
+
+
+def _plain(query: exp.Select) -> bool:
+    """No grouping, aggregate, DISTINCT, LIMIT, window function or WITH: its rows are its FROM's, filtered."""
+    return not aggregates(query) and not any(query.args.get(k) for k in (
+        "group", "having", "distinct", "limit", "offset", "qualify", "with_")) \
+        and not any(e.find(exp.Window) for e in query.expressions)
 
 
 def unaliased(node: exp.Expression) -> exp.Expression:
