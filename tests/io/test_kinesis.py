@@ -79,8 +79,9 @@ def test_records_put_after_a_shard_split_are_read_after_their_parent_and_each_on
         client.split_shard(StreamName=stream, ShardToSplit=shard["ShardId"], NewStartingHashKey=str(2**126))
         put(stream, [{"rowtime": ts(t * 1000), "k": t} for t in range(4, 8)], hash_key="1")
         put(stream, [{"rowtime": ts(t * 1000), "k": t} for t in range(8, 10)], hash_key=str(2**126 + 1))
-        # a pass reads what the shards return now: the children's records may take another pass
-        deadline = time.time() + 30
+        # a pass reads what the shards return now: the children's records may take another pass (on a
+        # loaded machine 30 s was once not enough: the loop ends as soon as every row is staged)
+        deadline = time.time() + 120
         runner.process_available()
         while staged_keys(runner) < 10 and time.time() < deadline:
             time.sleep(0.5)
