@@ -20,7 +20,16 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from streamjoin.plan.analyzer.subquery_values import HIDDEN, SUBQUERY, aggregates, alias_of, and_all, query_of, scalar_value
+from streamjoin.plan.analyzer.subquery_values import (
+    HIDDEN,
+    SUBQUERY,
+    aggregates,
+    alias_of,
+    and_all,
+    in_match,
+    query_of,
+    scalar_value,
+)
 from streamjoin.plan.scope import ident_name
 
 
@@ -298,10 +307,7 @@ def domain_join(rewrite, written: str, body: exp.Query, value: exp.Expression | 
     condition = domain.condition(alias)
     if value is not None:
         mine = exp.column("value", alias)
-        equal = exp.EQ(this=value.copy(), expression=mine)
-        if written == "NOT IN":  # SQL's NOT IN: a NULL on either side is UNKNOWN, a match (null-aware)
-            equal = exp.Paren(this=exp.or_(equal, exp.Is(this=value.copy(), expression=exp.Null()),
-                                           exp.Is(this=mine.copy(), expression=exp.Null())))
+        equal = in_match(written, value, mine)
         condition = exp.and_(equal, condition)
     join = exp.Join(this=exp.Subquery(this=view, alias=exp.TableAlias(this=exp.to_identifier(alias))), side="LEFT",
                     kind="ANTI" if written.startswith("NOT") else "SEMI", on=condition)

@@ -36,6 +36,7 @@ from streamjoin.plan.analyzer.subquery_values import (
     as_scalar,
     first_row,
     having_as_where,
+    in_match,
     query_of,
     scalar_body,
     scalar_value,
@@ -266,10 +267,7 @@ class Rewrite:
                 body = exp.select(exp.alias_(exp.column(_first_name(body)), "value")).from_(
                     exp.Subquery(this=body, alias=exp.TableAlias(this=exp.to_identifier(f"{alias}_rows"))))
             mine = compared if compared is not None else exp.column("value", alias)
-            equal = exp.EQ(this=value.copy(), expression=mine)
-            if written == "NOT IN":  # SQL's NOT IN: a NULL on either side is UNKNOWN, a match (null-aware)
-                equal = exp.Paren(this=exp.or_(equal, exp.Is(this=value.copy(), expression=exp.Null()),
-                                               exp.Is(this=mine.copy(), expression=exp.Null())))
+            equal = in_match(written, value, mine)
             condition = and_all([equal, *([condition] if condition is not None else [])])
         if isinstance(body, exp.Select):
             body.set("expressions", projected or [exp.alias_(exp.Literal.number(1), "one")])
@@ -311,10 +309,7 @@ class Rewrite:
         parts = conjuncts(where.this if where is not None else None)
         if value is not None:
             mine = body.expressions[0].this if isinstance(body.expressions[0], exp.Alias) else body.expressions[0]
-            equal = exp.EQ(this=value.copy(), expression=mine.copy())
-            if written == "NOT IN":  # SQL's NOT IN: a NULL on either side is UNKNOWN, a match (null-aware)
-                equal = exp.Paren(this=exp.or_(equal, exp.Is(this=value.copy(), expression=exp.Null()),
-                                               exp.Is(this=mine.copy(), expression=exp.Null())))
+            equal = in_match(written, value, mine)
             parts = [equal, *parts]
         table = body.args["from_"].this.copy()
         table.set("alias", exp.TableAlias(this=exp.to_identifier(alias)))

@@ -37,6 +37,16 @@ def scalar_body(body: exp.Select, expression: exp.Expression, keys: list, aggreg
     return body
 
 
+def in_match(written: str, value: exp.Expression, mine: exp.Expression) -> exp.Expression:
+    """IN's `value = mine`; NOT IN's SQL three-valued match, null-aware: a NULL on either side is
+    UNKNOWN, which drops the row as a match does."""
+    equal = exp.EQ(this=value.copy(), expression=mine.copy())
+    if written != "NOT IN":
+        return equal
+    return exp.Paren(this=exp.or_(equal, exp.Is(this=value.copy(), expression=exp.Null()),
+                                  exp.Is(this=mine.copy(), expression=exp.Null())))
+
+
 def as_scalar(node: exp.Exists | exp.In) -> exp.Expression:
     """EXISTS (q) / x IN (q) where no semi or anti join can stand for it (under OR, NOT or CASE, in
     the select list): a scalar subquery over q's rows, as RisingWave plans it. EXISTS is `COUNT(*)
