@@ -44,6 +44,13 @@ QUERIES = {
     "in, a count over no rows is 0": "SELECT * FROM l WHERE a - 1 IN (SELECT COUNT(*) FROM r WHERE r.c > l.a)",
     "not in, limited": "SELECT * FROM l WHERE a NOT IN (SELECT c FROM r WHERE r.d < l.b ORDER BY c LIMIT 1)",
     "not in, an aggregate over no rows is NULL": "SELECT * FROM l WHERE b NOT IN (SELECT MAX(d) FROM r WHERE r.c = l.a)",
+    # a RIGHT or FULL JOIN keeps its unmatched rows for each domain row (each domain row with each of its rows)
+    "exists, correlated in a RIGHT JOIN's ON": "SELECT * FROM l WHERE EXISTS (SELECT * FROM r RIGHT JOIN r AS r2 "
+                                               "ON r.c = l.a AND r.d = r2.d WHERE r.c IS NULL AND r2.d > 1)",
+    "scalar count over a FULL JOIN": "SELECT a, (SELECT COUNT(*) FROM r FULL JOIN r AS r2 ON r.c = l.a AND r2.d = l.b "
+                                     "AND r.c = r2.c) AS n FROM l",
+    "scalar, a FULL JOIN's domain after it": "SELECT a, (SELECT MAX(COALESCE(r.d, r2.d)) FROM r FULL JOIN r AS r2 "
+                                             "ON r.c = r2.c AND r.d > l.b WHERE r2.c IS NULL OR r2.c <> l.a) AS m FROM l",
     "in, distinct": "SELECT * FROM l WHERE a IN (SELECT DISTINCT c FROM r WHERE r.d >= l.b)",
     # under OR, NOT or CASE, or selected: a scalar subquery of the rows' count (IN: SQL's three values)
     "exists under or": "SELECT * FROM l WHERE a > 2 OR EXISTS (SELECT * FROM r WHERE r.c = l.a)",
@@ -52,7 +59,7 @@ QUERIES = {
     "exists under case": "SELECT a, CASE WHEN EXISTS (SELECT 1 FROM r WHERE r.c = l.a) THEN 'y' ELSE 'n' END AS e FROM l",
     "in a union, under or": "SELECT * FROM l WHERE a IN (SELECT c FROM r WHERE d > 2 UNION ALL SELECT c + 1 FROM r) OR b > 2",
 }
-QUICK = ("scalar count, not distinct", "scalar, limit and offset", "not in, an aggregate over no rows is NULL", "in, selected",
+QUICK = ("scalar count, not distinct", "scalar count over a FULL JOIN", "scalar, limit and offset", "not in, an aggregate over no rows is NULL", "in, selected",
          "not in under or")
 
 
@@ -106,11 +113,13 @@ def _random_query(rng) -> str:
     op = rng.choice(["=", "<>", "<", "IS NOT DISTINCT FROM"])
     outer_col, inner_col = rng.choice([("l.a", "r.c"), ("l.b", "r.d")])
     correlation = f"{inner_col} {op} {outer_col}"
-    place = rng.choice(["where", "on", "derived", "two levels"])
+    place = rng.choice(["where", "on", "right", "full", "derived", "two levels"])
     if place == "where":
         source, where = "r", f"WHERE {correlation}"
     elif place == "on":
         source, where = f"r JOIN r AS r2 ON r2.c = r.c AND {correlation}", ""
+    elif place in ("right", "full"):  # (r2's rows each domain row keeps, matched or not)
+        source, where = f"r AS r2 {place.upper()} JOIN r ON r2.c = r.c AND {correlation}", ""
     elif place == "derived":
         source, where = f"(SELECT c, d FROM r WHERE {correlation}) AS r", ""
     else:
@@ -151,6 +160,8 @@ SOURCE_QUERIES = {
     "in, two levels out": "SELECT id FROM o WHERE o.k IN (SELECT k FROM s WHERE s.c IN (SELECT s2.c FROM s AS s2 WHERE s2.k = o.k))",
     # (the derived table's select merged into the one that reads it: one changing view, not two)
     "exists, a correlated derived table": "SELECT id FROM o WHERE EXISTS (SELECT * FROM (SELECT k FROM s WHERE s.c = o.c) AS x)",
+    "scalar count over a correlated RIGHT JOIN": "SELECT id, (SELECT COUNT(*) FROM s RIGHT JOIN s AS s2 ON s.k = s2.k "
+                                                 "AND s.c = o.c) AS n FROM o",
     "scalar over a correlated derived table": "SELECT id, (SELECT MAX(x.v) FROM (SELECT k + 1 AS v FROM s WHERE s.c = o.c) AS x "
                                               "WHERE x.v > 1) AS m FROM o",
 }

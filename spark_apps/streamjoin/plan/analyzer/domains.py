@@ -10,7 +10,8 @@ function or is a UNION. These are decorrelated over a *domain*, as RisingWave an
   that read the outer columns, which then select the domain's columns too), each outer column
   becomes the domain's, and what works per outer row works per domain row: GROUP BY (grouping
   sets included), window functions (PARTITION BY), DISTINCT ON and LIMIT / OFFSET (a row number
-  per domain row) all gain the domain's columns;
+  per domain row) all gain the domain's columns; a RIGHT / FULL JOIN's item is each domain row
+  with each of its rows (what the join keeps unmatched is kept per domain row);
 - the outer query joins that view on its domain columns, NULL equal to NULL (a domain value is
   an outer row's value, NULL included).
 
@@ -73,6 +74,7 @@ class Domain:
                 self.keys[col.sql()] = f"dom{len(self.keys) + 1}"
                 self.written.append(col.copy())
         self.levels = 0
+        self.wrapped: set[str] = set()  # the RIGHT / FULL JOIN items that select the domain's columns too
 
     @property
     def names(self) -> list[str]:
@@ -148,24 +150,62 @@ class Domain:
             source = ident_name(view.args["alias"].this)
             joins = [exp.Join(this=first.this.copy(), kind="CROSS"), *joins]
             query.set("from_", exp.From(this=view))
-        for holder in (h for h in pushed if h is not first):  # the same domain row as the source's
-            same = and_all([same_key(exp.column(n, alias_of(holder.this)), exp.column(n, source)) for n in self.names])
-            on = holder.args.get("on")
-            holder.set("on", same if on is None else exp.and_(on, same))
-            holder.set("kind", None if holder.args.get("kind") == "CROSS" else holder.args.get("kind"))
         query.set("joins", joins)
+        mine, before = self._joined(query, pushed, source)
         refs = deep_outer_refs(self.rewrite, query, self.outer)
         query.set("expressions", [exp.Alias(this=e, alias=exp.to_identifier(e.name)) if any(e is c for c in refs) else e
                                   for e in query.expressions])  # an outer column selected keeps its name
-        for col in refs:
-            col.replace(exp.column(self.keys[col.sql()], source))
-        mine = [exp.column(n, source) for n in self.names]
+        for col in refs:  # (in a join's ON: the domain row of the rows it joins to)
+            holder = col.find_ancestor(exp.Join)
+            values = before.get(id(holder), mine)
+            col.replace(values[self.names.index(self.keys[col.sql()])].copy())
         self._per_domain(query, mine, top)
-        query.set("expressions", [*(exp.alias_(c.copy(), c.name, quoted=False) for c in mine), *self._listed(query)])
+        query.set("expressions", [*(exp.alias_(c.copy(), n, quoted=False) for c, n in zip(mine, self.names, strict=True)),
+                                  *self._listed(query)])
         merged = self._merged(query)
         if merged is not None:  # the domain's columns as the derived table selects them
             query, mine = merged, [unaliased(e).copy() for e in merged.expressions[:len(self.names)]]
         return self._limited(query, mine)
+
+    def _joined(self, query: exp.Select, pushed: list, source: str) -> tuple[list, dict]:
+        """Each join after the domain's meets the same domain row: a derived table that reads the
+        outer columns joins on its domain columns; a RIGHT or FULL JOIN's item (whose rows a
+        per-domain-row RIGHT / FULL JOIN keeps without a match) is each domain row with each of its
+        rows, and the domain's value after it is either side's. Returns the domain's columns after
+        the last join, and before each join (by id) those its ON reads."""
+        current, before = [exp.column(n, source) for n in self.names], {}
+        for holder in query.args.get("joins") or []:
+            before[id(holder)] = current
+            side = holder.args.get("side")
+            carries = any(holder is h for h in pushed)
+            if not carries and side in ("RIGHT", "FULL"):
+                item = holder.this
+                cols = self.rewrite.columns(item)
+                if cols is None:
+                    self.fail("a correlated subquery's RIGHT or FULL JOIN reads a table, view or derived table with "
+                              "named columns", item, "name the columns of what it joins")
+                if self.rewrite.rowtime(item) is not None:  # (a derived table over a stream has its own ROWTIME)
+                    cols = tuple(c for c in cols if c != "rowtime")
+                domain = self.view()
+                mine = ident_name(domain.args["alias"].this)
+                name = alias_of(item)
+                body = exp.select(*(exp.column(n, mine) for n in self.names),
+                                  *(exp.column(c, name) for c in cols)).from_(domain)
+                body.set("joins", [exp.Join(this=item.copy(), kind="CROSS")])
+                holder.set("this", exp.Subquery(this=body, alias=exp.TableAlias(this=exp.to_identifier(name))))
+                self.wrapped.add(name)
+            elif not carries:
+                continue
+            theirs = [exp.column(n, alias_of(holder.this)) for n in self.names]
+            same = and_all([same_key(a, b) for a, b in zip(theirs, current, strict=True)])
+            on = holder.args.get("on")
+            holder.set("on", same if on is None else exp.and_(on, same))
+            holder.set("kind", None if holder.args.get("kind") == "CROSS" else holder.args.get("kind"))
+            if side == "RIGHT":
+                current = theirs
+            elif side == "FULL":
+                current = [exp.func("COALESCE", a.copy(), b) for a, b in zip(current, theirs, strict=True)]
+        return current, before
 
     def _check(self, query: exp.Query) -> None:
         if not isinstance(query, exp.Select) or query.args.get("from_") is None:
@@ -173,9 +213,6 @@ class Domain:
                       "join the outer query with a WITH view of its rows")
         if query.args.get("with_") is not None:
             self.fail("a correlated subquery with its own WITH is not supported", query, "name the WITH views at the top")
-        if any(j.args.get("side") in ("RIGHT", "FULL") for j in query.args.get("joins") or []):
-            self.fail("a correlated subquery with a RIGHT or FULL JOIN is not supported", query,
-                      "write it as a LEFT JOIN, or join a WITH view")
 
     def _merged(self, query: exp.Select) -> exp.Select | None:
         """`SELECT ... FROM (SELECT ... WHERE c) AS x WHERE w [GROUP BY ...]`, x the per-domain derived
@@ -208,8 +245,11 @@ class Domain:
         for e in query.expressions:
             if isinstance(e, exp.Star):
                 items = [query.args["from_"].this, *(j.this for j in query.args.get("joins") or [])]
-                out += [exp.Column(this=exp.Star(), table=exp.to_identifier(alias_of(i))) for i in items
-                        if not alias_of(i).startswith(f"{self.alias}_dom")]
+                for i in items:
+                    if alias_of(i) in self.wrapped:
+                        out += [e.copy() for e in i.this.expressions[len(self.names):]]
+                    elif not alias_of(i).startswith(f"{self.alias}_dom"):
+                        out.append(exp.Column(this=exp.Star(), table=exp.to_identifier(alias_of(i))))
             else:
                 out.append(e)
         return out
