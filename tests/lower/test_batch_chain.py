@@ -10,9 +10,9 @@ from collections import Counter
 
 import pytest
 from runtime_helpers import ms, read_output, run_to_end, run_until_idle, start, ts, write_jsonl
-from streamjoin.lower.chain_shape import chain_reach
 from streamjoin.lower.strategy import LoweringOptions, batch_reason
 from streamjoin.plan.compile import compile_sql
+from streamjoin.plan.conditions import chain_reach
 from streamjoin.settings import Settings
 from test_differential import CASES_PER_SHAPE, expected, generate_rows, shape_sql
 

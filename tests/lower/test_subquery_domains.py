@@ -217,5 +217,7 @@ def test_a_domain_subquery_over_sources_that_chains_changing_views_is_refused_be
                "FORMAT PLAIN ENCODE JSON;\n"
                f"CREATE SOURCE s (c INT, k INT) WITH (connector = 'files', path = '{tmp_path / 's'}') FORMAT PLAIN ENCODE JSON;\n"
                f"CREATE MATERIALIZED VIEW mv AS {REFUSED_OVER_SOURCES[name]};\n")
-    with pytest.raises(Unsupported, match="not supported by `run` yet"):
+    with pytest.raises(Unsupported, match="not supported by `run` yet") as refused:
         Pipeline.from_sql(program, "rw.sql", dialect="risingwave")
+    if "limited" in name:  # (what to write instead)
+        assert "correlated subquery's LIMIT / OFFSET over sources" in str(refused.value) and "MIN / MAX" in str(refused.value)

@@ -86,7 +86,7 @@ def _batch_interval(lowering: Lowering) -> Lowered:
 def _batch_chain(lowering: Lowering) -> Lowered:
     """A chain of INNER interval joins on the micro-batch loop (lower.batch.chain_join)."""
     from streamjoin.lower.batch.chain_join import lower_chain
-    from streamjoin.lower.chain_shape import chain_reach
+    from streamjoin.plan.conditions import chain_reach
 
     return lower_chain(lowering.query, _batch_specs(lowering), chain_reach(lowering.query))
 

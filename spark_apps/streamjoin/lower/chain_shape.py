@@ -1,43 +1,12 @@
-"""The shape of a chain of joins, from its conditions (Spark-free): how far apart in time its
-inputs' rows can be in one result (`chain_reach`, the batch chain join's ranges), and the column
-of each input that groups a chain of regular joins on streamjoin's operator (`chain_keys`)."""
+"""The shape of a chain of joins, from its conditions (Spark-free): the column of each input that
+groups a chain of regular joins on streamjoin's operator (`chain_keys`); how far apart in time its
+inputs' rows can be in one result is plan.conditions.chain_reach (the batch chain join's ranges)."""
 
 from __future__ import annotations
 
 from sqlglot import exp
 
 from streamjoin.plan.model import Join, Query, Script
-
-
-def chain_reach(query: Query) -> tuple[tuple[int, ...], ...] | None:
-    """`reach[i][k]`: the most `t_k - t_i` (ms) can be in a result of the chain, for its inputs in
-    order (the first join's left input, then each join's right), from every time bound of its
-    joins closed over the chain (shortest paths of the bounds' difference constraints); None when
-    two inputs are not bounded both ways, or the bounds admit no result."""
-    order = [query.joins[0].left_inputs[0], *(j.right for j in query.joins)]
-    index = {a: n for n, a in enumerate(order)}
-    n, none = len(order), None
-    d = [[0 if i == k else none for k in range(n)] for i in range(n)]
-
-    def tighten(i: int, k: int, value: int | None) -> None:
-        if value is not None and (d[i][k] is None or value < d[i][k]):
-            d[i][k] = value
-
-    for join in query.joins:
-        for b in join.condition.time_bounds:
-            if b.left not in index or b.right not in index:
-                return None
-            left, right = index[b.left], index[b.right]  # low <= t_right - t_left <= high
-            tighten(left, right, b.high_ms)
-            tighten(right, left, None if b.low_ms is None else -b.low_ms)
-    for m in range(n):
-        for i in range(n):
-            for k in range(n):
-                if d[i][m] is not None and d[m][k] is not None:
-                    tighten(i, k, d[i][m] + d[m][k])
-    if any(d[i][k] is None for i in range(n) for k in range(n)) or any(d[i][i] < 0 for i in range(n)):
-        return None
-    return tuple(tuple(row) for row in d)
 
 
 def chain_keys(script: Script, query: Query) -> tuple[tuple[exp.Expression, ...], ...]:

@@ -10,8 +10,8 @@ from dataclasses import dataclass, replace
 
 from sqlglot import exp
 
-from streamjoin.lower.chain_shape import chain_reach
 from streamjoin.lower.probe_keys import keyed_query
+from streamjoin.plan.conditions import chain_reach
 from streamjoin.plan.model import Emit, Input, Join, JoinKind, JoinType, Kind, Query, Script
 from streamjoin.plan.windows import RowsWindow
 from streamjoin.settings import Settings

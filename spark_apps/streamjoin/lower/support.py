@@ -30,6 +30,7 @@ from streamjoin.lower.inputs import (
 from streamjoin.lower.physical import Engine, PhysicalPlan, Run, plan_query
 from streamjoin.lower.sink_target import sink_spec
 from streamjoin.lower.strategy import LoweringOptions, alone, chain_problem, cuts, running_aggregate, staged_views
+from streamjoin.plan.analyzer.domains import LIMITED
 from streamjoin.plan.model import Emit, JoinKind, JoinType, Kind, Query, Relation, Script, sql
 from streamjoin.plan.windows import BucketWindow, RangeWindow
 
@@ -116,6 +117,10 @@ def _emit_mode(ctx: Context) -> str | None:
     if q.emit == Emit.CHANGES and strategy.changing_alone(ctx.script, q) and (ctx.top or q.changelog_key() is not None):
         return None
     if q.emit != Emit.FINAL and (not ctx.top or q.aggregation is not None or any(j.kind == JoinKind.BUCKETED for j in q.joins)):
+        if not ctx.top and any(n.endswith(LIMITED) for n in (q.name, *(i.relation for i in q.inputs))):
+            return (f"a correlated subquery's LIMIT / OFFSET over sources (view {q.name}: its rows numbered per "
+                    "outer value, a view of a changelog another view reads) is not supported by `run` yet: where it "
+                    "takes the least or greatest value, write MIN / MAX (x IN (SELECT MIN(c) ...)), or read tables")
         return f"EMIT {q.emit} of an aggregation, a bucketed join or a view is not supported by `run` yet; EMIT FINAL is"
     return None
 

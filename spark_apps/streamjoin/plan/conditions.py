@@ -1,4 +1,5 @@
-"""Splitting a join condition into equi-keys, time bounds between rowtimes, and a residual."""
+"""Splitting a join condition into equi-keys, time bounds between rowtimes, and a residual; how
+far apart in time a chain of joins' inputs can be (`chain_reach`)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from streamjoin.plan.model import Condition, TimeBound
+from streamjoin.plan.model import Condition, Query, TimeBound
 from streamjoin.plan.scope import Located, interval_to_ms
 
 # For a comparison `x OP y`, the bound it puts on x - y: (low, high), None = unbounded.
@@ -144,3 +145,34 @@ def merge_bounds(bounds: list[TimeBound]) -> list[TimeBound]:
         high = min((v for v in (old.high_ms, b.high_ms) if v is not None), default=None)
         merged[key] = TimeBound(b.left, b.right, low, high, b.origin)
     return list(merged.values())
+
+
+def chain_reach(query: Query) -> tuple[tuple[int, ...], ...] | None:
+    """`reach[i][k]`: the most `t_k - t_i` (ms) can be in a result of the chain, for its inputs in
+    order (the first join's left input, then each join's right), from every time bound of its
+    joins closed over the chain (shortest paths of the bounds' difference constraints); None when
+    two inputs are not bounded both ways, or the bounds admit no result."""
+    order = [query.joins[0].left_inputs[0], *(j.right for j in query.joins)]
+    index = {a: n for n, a in enumerate(order)}
+    n, none = len(order), None
+    d = [[0 if i == k else none for k in range(n)] for i in range(n)]
+
+    def tighten(i: int, k: int, value: int | None) -> None:
+        if value is not None and (d[i][k] is None or value < d[i][k]):
+            d[i][k] = value
+
+    for join in query.joins:
+        for b in join.condition.time_bounds:
+            if b.left not in index or b.right not in index:
+                return None
+            left, right = index[b.left], index[b.right]  # low <= t_right - t_left <= high
+            tighten(left, right, b.high_ms)
+            tighten(right, left, None if b.low_ms is None else -b.low_ms)
+    for m in range(n):
+        for i in range(n):
+            for k in range(n):
+                if d[i][m] is not None and d[m][k] is not None:
+                    tighten(i, k, d[i][m] + d[m][k])
+    if any(d[i][k] is None for i in range(n) for k in range(n)) or any(d[i][i] < 0 for i in range(n)):
+        return None
+    return tuple(tuple(row) for row in d)

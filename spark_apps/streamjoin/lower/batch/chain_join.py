@@ -10,7 +10,7 @@ input of its first new row (the delta rule of incremental joins):
 
 where *old* rows are those of the retained steps and *all* are old and new. A row of input i is
 retained while a future row of any input k could still share a result with it: the chain's time
-bounds, closed over the chain (`chain_shape.chain_reach`: `t_k - t_i <= reach[i][k]`), say it can
+bounds, closed over the chain (`plan.conditions.chain_reach`: `t_k - t_i <= reach[i][k]`), say it can
 while `t_i >= clock_k - reach[i][k]`. An inner result's rowtime is at least each of its rows', so
 rows below every input's clock (and the lowest rowtime of steps staged but not joined) are final.
 
@@ -42,7 +42,7 @@ CHAIN_BROADCAST_ROWS = 3_000_000
 class ChainJoin:
     query: Query
     specs: tuple[InputSpec, ...]  # in the chain's order: the first join's left input, then each join's right
-    reach: tuple[tuple[int, ...], ...]  # ms: t_k - t_i <= reach[i][k] for every result (chain_shape.chain_reach)
+    reach: tuple[tuple[int, ...], ...]  # ms: t_k - t_i <= reach[i][k] for every result (plan.conditions.chain_reach)
     keyed = None  # no keyed probe: pairs by scanning the retained steps
     keeps_left = keeps_right = outer = False  # INNER joins only: no row leaves NULL-extended
 

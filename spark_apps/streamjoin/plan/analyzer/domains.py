@@ -33,6 +33,8 @@ from streamjoin.plan.analyzer.subquery_values import (
 )
 from streamjoin.plan.scope import ident_name
 
+LIMITED = "_limited"  # a correlated LIMIT / OFFSET's view of rows numbered per domain row (its name's end)
+
 
 def deep_outer_refs(rewrite, body: exp.Query, outer: dict) -> list[exp.Column]:
     """The columns written anywhere in `body` (any depth) that are the outer query's."""
@@ -303,7 +305,7 @@ class Domain:
             self.fail("a correlated subquery's LIMIT and OFFSET are numbers", limit or offset, "write them as numbers")
         for key in ("order", "limit", "offset"):
             query.set(key, None)
-        rows = exp.Subquery(this=query, alias=exp.TableAlias(this=exp.to_identifier(f"{self.alias}_limited")))
+        rows = exp.Subquery(this=query, alias=exp.TableAlias(this=exp.to_identifier(f"{self.alias}{LIMITED}")))
         kept = [exp.GT(this=exp.column("dom_row"), expression=exp.Literal.number(first))]
         if count is not None:
             kept.append(exp.LTE(this=exp.column("dom_row"), expression=exp.Literal.number(first + count)))

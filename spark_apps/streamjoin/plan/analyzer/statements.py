@@ -16,6 +16,7 @@ from sqlglot import exp
 
 import streamjoin.plan.analyzer.compound as compound
 import streamjoin.plan.analyzer.dml as dml
+import streamjoin.plan.analyzer.semi_chains as semi_chains
 import streamjoin.plan.analyzer.subqueries as subqueries
 from streamjoin.dialect import directives, parse_script
 from streamjoin.dialect.profiles import DEFAULT, Profile, fold
@@ -290,6 +291,7 @@ class Analyzer:
         if from_ is None:
             self.where.fail("a query needs a FROM clause", select, "SELECT STREAM ... FROM stream")
         named_windows = {ident_name(w.this): w for w in select.args.get("windows") or []}
+        select = semi_chains.joins_as_view(self, select)  # (a semi / anti join after joins bounded in time)
         return replace(QueryAnalysis(self, select, named_windows).run(name, sink), epoch=self.epoch)
 
     def parts_as_views(self, select: exp.Select) -> exp.Select:
