@@ -6,7 +6,9 @@ No group ever closes, so it cannot be a final row (SEMANTICS §7's buckets are).
 every group the batch's rows touched writes `-D` of its row as it stood (if it had one) and `+I`
 of its new row; folding the changelog (the upsert sink does, by the group's keys) gives the
 aggregate over every row read so far. The new rows carry the latest rowtime among the batch's
-rows of the group. A group whose row did not change (a MAX that stayed) writes nothing.
+rows of the group. A group whose row did not change (a MAX that stayed) writes nothing. HAVING
+filters the changelog's rows: a group's -D where its old row passed, its +I where its new one
+does, so that the folded changelog holds the groups that pass it as they stand.
 
 Runs on `applyInPandasWithState`, grouped by the GROUP BY's keys: the state is each aggregate's
 accumulator (a count, a sum, the extreme, a sum and count for AVG, the values seen for COUNT
@@ -58,8 +60,6 @@ def running_problem(script: Script, query: Query, top: bool) -> str | None:
         return f"{where} over joined streams is not supported by `run` yet: join them in a view, and group in a query that reads it"
     if query.joins and any(script.relation(i.relation).changing for i in query.inputs):
         return f"{where} over a table that changes (its updates and deletes) is not supported by `run` yet"
-    if query.having is not None:
-        return f"{where} with HAVING is not supported by `run` yet"
     if query.distinct is not None or query.analytics:
         return f"{where} with {'DISTINCT' if query.distinct is not None else 'OVER windows'} is not supported by `run` yet"
     if top and query.emit != Emit.FINAL and (query.joins or not any(script.relation(i.relation).changing for i in query.inputs)):
@@ -70,8 +70,6 @@ def running_problem(script: Script, query: Query, top: bool) -> str | None:
 def changes_problem(query: Query) -> str | None:
     """Why `run` cannot keep the groups of a regular join's changelog; None: it can."""
     where = "GROUP BY without a time bucket over a regular join (a running aggregate of its changelog)"
-    if query.having is not None:
-        return f"{where} with HAVING is not supported by `run` yet"
     if query.distinct is not None or query.analytics:
         return f"{where} with {'DISTINCT' if query.distinct is not None else 'OVER windows'} is not supported by `run` yet"
     return next((p for node, _ in grouped_columns(query)[1].values() if (p := measure_problem(node))), None)
@@ -88,7 +86,7 @@ def running_frame(joined, query: Query, time_column: str, sign: str | None = Non
     from pyspark.sql.streaming.state import GroupStateTimeout
     from pyspark.sql.types import BinaryType, DecimalType, DoubleType, IntegralType, LongType, StringType, StructField, StructType
 
-    keys, aggregates, outputs, _ = grouped_columns(query)
+    keys, aggregates, outputs, having = grouped_columns(query)
     joined = window_columns(joined, query) if windows else joined
     frame = joined.select(
         *[F.expr(spark_sql(k)).alias(name) for k, name in keys.values()],
@@ -122,6 +120,8 @@ def running_frame(joined, query: Query, time_column: str, sign: str | None = Non
         Running(tuple(measures), tuple(name for _, name in keys.values()), tuple(name for _, name in aggregates.values()),
                 signed=sign is not None),
         out, state, "append", GroupStateTimeout.NoTimeout)
+    if having is not None:  # a group's row while it passes HAVING: its -D where the old row passed, its +I where the new one does
+        changes = changes.where(F.coalesce(F.expr(spark_sql(having)), F.lit(False)))
     rowtime = F.timestamp_micros(F.col(TIME))
     return changes.select(
         F.col(CHANGE).alias(OP),

@@ -219,12 +219,16 @@ class Domain:
     def _merged(self, query: exp.Select) -> exp.Select | None:
         """`SELECT ... FROM (SELECT ... WHERE c) AS x WHERE w [GROUP BY ...]`, x the per-domain derived
         table, a plain filter of its FROM: one select over x's FROM, x's columns read as x selects
-        them (over a stream, a changing view read by another view is what `run` cannot chain)."""
+        them (over a stream, a changing view read by another view is what `run` cannot chain). An x
+        that groups, read by a plain filter: x itself, the filter its HAVING."""
         item = query.args["from_"].this
-        if query.args.get("joins") or not isinstance(item, exp.Subquery) or not isinstance(item.this, exp.Select) \
-                or not _plain(item.this):
+        if query.args.get("joins") or not isinstance(item, exp.Subquery) or not isinstance(item.this, exp.Select):
             return None
         inner, name = item.this, alias_of(item)
+        grouped = not _plain(inner)
+        if grouped and (not _plain(query) or any(inner.args.get(k) for k in ("distinct", "limit", "offset", "qualify", "with_"))
+                        or any(e.find(exp.Window) for e in inner.expressions)):
+            return None
         selected = {e.alias_or_name: unaliased(e) for e in inner.expressions}
         if "" in selected or "*" in selected or any(isinstance(e, exp.Star) or isinstance(e.this, exp.Star)
                                                    for e in [*inner.expressions, *query.expressions]):
@@ -235,6 +239,11 @@ class Domain:
         for col in [c for c in level.find_all(exp.Column) if c.name in selected
                     and (c.table == name or not c.table and query_of(c) is level)]:
             col.replace(selected[col.name].copy())
+        if grouped:
+            having = [h.this for h in (inner.args.get("having"), level.args.get("where")) if h is not None]
+            merged.set("expressions", level.expressions)
+            merged.set("having", exp.Having(this=and_all([h.copy() for h in having])) if having else None)
+            return merged
         for key in ("expressions", "group", "having", "distinct", "limit", "offset", "order", "qualify"):
             merged.set(key, level.args.get(key))
         where = [w.this for w in (inner.args.get("where"), level.args.get("where")) if w is not None]
