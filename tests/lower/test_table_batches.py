@@ -135,3 +135,14 @@ def test_grouping_sets_rollup_cube_and_array_agg_over_tables_are_postgresqls(spa
         pipeline.run(spark, tmp_path / str(n) / "checkpoint", str(tmp_path / str(n) / "out"), until_idle=True)
         got = sorted((tuple(r.values()) for r in read_output(tmp_path / str(n) / "out")), key=repr)
         assert got == sorted(want, key=repr), query
+
+
+def test_a_table_seeded_with_arrays_and_a_flush_runs_with_its_arrays(spark, tmp_path):
+    """RisingWave's e2e scripts seed array columns (`CAST(ARRAY[] AS SMALLINT[])`) and FLUSH before
+    they query (issue 68): the arrays are the rows' values, FLUSH a no-op with a note."""
+    from test_subquery_joins_run import run_view
+
+    tables = ("-- seeded as RisingWave's tests do\nCREATE TABLE t (k INT, xs SMALLINT[]);\n"
+              "INSERT INTO t VALUES (1, CAST(ARRAY[] AS SMALLINT[])), (2, ARRAY[3, NULL, 5]), (3, NULL);\nFLUSH;\n")
+    rows = run_view(spark, tmp_path, "SELECT k, xs, CARDINALITY(xs) AS n FROM t", tables=tables)
+    assert rows == sorted([(1, [], 0), (2, [3, None, 5], 3), (3, None, None)], key=repr)

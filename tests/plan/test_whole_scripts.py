@@ -145,6 +145,16 @@ def test_insert_values_seeds_a_table_or_a_stream_without_a_connector_and_is_refu
     assert dict(seeded.relation("a").options)["connector"] == "values"  # a stream of those rows (lower.inputs.seed_folder)
     with pytest.raises(SqlError, match=r"q.sql:3:23: error: a seed row's value must be a literal, not 1 \+ 1"):
         compile_sql(ddl + "INSERT INTO t VALUES (1 + 1, 'a');\nSELECT STREAM k FROM s;", "q.sql")
+    # an expression the parser keeps no position for is refused at its statement (its table), not at the file's first line
+    with pytest.raises(SqlError, match=r"q.sql:4:13: error: a seed row.s value must be a literal, not ARRAY\[\] \|\| ARRAY\[\]"):
+        compile_sql("-- a comment\n" + ddl + "INSERT INTO t VALUES (1, ARRAY[] || ARRAY[]);\nSELECT STREAM k FROM s;", "q.sql")
+
+
+def test_flush_is_a_no_op_with_a_note_and_array_seeds_are_lists():
+    script = compile_sql("CREATE TABLE t (k INT, xs INT[]);\nINSERT INTO t VALUES (1, CAST(ARRAY[] AS INT[])), (2, ARRAY[1, NULL]);"
+                         "\nFLUSH;\nCREATE MATERIALIZED VIEW mv AS SELECT * FROM t;\n", "rw.sql", dialect="risingwave")
+    assert "line 3: FLUSH: ignored" in "\n".join(script.notes)
+    assert dict(script.relation("t").options)["rows"] == '[{"k": 1, "xs": []}, {"k": 2, "xs": [1, null]}]'
 
 
 def test_a_seed_row_that_leaves_a_column_out_holds_its_default():

@@ -48,7 +48,8 @@ def read_table(name: str, options: Mapping[str, str], schema: pa.Schema, where: 
         import json
 
         rows = json.loads(options.get("rows") or "[]")
-        table = pa.Table.from_pylist([{k: (None if v is None else str(v) if not isinstance(v, bool | int | float) else v)
+        table = pa.Table.from_pylist([{k: (v if v is None or isinstance(v, bool | int | float) else  # (an array: its JSON)
+                                           json.dumps(v) if isinstance(v, list | dict) else str(v))
                                        for k, v in r.items()} for r in rows]) if rows else pa.table({})
         return TableRead(_rows_only(conform(table, schema, None, f"table {name}")), f"values ({len(rows)} rows inserted)")
     if connector not in ("files", "s3"):

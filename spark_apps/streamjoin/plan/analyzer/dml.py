@@ -21,7 +21,7 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from streamjoin.plan.model import Kind, Relation
-from streamjoin.plan.scope import Located, ident_name, relation_name
+from streamjoin.plan.scope import Located, ident_name, offset_of, relation_name
 
 
 def changed(relations: dict[str, Relation], st: exp.Update | exp.Delete, where: Located, epoch: int = 0) -> Relation:
@@ -127,7 +127,7 @@ def seed_rows(analyzer, st: exp.Insert | exp.Update | exp.Delete) -> None:
         if len(values) != len(columns):
             analyzer.where.fail(f"a row of {len(values)} values for {len(columns)} columns ({', '.join(columns)})", row,
                             "give one value per column, in order")
-        row = {c: literal_value(v, analyzer.where) for c, v in zip(columns, values, strict=True)}
+        row = {c: literal_value(v, analyzer.where, st) for c, v in zip(columns, values, strict=True)}
         for column in relation.columns:  # a column the INSERT does not list: its DEFAULT, else NULL
             if column.name not in row and column.name != implicit:
                 row[column.name] = default_value(column, st, analyzer.where)
@@ -162,9 +162,10 @@ def default_value(column, st: exp.Insert, where: Located):
                    "or the current time", st, f"list '{column.name}' and give its value")
 
 
-def literal_value(node: exp.Expression, where: Located):
+def literal_value(node: exp.Expression, where: Located, at: exp.Expression | None = None):
     """A seed row's value: a literal (a string, a number, TRUE/FALSE, NULL, a negative number, a
-    typed literal such as TIMESTAMP '...', a CAST of one); anything else is refused at it."""
+    typed literal such as TIMESTAMP '...', an ARRAY of literals, a CAST of one); anything else is
+    refused at it (at `at`, the statement, where the parser kept no position for it)."""
     if isinstance(node, exp.Null):
         return None
     if isinstance(node, exp.Boolean):
@@ -175,6 +176,9 @@ def literal_value(node: exp.Expression, where: Located):
         if node.is_string:
             return node.name
         return float(node.name) if "." in node.name or "e" in node.name.lower() else int(node.name)
-    if isinstance(node, exp.Cast | exp.TryCast) and isinstance(node.this, exp.Literal | exp.Neg | exp.Null):
-        return literal_value(node.this, where)
-    where.fail(f"a seed row's value must be a literal, not {node.sql()}", node, "write the value itself: 1, 'text', NULL")
+    if isinstance(node, exp.Cast | exp.TryCast) and isinstance(node.this, exp.Literal | exp.Neg | exp.Null | exp.Array | exp.Boolean):
+        return literal_value(node.this, where, at)
+    if isinstance(node, exp.Array):  # ARRAY[1, 2], ARRAY[] (its CAST's type is the column's)
+        return [literal_value(e, where, at) for e in node.expressions]
+    where.fail(f"a seed row's value must be a literal, not {node.sql(dialect='postgres')}", node if offset_of(node) is not None else at,
+               "write the value itself: 1, 'text', NULL, ARRAY[1, 2]")

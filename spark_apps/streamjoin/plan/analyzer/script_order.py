@@ -8,7 +8,7 @@ scripts do before the analyzer reads the declarations and queries (issue 24).
 - **Accepted as no-ops, with a note** (explain lists them): schemas (`CREATE SCHEMA`, `SET
   SCHEMA`, `SET PATH`: names resolve by their last part, `plan.analyzer.statements`), starting
   and stopping pumps (`ALTER PUMP ... START | STOP`: pumps run while the query runs), indexes,
-  `SET TIME ZONE` (rowtimes are UTC), `DROP SCHEMA`.
+  `SET TIME ZONE` (rowtimes are UTC), `DROP SCHEMA`, RisingWave's `FLUSH`.
 - Everything else stays for the analyzer, which refuses what it does not run at the statement's
   position (`parse_script` records where each statement starts, comments excluded)."""
 
@@ -87,10 +87,19 @@ def _no_op(statement: exp.Expression) -> str | None:
             return "Java code is loaded for the UDXs that use it; a CREATE FUNCTION that uses it is refused"
     if isinstance(statement, exp.Drop) and (statement.text("kind") or "").upper() == "SCHEMA":
         return "schemas do not qualify names here"
+    if _flush(statement):
+        return "RisingWave's FLUSH waits for what was written to be visible: each query here reads every row given before it"
     return None
 
 
+def _flush(statement: exp.Expression) -> bool:
+    """RisingWave's `FLUSH;` (sqlglot reads the lone word as a column)."""
+    return isinstance(statement, exp.Column) and not statement.table and statement.name.upper() == "FLUSH"
+
+
 def _describe(statement: exp.Expression) -> str:
+    if _flush(statement):
+        return "FLUSH"
     if isinstance(statement, exp.Command):
         return " ".join(command_text(statement).split())[:60]
     kind = (statement.text("kind") or "").upper()
