@@ -118,9 +118,10 @@ def _emit_mode(ctx: Context) -> str | None:
         return None
     if q.emit != Emit.FINAL and (not ctx.top or q.aggregation is not None or any(j.kind == JoinKind.BUCKETED for j in q.joins)):
         if not ctx.top and any(n.endswith(LIMITED) for n in (q.name, *(i.relation for i in q.inputs))):
-            return (f"a correlated subquery's LIMIT / OFFSET over sources (view {q.name}: its rows numbered per "
-                    "outer value, a view of a changelog another view reads) is not supported by `run` yet: where it "
-                    "takes the least or greatest value, write MIN / MAX (x IN (SELECT MIN(c) ...)), or read tables")
+            return (f"a correlated subquery's OFFSET, or LIMIT in another order than of the value it selects, over "
+                    f"sources (view {q.name}: its rows numbered per outer value, a view of a changelog another view "
+                    "reads) is not supported by `run` yet: `ORDER BY v LIMIT 1` of its own value v runs (each outer "
+                    "value's MIN / MAX), as does EXISTS with LIMIT; else read tables")
         return f"EMIT {q.emit} of an aggregation, a bucketed join or a view is not supported by `run` yet; EMIT FINAL is"
     return None
 

@@ -27,6 +27,7 @@ from streamjoin.plan.analyzer.subquery_values import (
     aggregates,
     alias_of,
     and_all,
+    first_row,
     in_match,
     query_of,
     scalar_value,
@@ -337,7 +338,7 @@ def domain_join(rewrite, written: str, body: exp.Query, value: exp.Expression | 
     subquery's rows per domain row (plan.analyzer.domains) on the domain's columns."""
     rewrite.count += 1
     alias = f"{written.lower().replace(' ', '_')}_{rewrite.count}"
-    body = body.copy()
+    body = _first_rows(body.copy(), value)
     domain = Domain(rewrite, body, outer, alias)
     branches = [body] if isinstance(body, exp.Select) else [b.unnest() for b in body.find_all(exp.Select)
                                                               if query_of(b) is None or isinstance(query_of(b), exp.Union)]
@@ -364,6 +365,26 @@ def domain_join(rewrite, written: str, body: exp.Query, value: exp.Expression | 
                     kind="ANTI" if written.startswith("NOT") else "SEMI", on=condition)
     join.meta[SUBQUERY], join.meta[HIDDEN] = written, True
     return join
+
+
+def _first_rows(body: exp.Query, value: exp.Expression | None) -> exp.Query:
+    """A LIMIT without OFFSET that needs no row numbers: EXISTS holds over the first n rows where it
+    holds over all; IN's `ORDER BY v LIMIT 1` of its own value v is each domain row's MIN / MAX of
+    v (NULL where the order puts NULLs first and there is one: `first_row`), on the domain rows
+    that have rows (HAVING COUNT(*) > 0: an aggregate over none would be a row). Over sources,
+    row numbers over a changelog are what `run` cannot keep; these are a running aggregate."""
+    limit = body.args.get("limit") if isinstance(body, exp.Select) else None
+    count = limit.expression if isinstance(limit, exp.Limit) else None
+    if not isinstance(count, exp.Literal) or count.is_string or body.args.get("offset") is not None or aggregates(body) \
+            or body.args.get("group") or body.args.get("distinct") is not None or any(e.find(exp.Window) for e in body.expressions):
+        return body
+    if value is None and int(count.this) >= 1:
+        body.set("limit", None)
+        body.set("order", None)
+    elif value is not None and (first := first_row(body)) is not None:
+        first.set("having", exp.Having(this=exp.GT(this=exp.Count(this=exp.Star()), expression=exp.Literal.number(0))))
+        return first
+    return body
 
 
 def scalar_domain(rewrite, sub: exp.Subquery, body: exp.Select, outer: dict) -> exp.Expression:
