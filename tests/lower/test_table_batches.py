@@ -146,3 +146,17 @@ def test_a_table_seeded_with_arrays_and_a_flush_runs_with_its_arrays(spark, tmp_
               "INSERT INTO t VALUES (1, CAST(ARRAY[] AS SMALLINT[])), (2, ARRAY[3, NULL, 5]), (3, NULL);\nFLUSH;\n")
     rows = run_view(spark, tmp_path, "SELECT k, xs, CARDINALITY(xs) AS n FROM t", tables=tables)
     assert rows == sorted([(1, [], 0), (2, [3, None, 5], 3), (3, None, None)], key=repr)
+
+
+def test_a_view_calling_sql_functions_gives_the_functions_values(spark, tmp_path):
+    """CREATE FUNCTION ... LANGUAGE SQL (issue 68: RisingWave's demos declare them): each call is the
+    function's expression over its arguments, nested calls too."""
+    from test_subquery_joins_run import run_view
+
+    tables = ("CREATE FUNCTION to_ms(a timestamptz) RETURNS numeric LANGUAGE SQL AS $$ SELECT EXTRACT(EPOCH FROM a) * 1000 $$;\n"
+              "CREATE FUNCTION plus(INT, INT) RETURNS INT LANGUAGE sql AS 'select $1 + $2';\n"
+              "CREATE FUNCTION twice_plus(x INT) RETURNS INT AS $$ SELECT plus(x, x) * 2; $$ LANGUAGE sql;\n"
+              "CREATE TABLE t (k INT, ts TIMESTAMPTZ);\n"
+              "INSERT INTO t VALUES (1, '1970-01-01 00:00:02+00'), (NULL, '1970-01-01 00:00:00.5+00');\n")
+    rows = run_view(spark, tmp_path, "SELECT k, to_ms(ts) AS ms, twice_plus(k) AS tk, plus(k, 1) AS pk FROM t", tables=tables)
+    assert [(k, float(ms), tk, pk) for k, ms, tk, pk in rows] == sorted([(1, 2000.0, 4, 2), (None, 500.0, None, None)], key=repr)

@@ -197,7 +197,8 @@ INSERT INTO out SELECT STREAM k, w FROM r;""")
 
 
 def test_create_function_is_refused_at_its_name_and_create_jar_is_a_no_op():
-    with pytest.raises(SqlError, match=r":4:\d+: error: CREATE FUNCTION F: user-defined functions are not supported"):
+    with pytest.raises(SqlError, match=r":4:\d+: error: CREATE FUNCTION F: user-defined functions are not supported "
+                                       r"\(a Java UDX runs inside s-Server"):
         compile_sql(DDL + """CREATE OR REPLACE JAR j LIBRARY 'file:/x.jar' OPTIONS (0);
 CREATE OR REPLACE FUNCTION f(c CURSOR) RETURNS TABLE(c.*, x INT) LANGUAGE JAVA EXTERNAL NAME 'j:a.B.c';
 SELECT STREAM * FROM l;""", dialect="sqlstream")
@@ -283,3 +284,33 @@ create materialized view both_ as select * from mvb, two;""", dialect="risingwav
     branch = script.view(script.view("two").union_of[0])
     assert [c.name for c in branch.output] == ["source", "n"]
     assert script.relation(branch.inputs[0].relation).option("rows") == '[{"column1": 0}]'  # one row to select from
+
+
+UDFS = """CREATE FUNCTION to_ms(a timestamptz) RETURNS numeric LANGUAGE SQL AS $$ SELECT EXTRACT(EPOCH FROM a) * 1000 $$;
+CREATE FUNCTION plus(INT, INT) RETURNS INT LANGUAGE sql AS 'select $1 + $2';
+CREATE FUNCTION twice_plus(x INT) RETURNS INT AS $$ SELECT plus(x, x) * 2; $$ LANGUAGE sql;
+CREATE FUNCTION inc(x INT) RETURNS INT RETURN x + 1;
+CREATE TABLE t (k INT, ts TIMESTAMPTZ);
+"""
+
+
+def test_sql_functions_are_inlined_where_they_are_called_with_their_arguments():
+    script = compile_sql(UDFS + "CREATE MATERIALIZED VIEW mv AS SELECT k, to_ms(ts) AS ms, twice_plus(k + 1) AS tk, "
+                         "inc(plus(k, 10)) AS ik FROM t;\n", "rw.sql", dialect="risingwave")
+    out = {o.name: o.expression.sql() for o in script.view("mv").output}
+    assert out["ms"] == "(EXTRACT(EPOCH FROM (t.ts)) * 1000)"
+    assert out["tk"] == "((((t.k + 1)) + ((t.k + 1))) * 2)" and out["ik"] == "((((t.k) + (10))) + 1)"
+
+
+@pytest.mark.parametrize(("sql", "message"), [
+    ("CREATE FUNCTION p(x INT) RETURNS INT LANGUAGE python AS $$\ndef p(x):\n    return x\n$$;\nCREATE TABLE t (k INT);\n"
+     "CREATE MATERIALIZED VIEW mv AS SELECT p(k) AS v FROM t;", r"rw.sql:1:17: error: CREATE FUNCTION p: a function in LANGUAGE python is not supported"),
+    ("CREATE FUNCTION q(x INT) RETURNS INT LANGUAGE sql AS $$ SELECT k FROM t WHERE k = x $$;\nCREATE TABLE t (k INT);\n"
+     "CREATE MATERIALIZED VIEW mv AS SELECT q(k) AS v FROM t;", "a SQL function's body is one expression"),
+    (UDFS + "CREATE MATERIALIZED VIEW mv AS SELECT plus(k) AS v FROM t;", r"rw.sql:6:39: error: plus takes 2 argument\(s\); this call gives 1"),
+    ("CREATE FUNCTION loop(x INT) RETURNS INT LANGUAGE sql AS 'select loop(x)';\nCREATE TABLE t (k INT);\n"
+     "CREATE MATERIALIZED VIEW mv AS SELECT loop(k) AS v FROM t;", "calls itself"),
+])
+def test_a_function_that_is_not_one_sql_expression_or_a_call_that_does_not_fit_is_refused_naming_it(sql, message):
+    with pytest.raises(SqlError, match=message):
+        compile_sql(sql, "rw.sql", dialect="risingwave")

@@ -100,9 +100,12 @@ class ScriptStatements:
             while self._match(TokenType.DOT):
                 parts.append(self._parse_id_var(any_token=True))
             this = exp.Table(this=parts[-1], db=parts[-2] if len(parts) > 1 else None)
-            while not self._at_end():  # the signature and body: Java (EXTERNAL NAME) or SQL, not read here
+            start = self._curr.start if self._curr is not None and not self._at_end() else None
+            while not self._at_end():  # the signature and body: Java (EXTERNAL NAME) or SQL, read by plan.analyzer.functions
                 self._advance()
-            return self.expression(exp.Create(this=this, kind=kind, replace=replace))
+            create = self.expression(exp.Create(this=this, kind=kind, replace=replace))
+            create.meta["definition"] = self.sql[start:self._prev.end + 1] if start is not None else ""
+            return create
         self._retreat(index)
         return _plain_with_options(super()._parse_create())
 

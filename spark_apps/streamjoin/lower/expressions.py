@@ -27,13 +27,22 @@ def spark_sql(expression: exp.Expression) -> str:
         tree = replacement if col is tree else tree
         col.replace(replacement)
     for kind, spell in ((exp.Floor, _floor), (exp.Anonymous, _scalar), (exp.Overlaps, _overlaps), (StepBy, _step),
-                        (exp.WithinGroup, _percentile), (exp.Filter, _array_agg), (exp.ArrayAgg, _array_agg)):
+                        (exp.WithinGroup, _percentile), (exp.Filter, _array_agg), (exp.ArrayAgg, _array_agg),
+                        (exp.Extract, _epoch)):
         for node in list(tree.find_all(kind)):
             spelt = spell(node)
             if spelt is not None:
                 tree = spelt if node is tree else tree
                 node.replace(spelt)
     return tree.sql(dialect="spark")
+
+
+def _epoch(node: exp.Extract) -> exp.Expression | None:
+    """EXTRACT(EPOCH FROM ts): the seconds since 1970-01-01 UTC, fractions kept (PostgreSQL's,
+    RisingWave's); Spark's EXTRACT has no EPOCH."""
+    if node.this.name.upper() != "EPOCH":
+        return None
+    return exp.var(f"(CAST(unix_micros(CAST({node.expression.sql(dialect='spark')} AS TIMESTAMP)) AS DOUBLE) / 1000000)")
 
 
 def _array_agg(node: exp.Expression) -> exp.Expression | None:

@@ -16,6 +16,7 @@ from sqlglot import exp
 
 import streamjoin.plan.analyzer.compound as compound
 import streamjoin.plan.analyzer.dml as dml
+import streamjoin.plan.analyzer.functions as functions
 import streamjoin.plan.analyzer.semi_chains as semi_chains
 import streamjoin.plan.analyzer.subqueries as subqueries
 from streamjoin.dialect import directives, parse_script
@@ -68,6 +69,7 @@ class Analyzer:
         self.declared_by: dict[str, str] = {}  # relations the app's config declares: where
         self.notes: list[str] = []  # statements dropped, replaced or ignored (script_order)
         self.servers: dict[str, dict[str, str]] = {}  # s-Server's CREATE SERVER, by name
+        self.functions: dict = {}  # CREATE FUNCTION ... LANGUAGE SQL, by name (plan.analyzer.functions)
         self.cdc_sources: dict[str, dict[str, str]] = {}  # RisingWave's shared CDC CREATE SOURCE, by name
         self.epoch = 0  # the INSERT / UPDATE / DELETE statements read so far (plan.analyzer.dml)
         self.subqueries = 0  # queries inside expressions made joins so far: their views' numbers (exists_1, ...)
@@ -122,10 +124,8 @@ class Analyzer:
         if kind == "SERVER":  # s-Server: the settings its foreign streams name (plan.analyzer.foreign)
             self.servers[relation_name(st.this)] = options_of(st)
             return
-        if kind == "FUNCTION":
-            self.where.fail(f"CREATE FUNCTION {relation_name(st.this)}: user-defined functions are not supported "
-                            "(a Java UDX runs inside s-Server; streamjoin runs SQL's built-in functions)", st,
-                            "compute what the function gives before the data reaches streamjoin, or drop its use")
+        if kind == "FUNCTION":  # a SQL function: inlined where it is called (plan.analyzer.functions)
+            return functions.define(self, st)
         if kind.startswith("FOREIGN "):
             st, kind = as_declaration(st, self.servers), kind.removeprefix("FOREIGN ")
         if kind == "SINK" and st.expression is not None:
@@ -275,8 +275,7 @@ class Analyzer:
         self.queries.append(self.query(query, "query", sink))
 
     def query(self, select: exp.Expression, name: str, sink: str | None = None) -> Query:
-        if isinstance(select, exp.Subquery):
-            select = select.unnest()
+        select = functions.inline(self, select.unnest() if isinstance(select, exp.Subquery) else select)
         if isinstance(select, exp.Union):  # the query itself a UNION ALL: a view of it, read whole
             select = union_read(self, name, select)
         select = compound.with_rows_from(select, name)
