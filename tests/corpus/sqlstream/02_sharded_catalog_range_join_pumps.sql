@@ -1,8 +1,8 @@
 -- source: github NigelThomas/sqlstream-flink:catalog.distributed.sql, commit d8e9dac0e545b72561f06cb834edb3ed27748c85 (2022-10-25)
 -- modeled on: distributed (sharded) catalog: FILE_SERVER foreign streams with a $(PARAM) DEFAULT option, ROWTIME promotion by cast, native streams filled by pumps STOPPED OPTIONS (...), shard filters MOD(key, $(num_shards as INT)) = $(shard as int), a RANGE BETWEEN aggregate, an INNER JOIN ... OVER (RANGE INTERVAL '5' MINUTE PRECEDING) to a quoted shard view, two pumps into one stream, ALTER PUMP ... SET
 -- dialect: sqlstream
--- check: 02_sharded_catalog_range_join_pumps.sql:150:13: error: 'USAGE_INGESTION_OUT_NS' is filled by two pumps ('USAGE_PUMP_0' and 'USAGE_PUMP_1'): not supported yet
--- fair rejection: its two pumps per stream are shards of one pipeline (OPTIONS num_shards/shard, substituted by s-Server's sharded deployment); run here, both would copy every row
+-- check: 02_sharded_catalog_range_join_pumps.sql:114:47: error: $(SHARD ...) is an s-Server substitution parameter, whose value s-Server's deployment gives (a sharded pump's OPTIONS): streamjoin substitutes none in a query
+-- fair rejection: its two pumps per stream fill it together (fan-in, read since issue 68), but its views filter each shard by $(shard as INT), a parameter only s-Server's sharded deployment substitutes per pump (OPTIONS num_shards/shard)
 
 CREATE OR REPLACE SCHEMA METER;
 ALTER PUMP METER.* STOP;

@@ -56,7 +56,8 @@ def union_view(analyzer, name: str, union: exp.Union) -> Query:
             analyzer.where.fail(f"each branch of a UNION ALL selects the same number of columns: {count} here, {width} in the "
                             "first", branch, "select the same columns, in order, in every branch")
     first = analyzer.view_plan(names[0])
-    select = exp.select(*[exp.column(c.name, table=names[0]) for c in first.output]).from_(names[0])
+    select = exp.select(*[exp.column(c.name, table=names[0], quoted=True) for c in first.output]).from_(
+        exp.Table(this=exp.to_identifier(names[0], quoted=True)))  # (quoted: a view named "EVENTS" is EVENTS__1)
     plan = analyzer.query(select, name)
     # every branch is an input (the first is the FROM): what walks a query's inputs (its streams to
     # stage, its views to run, what `run` refuses in them) walks each branch; lower.union merges them
@@ -73,7 +74,8 @@ def union_read(analyzer, name: str, union: exp.Union) -> exp.Select:
     analyzer.view(view, union, union)
     relation = analyzer.relations[view]
     return exp.select(*[exp.column(c.name, quoted=True) for c in relation.columns
-                        if not (relation.implicit_rowtime and c.name == relation.rowtime)]).from_(view)
+                        if not (relation.implicit_rowtime and c.name == relation.rowtime)]).from_(
+        exp.Table(this=exp.to_identifier(view, quoted=True)))
 
 
 def distinct_as_groups(select: exp.Select) -> exp.Select:

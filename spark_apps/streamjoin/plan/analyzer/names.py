@@ -82,6 +82,11 @@ class Scope:
     def resolve(self, col: exp.Column, items: list[Item], output_rowtime: bool):
         """A Ref, an exp for a USING column, or OUTPUT_ROWTIME."""
         name = ident_name(col.this)
+        if col.find_ancestor(exp.Parameter) is not None:  # s-Server's `$(shard AS INT)`: its deployment's value
+            template = col.find_ancestor(exp.Parameter)
+            self.where.fail(f"$({col.this.name} ...) is an s-Server substitution parameter, whose value s-Server's "
+                            "deployment gives (a sharded pump's OPTIONS): streamjoin substitutes none in a query", template,
+                            f"write its value where it stands (e.g. MOD(k, 2) = 0 for {template.sql()})")
         parts = [col.args.get(k) for k in ("db", "table")]
         qualifier = ".".join(ident_name(p) for p in parts if p is not None)
         if qualifier:

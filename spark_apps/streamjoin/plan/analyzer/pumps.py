@@ -10,8 +10,9 @@ a view named after the stream, its columns named as the stream declares them, in
 no pump reads is the application's output, and its pump is the final query (into a CREATE SINK,
 the query's INSERT INTO). With several such streams, each is an output query named after its
 stream, its rows led by a `stream` column naming it (a sink's rows go to the sink as they are). Declarations are read first, then views, pumps and queries run in the
-order their inputs are filled, whatever their order in the file. Rejected with their position:
-a cycle, a stream read but never filled, two pumps into one stream, several output streams and a
+order their inputs are filled, whatever their order in the file. Several pumps into one stream
+fill it with the UNION ALL of their queries (fan-in). Rejected with their position:
+a cycle, a stream read but never filled, two pumps into one sink, several output streams and a
 final query, a pump into a stream read from a connector, a column count that differs.
 """
 
@@ -66,6 +67,7 @@ class Application:
                 self.analyzer.statement(st)
             else:
                 later.append(st)
+        later = self.fanned_in(later)
         read = {id(st): reads(st) for st in later}
         fills = self.targets([st for st in later if is_pump(st)], {name for names in read.values() for name, _ in names})
         produced = {produces(st) for st in later} - {None}
@@ -90,6 +92,29 @@ class Application:
                 self.analyzer.statement(ready)
             if name := produces(ready):
                 done.add(name)
+
+    def fanned_in(self, later: list[exp.Expression]) -> list[exp.Expression]:
+        """Several pumps into one in-application stream (KDA's and s-Server's fan-in): one pump of
+        the UNION ALL of their queries, each named as its INSERT names the stream's columns; the
+        stream's rows are every pump's rows, in rowtime order (a UNION ALL of streams)."""
+        by_target: dict[str, list[exp.Create]] = {}
+        for st in later:
+            if is_pump(st):
+                by_target.setdefault(relation_name(pump_target(st)), []).append(st)
+        for name, pumps in by_target.items():
+            stream = self.analyzer.relations.get(name)
+            if len(pumps) < 2 or stream is None or stream.options:  # (a sink's, or a connector's: refused in targets)
+                continue
+            order = [c.name for c in stream.columns]
+            branches = [_in_order(self.named_as_declared(_query_of(p), p.expression, stream, p), order) for p in pumps]
+            union = branches[0]
+            for branch in branches[1:]:
+                union = exp.Union(this=union, expression=branch, distinct=False)
+            merged = pumps[0].copy()
+            merged.set("expression", exp.Insert(this=pump_target(pumps[0]).copy(), expression=union))
+            merged.meta["pumps"] = [(relation_name(p.this), tuple(sorted({n for n, _ in reads(p)}))) for p in pumps]
+            later = [merged if st is pumps[0] else st for st in later if not any(st is p for p in pumps[1:])]
+        return later
 
     def targets(self, pumps: list[exp.Create], read: set[str]) -> dict[str, exp.Create]:
         """stream -> the pump that fills it, each target checked. A Kafka foreign stream a pump
@@ -129,8 +154,8 @@ class Application:
     def pump(self, pump: exp.Create, terminal: bool) -> None:
         insert, name = pump.expression, relation_name(pump_target(pump))
         select = insert.expression.unnest() if isinstance(insert.expression, exp.Subquery) else insert.expression
-        self.analyzer.pumps.append(Pump(name=relation_name(pump.this), target=name,
-                                        reads=tuple(sorted({n for n, _ in reads(pump)}))))
+        for pump_name, pump_reads in pump.meta.get("pumps") or [(relation_name(pump.this), tuple(sorted({n for n, _ in reads(pump)})))]:
+            self.analyzer.pumps.append(Pump(name=pump_name, target=name, reads=pump_reads))
         if name in self.analyzer.sinks:
             if self.several:
                 self.output(select, name, sink=name)
@@ -206,6 +231,22 @@ class Application:
         first = producers[cycle[0]]
         self.where.fail(f"the pumps form a cycle: {' -> '.join(cycle)} (each reads the stream after it)", first.this,
                         f"a {'pump' if is_pump(first) else 'view'} may not read, directly or not, the stream it fills")
+
+
+def _in_order(select: exp.Expression, order: list[str]) -> exp.Expression:
+    """A pump's SELECT, named as its stream's columns, with them in the stream's order (a UNION ALL
+    pairs its branches' columns by position); its own ROWTIME last."""
+    if not isinstance(select, exp.Select):
+        return select
+    def place(e: exp.Expression) -> int:
+        return order.index(e.alias) if isinstance(e, exp.Alias) and e.alias in order else len(order)
+    select.set("expressions", sorted(select.expressions, key=place))
+    return select
+
+
+def _query_of(pump: exp.Create) -> exp.Expression:
+    query = pump.expression.expression
+    return query.unnest() if isinstance(query, exp.Subquery) else query
 
 
 def _own_rowtime(projection: exp.Expression) -> bool:
