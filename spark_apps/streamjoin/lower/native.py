@@ -71,6 +71,10 @@ class NativeLowering:
         `bounds`: keep the inputs' bound rows, marked in a column `__bound` (a view read by a
         join: its bounds must reach that join's clock, `view_frame`)."""
         frames = {i.alias: self.input_frame(query, i, prefix) for i in query.inputs}
+        if query.aggregation is None:  # a TUMBLE / HOP stream's rows with their windows' columns (a HOP row per window)
+            from streamjoin.lower.running import input_windows
+
+            frames.update({i.alias: input_windows(frames[i.alias], i) for i in query.inputs if i.time_window is not None})
         if query.union_of:  # its branches' rows, merged (lower.union): then one stream, the first branch's
             from dataclasses import replace
 

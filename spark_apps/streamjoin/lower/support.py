@@ -133,7 +133,7 @@ def _inputs(ctx: Context) -> str | None:
     stream_joined = {a for j in q.joins if j.kind.stream_stream for a in (j.right, *j.left_inputs)}
     for i in q.inputs:
         relation = ctx.script.relation(i.relation)
-        if i.time_window is not None and q.aggregation is None:
+        if i.time_window is not None and q.aggregation is None and any(j.kind == JoinKind.WINDOW_TVF for j in q.joins):
             return f"input '{i.alias}': {i.time_window.function} window joins are not supported by `run` yet"
         if relation.view:
             message = _view_input(ctx, i.alias, ctx.script.view(relation.name))

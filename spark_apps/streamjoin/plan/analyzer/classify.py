@@ -37,8 +37,10 @@ def classify(where: Located, join: exp.Join, join_type: JoinType, asof: bool, le
                            "join the other inputs in a view first: FROM v ASOF JOIN table t ON ...")
             return JoinKind.ASOF_TABLE
         return JoinKind.ASOF
-    if right.time_window or any(i.time_window for i in left_items):
+    windowed = [i for i in (*left_items, right) if i.time_window]
+    if windowed and not (len(windowed) == 1 and windowed[0].is_stream and not (left_stream and right.is_stream)):
         return check_window_join(where, join, left_items, right, condition)
+    # (a TUMBLE / HOP stream joined with a table: its rows with their windows' columns, joined as the stream's)
     if left_stream and right.is_stream:
         return stream_stream_kind(where, join, left_items, right, condition)
     if left_stream or right.is_stream:
@@ -77,7 +79,9 @@ def check_temporal(where: Located, join, join_type, left_stream, right: Item, co
 def check_window_join(where: Located, join, left_items, right: Item, condition: Condition) -> JoinKind:
     windowed = [i for i in (*left_items, right) if i.time_window]
     if not right.time_window or len(windowed) != 2 or len(left_items) != 1:
-        where.fail("a window join joins two TUMBLE (or two HOP) inputs", join, "FROM TUMBLE(a, ts, size) JOIN TUMBLE(b, ts, size) ON ...")
+        where.fail("a window join joins two TUMBLE (or two HOP) inputs", join, "FROM TUMBLE(a, ts, size) JOIN TUMBLE(b, ts, size) "
+                   "ON ...; to join a TUMBLE's rows with a stream as rows, read it in a view: FROM (SELECT * FROM TUMBLE(a, ts, "
+                   "size)) AS w JOIN b ON ...")
     a, b = windowed[0].time_window, windowed[1].time_window
     if (a.function, a.size_ms, a.slide_ms, a.offset_ms % a.slide_ms) != (b.function, b.size_ms, b.slide_ms, b.offset_ms % b.slide_ms):
         where.fail("a window join needs the same window function, size and offset on both sides", join,
