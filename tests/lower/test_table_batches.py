@@ -160,3 +160,19 @@ def test_a_view_calling_sql_functions_gives_the_functions_values(spark, tmp_path
               "INSERT INTO t VALUES (1, '1970-01-01 00:00:02+00'), (NULL, '1970-01-01 00:00:00.5+00');\n")
     rows = run_view(spark, tmp_path, "SELECT k, to_ms(ts) AS ms, twice_plus(k) AS tk, plus(k, 1) AS pk FROM t", tables=tables)
     assert [(k, float(ms), tk, pk) for k, ms, tk, pk in rows] == sorted([(1, 2000.0, 4, 2), (None, 500.0, None, None)], key=repr)
+
+
+def test_create_table_as_a_query_over_tables_holds_the_querys_rows(spark, tmp_path):
+    """RisingWave's `CREATE TABLE t AS query` (issue 68): t's rows are the query's over the tables;
+    a later change of a table it read is refused (t would keep the rows of its statement)."""
+    from streamjoin.errors import SqlError
+    from streamjoin.plan import compile_sql
+    from test_subquery_joins_run import run_view
+
+    tables = ("CREATE TABLE t (a INT, b INT);\nINSERT INTO t VALUES (1, 2), (3, 4), (3, NULL);\n"
+              "CREATE TABLE sums (a, total) AS SELECT a, SUM(b) FROM t GROUP BY a;\n")
+    rows = run_view(spark, tmp_path, "SELECT sums.a, sums.total, t.b FROM sums JOIN t ON sums.a = t.a", tables=tables)
+    assert rows == sorted([(1, 2, 2), (3, 4, 4), (3, 4, None)], key=repr)
+    with pytest.raises(SqlError, match="'t' is changed after CREATE TABLE sums AS ... read it"):
+        compile_sql(tables + "INSERT INTO t VALUES (5, 6);\nCREATE MATERIALIZED VIEW mv AS SELECT * FROM sums;\n", "rw.sql",
+                    dialect="risingwave")

@@ -89,12 +89,41 @@ def _select(rows: list[dict], columns: list[str], values: list[exp.Expression], 
     return [dict(zip(names, row, strict=True)) for row in result.rows]
 
 
+def table_as(analyzer, st: exp.Create) -> None:
+    """RisingWave's `CREATE TABLE t AS query` over tables: t holds the query's rows as the tables
+    stand, a view of kind TABLE (`run` computes it once, from their snapshots). The rows are the
+    query's at the statement: a later INSERT / UPDATE / DELETE of a table it reads, or of t, is
+    refused (`seed_rows`). Over a stream, refused: its rows would be the stream's so far."""
+    name = relation_name(st.this.this if isinstance(st.this, exp.Schema) else st.this)
+    query = st.expression
+    if isinstance(st.this, exp.Schema):  # CREATE TABLE t (a, b) AS ...: its columns named so
+        query = analyzer.renamed(query, st.this, st)
+    analyzer.view(name, query, st)
+    plan = analyzer.view_plan(name)
+    streams = [i.relation for i in plan.inputs if analyzer.relations[i.relation].kind == Kind.STREAM]
+    if streams or plan.kind != Kind.TABLE:
+        analyzer.where.fail(f"CREATE TABLE {name} AS a query over streams ({', '.join(streams) or 'a stream'}) is not "
+                            "supported: its rows would be the streams' so far", st.this,
+                            f"CREATE MATERIALIZED VIEW {name} AS ... (its rows as the streams come)")
+    for i in plan.inputs:
+        analyzer.filled_from[i.relation] = name
+    analyzer.filled_from[name] = name
+    analyzer.notes.append(f"line {analyzer.where.position(st)[0]}: CREATE TABLE {name} AS ...: the query's rows over the "
+                          "tables as they stand (a view of them)")
+
+
 def seed_rows(analyzer, st: exp.Insert | exp.Update | exp.Delete) -> None:
     """`INSERT INTO t [(columns)] VALUES (...), ...` into a table the file declares without a
     connector (RisingWave's tests and demos seed their tables so): the rows are the table's
     (`connector = 'values'`, read as its snapshot), added to any inserted before. `UPDATE` and
     `DELETE` change them, in order (plan.analyzer.dml)."""
     analyzer.epoch += 1
+    target = st.this.this if isinstance(st.this, exp.Schema) else st.this
+    if relation_name(target) in analyzer.filled_from:
+        table = analyzer.filled_from[relation_name(target)]
+        analyzer.where.fail(f"'{relation_name(target)}' is changed after CREATE TABLE {table} AS ... read it: not supported "
+                            f"({table} holds the query's rows at its statement, here a view of the tables as they end)",
+                            target, f"change the tables before CREATE TABLE {table} AS ..., or make {table} a view")
     if isinstance(st, exp.Update | exp.Delete):
         try:
             relation = changed(analyzer.relations, st, analyzer.where, analyzer.epoch)

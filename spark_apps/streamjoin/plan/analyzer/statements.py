@@ -70,6 +70,7 @@ class Analyzer:
         self.notes: list[str] = []  # statements dropped, replaced or ignored (script_order)
         self.servers: dict[str, dict[str, str]] = {}  # s-Server's CREATE SERVER, by name
         self.functions: dict = {}  # CREATE FUNCTION ... LANGUAGE SQL, by name (plan.analyzer.functions)
+        self.filled_from: dict[str, str] = {}  # a table CREATE TABLE t AS reads (or t) -> t (plan.analyzer.dml)
         self.cdc_sources: dict[str, dict[str, str]] = {}  # RisingWave's shared CDC CREATE SOURCE, by name
         self.epoch = 0  # the INSERT / UPDATE / DELETE statements read so far (plan.analyzer.dml)
         self.subqueries = 0  # queries inside expressions made joins so far: their views' numbers (exists_1, ...)
@@ -141,12 +142,11 @@ class Analyzer:
                               f"source: the tables declared FROM {name} TABLE '...' read its changes")
         elif kind in ("STREAM", "TABLE", "SINK") and st.expression is None:
             self.declare(st, kind)
+        elif kind == "TABLE":  # RisingWave's CREATE TABLE t AS query: its rows (plan.analyzer.dml)
+            dml.table_as(self, st)
         else:
-            self.where.fail(
-                f"unsupported statement: CREATE {kind}" + (" ... AS query" if st.expression else ""),
-                st.this,
-                "use CREATE STREAM | TABLE | SOURCE | SINK name (...) WITH (...) or CREATE VIEW name AS query",
-            )
+            self.where.fail(f"unsupported statement: CREATE {kind}" + (" ... AS query" if st.expression else ""), st.this,
+                            "use CREATE STREAM | TABLE | SOURCE | SINK name (...) WITH (...) or CREATE VIEW name AS query")
 
     def declare(self, st: exp.Create, kind: str) -> None:
         """CREATE STREAM | SOURCE | TABLE | SINK name (...) WITH (...): a relation of the program."""
