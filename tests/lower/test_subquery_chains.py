@@ -83,3 +83,19 @@ def test_the_joins_before_a_semi_join_are_a_view_and_explain_shows_its_time_boun
     assert "joined.ROWTIME - 90 SECOND <= exists_1.ROWTIME <= joined.ROWTIME" in text
     assert "residual: exists_1.rowtime BETWEEN joined.a__rowtime - INTERVAL '1 MINUTE' AND joined.a__rowtime" in text
     assert "output: id=joined.a__id, bid=joined.b__id" in text
+
+
+@pytest.mark.parametrize("dialect", ["sqlstream", "kda"])
+def test_upper_case_names_of_s_server_and_kda_programs_are_the_views_columns_as_written(tmp_path, dialect):
+    """(s-Server and KDA fold unquoted names to upper case: the view's columns and the rewritten
+    references are quoted as the inputs name them.)"""
+    from streamjoin.lower.explain import explain_text
+    from streamjoin.plan import compile_sql
+
+    declared = "".join(f"CREATE STREAM {n} (ID INT, K INT) WITH (connector = 'files', format = 'json', path = '{tmp_path}');\n"
+                       for n in "ABC")
+    sql = declared + ("SELECT STREAM A.ID AS AID, B.ID FROM A JOIN B ON A.K = B.K AND B.ROWTIME BETWEEN A.ROWTIME - "
+                      "INTERVAL '1' MINUTE AND A.ROWTIME WHERE NOT EXISTS (SELECT * FROM C WHERE C.K = A.K AND "
+                      "C.ROWTIME BETWEEN A.ROWTIME - INTERVAL '1' MINUTE AND A.ROWTIME);")
+    text = explain_text(compile_sql(sql, "chain.sql", dialect=dialect))
+    assert "view joined: stream" in text and 'output: AID=joined."A__ID", ID=joined."B__ID"' in text

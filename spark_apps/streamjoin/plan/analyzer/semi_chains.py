@@ -22,13 +22,13 @@ from sqlglot import exp
 from streamjoin.errors import SqlError
 from streamjoin.plan.analyzer.query import QueryAnalysis
 from streamjoin.plan.analyzer.subqueries import item_columns
-from streamjoin.plan.analyzer.subquery_values import SUBQUERY, and_all
+from streamjoin.plan.analyzer.subquery_values import SUBQUERY, alias_of, and_all
 from streamjoin.plan.conditions import chain_reach, conjuncts
 from streamjoin.plan.model import Query
 from streamjoin.plan.scope import ident_name
 
 ALIAS = "joined"
-FLIP = {exp.LT: exp.GT, exp.LTE: exp.GTE, exp.GT: exp.LT, exp.GTE: exp.LTE}
+COMPARISONS = (exp.LT, exp.LTE, exp.GT, exp.GTE)
 
 
 def joins_as_view(analyzer, select: exp.Select) -> exp.Select:
@@ -58,7 +58,7 @@ def split(select: exp.Select, analysed, columns) -> exp.Select | None:
         cols = columns(item)
         if cols is None:
             return None
-        names[item.alias_or_name] = tuple(dict.fromkeys(cols))  # (a stream's ROWTIME, declared and implied, once)
+        names[alias_of(item)] = tuple(dict.fromkeys(cols))  # (a stream's ROWTIME, declared and implied, once)
     kept, outer = _where_parts(select, names)
     prefix = exp.Select(expressions=[exp.Star()], hint=select.args.get("hint"), from_=select.args["from_"].copy(),
                         joins=[j.copy() for j in written[:first]])
@@ -105,12 +105,17 @@ def _owner(col: exp.Column, names: dict) -> str | None:
     return owners[0] if len(owners) == 1 else None
 
 
+def _name_in(name: str, cols: tuple[str, ...]) -> str:
+    """A column as the input names it (ROWTIME is every stream's, however written)."""
+    return name if name in cols else next((c for c in cols if c.lower() == name.lower()), name)
+
+
 def _moved_rowtime(node: exp.Expression, spread: dict) -> str | None:
     """`a.ROWTIME` or `a.ROWTIME +/- INTERVAL ...` of a joined input a: a."""
     node = node.unnest()
     if isinstance(node, exp.Add | exp.Sub) and isinstance(node.expression, exp.Interval):
         return _moved_rowtime(node.this, spread)
-    if isinstance(node, exp.Column) and ident_name(node.this) == "rowtime" and node.args.get("table") is not None:
+    if isinstance(node, exp.Column) and ident_name(node.this).lower() == "rowtime" and node.args.get("table") is not None:
         table = ident_name(node.args["table"])
         return table if table in spread else None
     return None
@@ -125,7 +130,7 @@ def _widened(part: exp.Expression, spread: dict) -> exp.Expression | None:
         high = exp.LTE(this=part.this.copy(), expression=part.args["high"].copy())
         both = [_widened(low, spread), _widened(high, spread)]
         return and_all(both) if None not in both else None
-    if type(part) not in FLIP:
+    if not isinstance(part, COMPARISONS):
         return None
     smaller, larger = (part.this, part.expression) if isinstance(part, exp.LT | exp.LTE) else (part.expression, part.this)
     mine = [(side, _moved_rowtime(side, spread), lower) for side, lower in ((smaller, True), (larger, False))]
@@ -133,7 +138,7 @@ def _widened(part: exp.Expression, spread: dict) -> exp.Expression | None:
                                                            for side, alias, _ in mine):
         return None
     out = part.copy()
-    for col in [c for c in out.find_all(exp.Column) if ident_name(c.this) == "rowtime" and c.args.get("table") is not None
+    for col in [c for c in out.find_all(exp.Column) if ident_name(c.this).lower() == "rowtime" and c.args.get("table") is not None
                 and ident_name(c.args["table"]) in spread]:
         alias = ident_name(col.args["table"])
         lower = next(lower for _, a, lower in mine if a == alias)
@@ -146,7 +151,7 @@ def _widened(part: exp.Expression, spread: dict) -> exp.Expression | None:
 
 
 def _rewritten(select: exp.Select, items: list, moved: list, joins: list, names: dict, kept: list, outer: list) -> exp.Select:
-    view = exp.Select(expressions=[exp.alias_(exp.column(c, a), f"{a}__{c}", quoted=False)
+    view = exp.Select(expressions=[exp.alias_(exp.column(c, a, quoted=True), f"{a}__{c}", quoted=True)
                                    for a, cols in names.items() for c in cols])
     view.set("hint", select.args.get("hint"))
     view.set("from_", exp.From(this=items[0].copy()))
@@ -161,14 +166,15 @@ def _rewritten(select: exp.Select, items: list, moved: list, joins: list, names:
     for e in out.expressions:
         if isinstance(e, exp.Star) or isinstance(e, exp.Column) and isinstance(e.this, exp.Star):
             table = ident_name(e.args["table"]) if isinstance(e, exp.Column) and e.args.get("table") else None
-            listed += [exp.alias_(exp.column(f"{a}__{c}", ALIAS), c, quoted=False) for a, cols in names.items()
-                       if table in (None, a) for c in cols if c != "rowtime"]
+            listed += [exp.alias_(exp.column(f"{a}__{c}", ALIAS, quoted=True), c, quoted=True) for a, cols in names.items()
+                       if table in (None, a) for c in cols if c.lower() != "rowtime"]
         elif isinstance(e, exp.Column) and _owner(e, names):
-            listed.append(exp.alias_(e, e.name, quoted=False))
+            listed.append(exp.alias_(e, ident_name(e.this), quoted=True))
         else:
             listed.append(e)
     out.set("expressions", listed)
     for col in [c for c in out.find_all(exp.Column) if not isinstance(c.this, exp.Star) and _owner(c, names)]:
-        col.replace(exp.column(f"{_owner(col, names)}__{ident_name(col.this)}", ALIAS))
+        col.replace(exp.column(f"{_owner(col, names)}__{_name_in(ident_name(col.this), names[_owner(col, names)])}",
+                               ALIAS, quoted=True))
     out.set("from_", exp.From(this=exp.Subquery(this=view, alias=exp.TableAlias(this=exp.to_identifier(ALIAS)))))
     return out
