@@ -34,7 +34,7 @@ def fold_groups(rows: list[dict]) -> dict:
     return folded
 
 
-@pytest.mark.parametrize(("join_type", "having"), [("LEFT", ""), ("LEFT", "HAVING COUNT(*) > 2 AND MIN(o.oid) < 10"),
+@pytest.mark.parametrize(("join_type", "having"), [("LEFT", ""), pytest.param("LEFT", "HAVING COUNT(*) > 2 AND MIN(o.oid) < 10", marks=pytest.mark.long),
                                                    pytest.param("INNER", "", marks=pytest.mark.long)])
 def test_groups_of_a_regular_join_with_a_table_that_changes_follow_every_change(spark, tmp_path, join_type, having):
     """(HAVING: the groups that pass it as they stand, on aggregates the output does not hold.)"""

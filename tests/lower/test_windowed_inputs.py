@@ -33,7 +33,7 @@ def _window(ms: int, size: int = MINUTE) -> tuple[str, str]:
     return ts(start), ts(start + size)
 
 
-@pytest.mark.parametrize("function", ["TUMBLE", pytest.param("HOP", marks=pytest.mark.long)])
+@pytest.mark.parametrize("function", [pytest.param("TUMBLE", marks=pytest.mark.long), pytest.param("HOP", marks=pytest.mark.long)])
 def test_a_tumble_or_hop_read_as_rows_gives_each_row_with_its_windows(spark, tmp_path, function):
     call = "TUMBLE(s, ts, INTERVAL '1' MINUTE)" if function == "TUMBLE" else "HOP(s, ts, INTERVAL '1' MINUTE, INTERVAL '2' MINUTE)"
     rows = _run(spark, tmp_path, f"SELECT k, v, window_start, window_end FROM {call}")
