@@ -103,10 +103,9 @@ def inline(analyzer, node: exp.Expression) -> exp.Expression:
     if not functions:
         return node
     for _ in range(MAX_DEPTH):
-        calls = [c for c in node.find_all(exp.Anonymous) if str(c.this).lower() in functions]
-        if not calls:
+        if not any(str(c.this).lower() in functions for c in node.find_all(exp.Anonymous)):
             return node
-        node = node.copy() if calls else node
+        node = node.copy()
         for call in [c for c in node.find_all(exp.Anonymous) if str(c.this).lower() in functions]:
             function = functions[str(call.this).lower()]
             if len(call.expressions) != len(function.parameters):

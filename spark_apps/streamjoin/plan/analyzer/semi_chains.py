@@ -115,10 +115,13 @@ def _moved_rowtime(node: exp.Expression, spread: dict) -> str | None:
     node = node.unnest()
     if isinstance(node, exp.Add | exp.Sub) and isinstance(node.expression, exp.Interval):
         return _moved_rowtime(node.this, spread)
-    if isinstance(node, exp.Column) and ident_name(node.this).lower() == "rowtime" and node.args.get("table") is not None:
-        table = ident_name(node.args["table"])
-        return table if table in spread else None
-    return None
+    return _rowtime_of(node, spread) if isinstance(node, exp.Column) else None
+
+
+def _rowtime_of(col: exp.Column, spread: dict) -> str | None:
+    """The joined input whose rowtime `col` is (`a.ROWTIME`), else None."""
+    table = ident_name(col.args["table"]) if col.args.get("table") is not None else None
+    return table if ident_name(col.this).lower() == "rowtime" and table in spread else None
 
 
 def _widened(part: exp.Expression, spread: dict) -> exp.Expression | None:
@@ -138,9 +141,7 @@ def _widened(part: exp.Expression, spread: dict) -> exp.Expression | None:
                                                            for side, alias, _ in mine):
         return None
     out = part.copy()
-    for col in [c for c in out.find_all(exp.Column) if ident_name(c.this).lower() == "rowtime" and c.args.get("table") is not None
-                and ident_name(c.args["table"]) in spread]:
-        alias = ident_name(col.args["table"])
+    for col, alias in [(c, a) for c in out.find_all(exp.Column) if (a := _rowtime_of(c, spread))]:
         lower = next(lower for _, a, lower in mine if a == alias)
         bound = exp.column("rowtime", ALIAS)
         if lower and spread[alias]:
@@ -173,8 +174,7 @@ def _rewritten(select: exp.Select, items: list, moved: list, joins: list, names:
         else:
             listed.append(e)
     out.set("expressions", listed)
-    for col in [c for c in out.find_all(exp.Column) if not isinstance(c.this, exp.Star) and _owner(c, names)]:
-        col.replace(exp.column(f"{_owner(col, names)}__{_name_in(ident_name(col.this), names[_owner(col, names)])}",
-                               ALIAS, quoted=True))
+    for col, owner in [(c, o) for c in out.find_all(exp.Column) if not isinstance(c.this, exp.Star) and (o := _owner(c, names))]:
+        col.replace(exp.column(f"{owner}__{_name_in(ident_name(col.this), names[owner])}", ALIAS, quoted=True))
     out.set("from_", exp.From(this=exp.Subquery(this=view, alias=exp.TableAlias(this=exp.to_identifier(ALIAS)))))
     return out
